@@ -1,0 +1,12 @@
+"""The Chalice application: creates the app, installs the middleware, registers blueprints.
+No logic lives here (see chalicelib/: api -> services -> store/query -> core)."""
+from chalice import Chalice
+
+from chalicelib.api import account, http, middleware, resources
+
+app = Chalice(app_name='platform-api')
+app.api.binary_types = []  # every response is JSON
+http.bind(app)
+middleware.install(app)
+app.register_blueprint(resources.bp)
+app.register_blueprint(account.bp)

@@ -1,0 +1,66 @@
+"""REST routes of every registered family: /api/{family}[/{id}[/sequence]].
+
+Routes are generated from the registry, so every family gets exactly the same behaviour;
+each view is one call into the services."""
+from __future__ import annotations
+
+from chalice import Blueprint
+
+from chalicelib.domain.registry import FAMILIES, Family
+
+from .http import ANY_CONTENT, JSON_CONTENT, created, no_content, params, raw_body
+
+bp = Blueprint(__name__)
+
+
+def operation_name(family: Family, op: str) -> str:
+    """Stable, readable names (also the OpenAPI operation ids): listProjects, getProject, ..."""
+    plural = ''.join(p.capitalize() for p in family.path.split('-'))
+    return {
+        'list': f'list{plural}', 'get': f'get{family.entity}', 'create': f'create{family.entity}',
+        'update': f'update{family.entity}', 'delete': f'delete{family.entity}',
+        'sequence': f'get{family.entity}Sequence',
+    }[op]
+
+
+def _register(family: Family) -> None:
+    path = family.path
+    base, item = f'/api/{path}', f'/api/{path}/{{id}}'
+
+    def list_view():
+        from chalicelib.services.listing import list_resources
+        return list_resources(path, params())
+
+    def get_view(id):
+        from chalicelib.services.resources import get
+        return get(path, id)
+
+    def create_view():
+        from chalicelib.services.resources import create
+        return created(create(path, raw_body()))
+
+    def update_view(id):
+        from chalicelib.services.resources import update
+        return update(path, id, raw_body())
+
+    def delete_view(id):
+        from chalicelib.services.resources import delete
+        delete(path, id)
+        return no_content()
+
+    def sequence_view(id):
+        from chalicelib.services.resources import sequence
+        return sequence(path, id)
+
+    for op, route, method, view, content in (
+            ('list', base, 'GET', list_view, ANY_CONTENT),
+            ('create', base, 'POST', create_view, JSON_CONTENT),
+            ('get', item, 'GET', get_view, ANY_CONTENT),
+            ('update', item, 'PUT', update_view, JSON_CONTENT),
+            ('delete', item, 'DELETE', delete_view, ANY_CONTENT),
+            ('sequence', f'{item}/sequence', 'GET', sequence_view, ANY_CONTENT)):
+        bp.route(route, methods=[method], name=operation_name(family, op), content_types=content)(view)
+
+
+for _family in FAMILIES:
+    _register(_family)

@@ -1,0 +1,54 @@
+"""Configuration, read once from the environment (set by .chalice/config.json on Lambda and
+by localdev/ when running locally)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class Config:
+    table_name: str
+    bucket_name: str
+    activity_queue_name: str
+    region: str
+    endpoint_url: str | None
+    public_url: str
+    rate_limit_per_minute: int
+    rate_limit_burst_per_second: int
+    internal_service_token: str | None
+    jwt_issuer: str | None
+    jwt_audience: str | None
+    jwt_jwks_url: str | None
+    counter_shards: int
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return int(raw) if raw not in (None, '') else default
+
+
+@lru_cache(maxsize=1)
+def get_config() -> Config:
+    env = os.environ
+    return Config(
+        table_name=env.get('TABLE_NAME', 'platform-local'),
+        bucket_name=env.get('BUCKET_NAME', 'platform-local-documents'),
+        activity_queue_name=env.get('ACTIVITY_QUEUE_NAME', 'platform-local-activity-starts'),
+        region=env.get('AWS_REGION') or env.get('AWS_DEFAULT_REGION') or 'us-east-1',
+        endpoint_url=env.get('AWS_ENDPOINT_URL') or None,
+        public_url=env.get('PUBLIC_API_URL', 'https://api.example.com'),
+        rate_limit_per_minute=_int('RATE_LIMIT_PER_MINUTE', 100),
+        rate_limit_burst_per_second=_int('RATE_LIMIT_BURST_PER_SECOND', 20),
+        internal_service_token=env.get('INTERNAL_SERVICE_TOKEN') or None,
+        jwt_issuer=env.get('AUTH_JWT_ISSUER') or None,
+        jwt_audience=env.get('AUTH_JWT_AUDIENCE') or None,
+        jwt_jwks_url=env.get('AUTH_JWT_JWKS_URL') or None,
+        counter_shards=_int('COUNTER_SHARDS', 4),
+    )
+
+
+def reset_config() -> None:
+    """Tests change the environment; they call this to re-read it."""
+    get_config.cache_clear()

@@ -1,0 +1,85 @@
+"""The one exception hierarchy of the API, mapped once to {"error", "message", "status"}.
+
+Services raise these; the HTTP middleware (chalicelib/api/middleware.py) turns them into
+responses. They subclass Chalice's ChaliceUnhandledError so that Chalice lets them reach
+the middleware instead of answering with its own {"Code", "Message"} body.
+"""
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+from chalice.app import ChaliceUnhandledError
+
+
+class ApiError(ChaliceUnhandledError):
+    status = 500
+
+    def __init__(self, message: str, *, status: int | None = None,
+                 headers: dict[str, str] | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        if status is not None:
+            self.status = status
+        self.message = message
+        self.headers = headers or {}
+        self.extra = extra
+
+    @property
+    def error(self) -> str:
+        return reason(self.status)
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.status, self.message, **self.extra)
+
+
+class BadRequest(ApiError):
+    status = 400
+
+
+class Unauthorized(ApiError):
+    status = 401
+
+    def __init__(self, message: str = 'A valid credential is required', **kw: Any) -> None:
+        kw.setdefault('headers', {'WWW-Authenticate': 'Bearer, ApiKey header="x-api-key", Basic realm="platform"'})
+        super().__init__(message, **kw)
+
+
+class Forbidden(ApiError):
+    status = 403
+
+
+class NotFound(ApiError):
+    status = 404
+
+
+class MethodNotAllowed(ApiError):
+    status = 405
+
+
+class Conflict(ApiError):
+    status = 409
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+
+
+class UnsupportedMediaType(ApiError):
+    status = 415
+
+
+class TooManyRequests(ApiError):
+    status = 429
+
+
+def reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return 'Error'
+
+
+def error_body(status: int, message: str, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {'error': reason(status), 'message': message, 'status': status}
+    body.update(extra)
+    return body

@@ -1,0 +1,47 @@
+"""Who is calling: the authenticated principal of the current request."""
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+
+ROLE_ORDER = ('VIEWER', 'MEMBER', 'MANAGE', 'PLATFORM_ADMIN')
+
+
+@dataclass(frozen=True)
+class Principal:
+    user_id: str
+    email: str
+    memberships: dict[str, str] = field(default_factory=dict)  # organization id -> role
+    platform_admin: bool = False
+    credential: str = 'api-key'          # api-key | jwt | basic | service
+    rate_key: str = ''                   # what the rate limiter counts against
+
+    def role_in(self, org_id: str | None) -> str | None:
+        if self.platform_admin:
+            return 'PLATFORM_ADMIN'
+        if org_id is None:
+            return None
+        return self.memberships.get(org_id)
+
+    @property
+    def org_ids(self) -> list[str]:
+        return sorted(self.memberships)
+
+    @property
+    def default_org(self) -> str | None:
+        return self.org_ids[0] if len(self.memberships) == 1 else None
+
+
+_current: contextvars.ContextVar[Principal | None] = contextvars.ContextVar('principal', default=None)
+
+
+def set_current(principal: Principal | None) -> None:
+    _current.set(principal)
+
+
+def current() -> Principal:
+    principal = _current.get()
+    if principal is None:  # a route that needs a caller ran without one: refuse, never guess
+        from .errors import Unauthorized
+        raise Unauthorized()
+    return principal

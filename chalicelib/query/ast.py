@@ -1,0 +1,82 @@
+"""Filter AST: small immutable nodes produced by :func:`chalicelib.query.parser.parse`.
+
+Leaves carry the ``target`` the parser resolved their path to (a
+:class:`chalicelib.query.schema.Resolved`: field / reference / collection and the type); it is
+what the evaluator and the DynamoDB compiler dispatch on. A leaf built by hand without a
+target is treated as a plain field of type ``any``.
+
+Literal values are ``str``, ``int``, ``decimal.Decimal`` or ``bool``; datetime literals have
+already been normalised to the canonical UTC text form; ``=in=`` carries a tuple of values.
+"""
+from __future__ import annotations
+
+import decimal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .schema import Resolved
+
+Scalar = Union[str, int, decimal.Decimal, bool]
+
+EQ, NE, GT, GE, LT, LE = '==', '!=', '>', '>=', '<', '<='
+LIKE, IN, MATCH = '=like=', '=in=', '~~'
+ORDERING_OPS = frozenset({GT, GE, LT, LE})
+COMPARE_OPS = frozenset({EQ, NE, GT, GE, LT, LE, LIKE, IN, MATCH})
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``path op value``; for ``=in=`` the value is a tuple of scalars."""
+
+    path: tuple[str, ...]
+    op: str
+    value: Scalar | tuple[Scalar, ...]
+    target: Resolved | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class IsNull:
+    """``path is null`` (``negated=False``) or ``path is not null`` (``negated=True``)."""
+
+    path: tuple[str, ...]
+    negated: bool = False
+    target: Resolved | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class And:
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    item: Node
+
+
+Node = Union[Compare, IsNull, And, Or, Not]
+
+
+def make_and(items) -> Node:
+    """Conjunction of ``items``, flattening nested Ands; a single item is returned as is."""
+    flat: list[Node] = []
+    for item in items:
+        flat.extend(item.items if isinstance(item, And) else (item,))
+    if not flat:
+        raise ValueError('make_and needs at least one item')
+    return flat[0] if len(flat) == 1 else And(tuple(flat))
+
+
+def make_or(items) -> Node:
+    """Disjunction of ``items``, flattening nested Ors; a single item is returned as is."""
+    flat: list[Node] = []
+    for item in items:
+        flat.extend(item.items if isinstance(item, Or) else (item,))
+    if not flat:
+        raise ValueError('make_or needs at least one item')
+    return flat[0] if len(flat) == 1 else Or(tuple(flat))

@@ -1,0 +1,51 @@
+"""Per-family hooks: the few rules a family adds on top of the generic CRUD service.
+
+A hook is looked up by the family's ``hook`` name in the registry. Each method receives the
+write being prepared and may change its data, add transaction operations, or refuse it.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from chalicelib.core.principal import Principal
+from chalicelib.domain.registry import Family
+from chalicelib.store.repository import Op, Stored
+
+
+class Hook:
+    def before_create(self, family: Family, principal: Principal, data: dict[str, Any],
+                      body: dict[str, Any]) -> None:
+        """Adjust a new resource before it is stored."""
+
+    def before_update(self, family: Family, principal: Principal, new: dict[str, Any],
+                      stored: Stored) -> None:
+        """Adjust an updated resource before it is stored."""
+
+    def extra_create_ops(self, family: Family, principal: Principal, data: dict[str, Any]) -> list[Op]:
+        """More items to write in the create transaction."""
+        return []
+
+    def can_create(self, family: Family, principal: Principal) -> bool | None:
+        """True/False to decide create permission here; None for the generic rule."""
+        return None
+
+    def can_write(self, family: Family, principal: Principal, stored: Stored, op: str) -> bool | None:
+        """True/False to decide update/delete permission here; None for the generic rule."""
+        return None
+
+    def visible(self, family: Family, principal: Principal, stored: Stored) -> bool | None:
+        """True/False to decide read visibility here; None for the generic rule."""
+        return None
+
+
+_DEFAULT = Hook()
+_cache: dict[str, Hook] = {}
+
+
+def hook_for(family: Family) -> Hook:
+    if family.hook is None:
+        return _DEFAULT
+    if family.hook not in _cache:
+        _cache[family.hook] = import_module(f'{__name__}.{family.hook}').HOOK
+    return _cache[family.hook]
