@@ -13,8 +13,14 @@ from .http import ANY_CONTENT, JSON_CONTENT, created, no_content, params, raw_bo
 bp = Blueprint(__name__)
 
 
+# Operation ids the contract fixes where the pattern below would say otherwise.
+CONTRACT_NAMES = {('agent-runtimes', 'sequence'): 'getOrchestratorAgentRuntimeSequence'}
+
+
 def operation_name(family: Family, op: str) -> str:
     """Stable, readable names (also the OpenAPI operation ids): listProjects, getProject, ..."""
+    if (family.path, op) in CONTRACT_NAMES:
+        return CONTRACT_NAMES[(family.path, op)]
     plural = ''.join(p.capitalize() for p in family.path.split('-'))
     return {
         'list': f'list{plural}', 'get': f'get{family.entity}', 'create': f'create{family.entity}',

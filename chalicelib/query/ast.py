@@ -62,6 +62,14 @@ class Not:
 Node = Union[Compare, IsNull, And, Or, Not]
 
 
+def target_of(leaf: Compare | IsNull) -> Resolved:
+    """The leaf's resolution; a hand-built leaf without one is a plain field of type 'any'."""
+    if leaf.target is not None:
+        return leaf.target
+    from .schema import ANY, Resolved
+    return Resolved('field', ANY, leaf.path[0], tuple(leaf.path[1:]))
+
+
 def make_and(items) -> Node:
     """Conjunction of ``items``, flattening nested Ands; a single item is returned as is."""
     flat: list[Node] = []

@@ -30,6 +30,7 @@ stays residual.
 """
 from __future__ import annotations
 
+import decimal
 import functools
 import operator
 import re
@@ -38,8 +39,8 @@ from typing import Iterable
 from boto3.dynamodb.conditions import Attr, ConditionBase, ConditionExpressionBuilder
 
 from . import ast
-from .ast import And, Compare, IsNull, Not, Or, make_and
-from .schema import ANY, LIST, Resolved
+from .ast import And, IsNull, Not, Or, make_and
+from .schema import LIST, Resolved
 
 MAX_IN_OPERANDS = 100
 DEFAULT_MAX_EXPRESSION_LENGTH = 3000
@@ -54,8 +55,13 @@ def compile_filter(node: ast.Node | None, schema=None, root: str = 'data', *,
                    ) -> tuple[ConditionBase | None, ast.Node | None]:
     """Split ``node`` into (DynamoDB condition or None, residual AST or None).
 
-    ``schema`` resolves leaves that carry no ``target`` (hand-built ASTs); parsed ASTs do not
-    need it. Unresolvable leaves stay residual.
+    The condition goes to ``FilterExpression`` (combine it with the caller's own conditions
+    with ``&``); the residual, when not None, must be evaluated in memory on the returned
+    items with ``evaluate(residual, item, ctx, root=root)``.
+
+    Leaves carry their resolution from :func:`parse`, so ``schema`` is not consulted; it is
+    accepted so callers can pass what they passed to ``parse``. Hand-built leaves without a
+    target are plain ``any`` fields, exactly as :func:`evaluate` treats them.
     """
     if node is None:
         return None, None
@@ -63,7 +69,7 @@ def compile_filter(node: ast.Node | None, schema=None, root: str = 'data', *,
     pushed: list[ConditionBase] = []
     residual: list[ast.Node] = []
     for child in _conjuncts(node):
-        condition = _compile(child, schema, root)
+        condition = _compile(child, root)
         if condition is not None and budget.take(condition):
             pushed.append(condition)
         else:
@@ -81,23 +87,17 @@ def _conjuncts(node: ast.Node) -> Iterable[ast.Node]:
         yield node
 
 
-def _compile(node: ast.Node, schema, root: str) -> ConditionBase | None:
+def _compile(node: ast.Node, root: str) -> ConditionBase | None:
     """An exact condition for ``node``, or None when DynamoDB cannot express it exactly."""
     if isinstance(node, (And, Or)):
-        parts = [_compile(child, schema, root) for child in node.items]
+        parts = [_compile(child, root) for child in node.items]
         if any(part is None for part in parts):
             return None
         return functools.reduce(operator.and_ if isinstance(node, And) else operator.or_, parts)
     if isinstance(node, Not):
-        inner = _compile(node.item, schema, root)
+        inner = _compile(node.item, root)
         return None if inner is None else ~inner
-    target = node.target
-    if target is None and schema is not None:
-        target = schema.resolve(tuple(node.path))
-    if target is None:
-        return None if schema is not None else _compile_leaf(
-            node, Resolved('field', ANY, node.path[0], tuple(node.path[1:])), root)
-    return _compile_leaf(node, target, root)
+    return _compile_leaf(node, ast.target_of(node), root)
 
 
 def _compile_leaf(node, target: Resolved, root: str) -> ConditionBase | None:
@@ -162,14 +162,9 @@ def _kind(value) -> str | None:
         return 'boolean'
     if isinstance(value, str):
         return 'string'
-    if isinstance(value, int) or _is_decimal(value):
+    if isinstance(value, int) or (isinstance(value, decimal.Decimal) and value.is_finite()):
         return 'number'
     return None
-
-
-def _is_decimal(value) -> bool:
-    import decimal
-    return isinstance(value, decimal.Decimal) and value.is_finite()
 
 
 class _Budget:

@@ -39,7 +39,7 @@ from typing import Any, Iterable, Mapping
 
 from . import ast
 from .ast import And, Compare, IsNull, Not, Or
-from .schema import ANY, LIST, NULL_CONTEXT, Resolved
+from .schema import LIST, NULL_CONTEXT, Resolved
 
 _MISSING = object()
 
@@ -65,7 +65,7 @@ def _eval(node, item, fields, ctx) -> bool:
         return any(_eval(child, item, fields, ctx) for child in node.items)
     if isinstance(node, Not):
         return not _eval(node.item, item, fields, ctx)
-    target = node.target or Resolved('field', ANY, node.path[0], tuple(node.path[1:]))
+    target = ast.target_of(node)
     values = _values(target, item, fields, ctx)
     if isinstance(node, IsNull):
         return any((value is _MISSING or value is None) != node.negated for value in values)
