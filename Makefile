@@ -21,5 +21,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	PYTHONPATH=. $(PY) bench/run_all.py
 
+# schemathesis against the local server (its own moto), driven by /v3/api-docs; ~2-4 min.
+fuzz: $(STAMP)
+	PYTHONPATH=. $(PY) tests/fuzz_api.py
+
 clean:
 	rm -rf $(VENV) .local

@@ -17,7 +17,9 @@ import pytest
 os.environ.pop('AWS_ENDPOINT_URL', None)
 os.environ.pop('AWS_PROFILE', None)
 os.environ.update(AWS_DEFAULT_REGION='us-east-1', AWS_ACCESS_KEY_ID='testing',
-                  AWS_SECRET_ACCESS_KEY='testing', TABLE_NAME='platform-test')
+                  AWS_SECRET_ACCESS_KEY='testing', TABLE_NAME='platform-test',
+                  # generous limits: only tests/api/test_ratelimit*.py exercise the real figures
+                  RATE_LIMIT_PER_MINUTE='100000', RATE_LIMIT_BURST_PER_SECOND='100000')
 
 from moto import mock_aws  # noqa: E402
 

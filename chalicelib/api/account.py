@@ -1,4 +1,7 @@
-"""The signed-in user: /api/account/me and their API keys."""
+"""The signed-in user: /api/account/me and their API keys.
+
+Every route here acts on the caller's own account only: a key id that is not the caller's is
+a 404, the raw key is in the create response only (the table holds its hash)."""
 from __future__ import annotations
 
 from chalice import Blueprint
@@ -13,7 +16,7 @@ def me():
     from chalicelib.core.principal import current
     from chalicelib.services.resources import get
     principal = current()
-    user = get('users', principal.user_id)
+    user = principal.user if principal.user is not None else get('users', principal.user_id)
     return {**user, 'memberships': [{'organizationId': o, 'role': r} for o, r in sorted(principal.memberships.items())],
             'platformAdmin': principal.platform_admin}
 
@@ -29,10 +32,9 @@ def list_keys():
 def create_key():
     from chalicelib.core import jsonbody
     from chalicelib.core.principal import current
-    from chalicelib.services.identity import create_api_key, parse_key_request
+    from chalicelib.services.identity import create_own_api_key
     principal = current()
-    name, expires = parse_key_request(jsonbody.loads_object(raw_body()))
-    return created(create_api_key(principal.user_id, principal.email, name, expires))
+    return created(create_own_api_key(principal.user_id, principal.email, jsonbody.loads_object(raw_body())))
 
 
 @bp.route('/api/account/me/api-keys/{id}', methods=['DELETE'], name='revokeMyApiKey', content_types=ANY_CONTENT)

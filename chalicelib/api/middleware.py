@@ -1,5 +1,6 @@
-"""The one HTTP middleware: authenticate, run the view, and shape every error as
-{"error", "message", "status"} (ours, and the ones Chalice itself produces: 405, 415, 500).
+"""The one HTTP middleware: authenticate, count the request against the rate limit, run the
+view, and shape every error as {"error", "message", "status"} (ours, and the ones Chalice
+itself produces: 405, 415, 500). Every response carries the X-RateLimit-* headers.
 No stack trace ever reaches a client; unexpected errors are logged with the request id."""
 from __future__ import annotations
 
@@ -34,20 +35,61 @@ def _translate_chalice_error(response: Response) -> Response:
     return _error_response(status, message, headers)
 
 
+def _client_subject(event) -> str:
+    from chalicelib.services.ratelimit import client_subject
+    identity = (event.context or {}).get('identity') or {}
+    return client_subject(identity.get('sourceIp'))
+
+
+def _admit(event, mode: str):
+    """Authenticate the caller and count the request -> (principal, rate-limit decision).
+
+    A request without a valid credential is counted against its client address (so guessing
+    keys is throttled too) and answered 401, or 429 once that address is over the limit."""
+    from chalicelib.services import ratelimit
+    try:
+        if mode == 'user':
+            from chalicelib.services.identity import authenticate
+            principal = authenticate(event.headers)
+        elif mode == 'service':
+            from chalicelib.services.internal import authenticate_service
+            principal = authenticate_service(event.headers)
+        else:
+            principal = None
+    except ApiError as exc:
+        decision = ratelimit.check(_client_subject(event))
+        if not decision.allowed:
+            raise _Refused(decision.error(), decision) from None
+        raise _Refused(exc, decision) from None
+    if principal is not None and not principal.rate_key:
+        return principal, ratelimit.untracked()   # the internal service caller is not limited
+    decision = ratelimit.check(principal.rate_key if principal is not None else _client_subject(event))
+    if not decision.allowed:
+        raise _Refused(decision.error(), decision)
+    return principal, decision
+
+
+class _Refused(Exception):
+    def __init__(self, error: ApiError, decision) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.decision = decision
+
+
 def install(app) -> None:
     @app.middleware('http')
     def platform_middleware(event, get_response):
         request_id = str(uuid.uuid4())
+        decision = None
         try:
             route = (event.context or {}).get('resourcePath')
-            mode = policy.of(route)
-            if mode == 'user':
-                from chalicelib.services.identity import authenticate
-                set_current(authenticate(event.headers))
-            elif mode == 'service':
-                from chalicelib.services.internal import authenticate_service
-                set_current(authenticate_service(event.headers))
+            principal, decision = _admit(event, policy.of(route))
+            set_current(principal)
             response = get_response(event)
+        except _Refused as refused:
+            decision = refused.decision
+            exc = refused.error
+            response = _error_response(exc.status, exc.message, exc.headers, **exc.extra)
         except ApiError as exc:
             response = _error_response(exc.status, exc.message, exc.headers, **exc.extra)
         except Exception:  # noqa: BLE001 - the last line of defence: log it, answer a bare 500
@@ -55,4 +97,9 @@ def install(app) -> None:
             response = _error_response(500, f'An internal error occurred (request {request_id})')
         finally:
             set_current(None)
-        return _translate_chalice_error(response)
+        response = _translate_chalice_error(response)
+        if decision is None:  # failed before the limiter could answer: still say what the limit is
+            from chalicelib.services.ratelimit import untracked
+            decision = untracked()
+        response.headers.update(decision.headers())
+        return response

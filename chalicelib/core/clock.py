@@ -18,7 +18,9 @@ def now() -> _dt.datetime:
 def iso(value: _dt.datetime) -> str:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+    v = value.astimezone(UTC)
+    return (f'{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}'
+            f'.{v.microsecond:06d}Z')
 
 
 def now_iso() -> str:
@@ -39,5 +41,9 @@ def parse_instant(text: str) -> _dt.datetime:
 
 
 def normalize_instant(text: str) -> str:
-    """ISO 8601 text -> canonical stored form. Raises ValueError when it is not a date-time."""
-    return iso(parse_instant(text))
+    """ISO 8601 text -> canonical stored form. Raises ValueError when it is not a date-time
+    (or falls outside years 1-9999 once moved to UTC)."""
+    try:
+        return iso(parse_instant(text))
+    except OverflowError:
+        raise ValueError('date-time out of range') from None

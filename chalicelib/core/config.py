@@ -22,6 +22,8 @@ class Config:
     jwt_audience: str | None
     jwt_jwks_url: str | None
     counter_shards: int
+    usage_plan_id: str | None = None        # API Gateway usage plan that per-key gateway keys join
+    gateway_shared_key: str | None = None   # gateway key value for callers without a per-key one
 
 
 def _int(name: str, default: int) -> int:
@@ -46,6 +48,8 @@ def get_config() -> Config:
         jwt_audience=env.get('AUTH_JWT_AUDIENCE') or None,
         jwt_jwks_url=env.get('AUTH_JWT_JWKS_URL') or None,
         counter_shards=_int('COUNTER_SHARDS', 4),
+        usage_plan_id=env.get('USAGE_PLAN_ID') or None,
+        gateway_shared_key=env.get('GATEWAY_SHARED_USAGE_KEY') or None,
     )
 
 

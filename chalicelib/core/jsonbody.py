@@ -3,7 +3,8 @@
 Chalice's json_body uses plain json.loads (duplicate keys: last wins, NaN accepted, a 500 on
 bad JSON). The contract wants: malformed JSON -> 400; a body that is not an object -> 400; one
 field twice under keys that differ only in letter case -> 400. Numbers that DynamoDB cannot
-hold (NaN, Infinity, more than 38 significant digits) and absurd nesting are refused here too.
+hold (NaN, Infinity, more than 38 significant digits, magnitudes outside 1E-130..9.99E+125), object
+keys it cannot hold (empty, over 64 KB) and absurd nesting are refused here too.
 """
 from __future__ import annotations
 
@@ -15,12 +16,17 @@ from .errors import BadRequest
 
 MAX_DEPTH = 30
 MAX_BODY_BYTES = 350_000  # DynamoDB items stop at 400 KB
+MAX_KEY_BYTES = 65_535     # DynamoDB attribute (map key) names: 1 byte to 64 KB
+NUMBER_MIN, NUMBER_LIMIT = 1e-130, 1e126  # DynamoDB stores magnitudes 1E-130 to 9.99..E+125
 
 
 def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, str] = {}
     out: dict[str, Any] = {}
     for key, value in pairs:
+        if not key or len(key.encode('utf-8', 'surrogatepass')) > MAX_KEY_BYTES:
+            # DynamoDB map keys are attribute names: 1 character to 64 KB (an empty one is refused)
+            raise BadRequest(f'Object keys must be 1 character to {MAX_KEY_BYTES} bytes long')
         folded = key.lower()
         if folded in seen:
             raise BadRequest(f"Field '{key}' appears more than once (as '{seen[folded]}' and '{key}')")
@@ -35,7 +41,7 @@ def _reject_constant(name: str) -> Any:
 
 def _parse_float(text: str) -> float | Decimal:
     value = float(text)
-    if value in (float('inf'), float('-inf')):
+    if value in (float('inf'), float('-inf')) or not (value == 0 or NUMBER_MIN <= abs(value) < NUMBER_LIMIT):
         raise BadRequest(f'Number out of range: {text[:40]}')
     return value
 

@@ -13,8 +13,10 @@ class Principal:
     email: str
     memberships: dict[str, str] = field(default_factory=dict)  # organization id -> role
     platform_admin: bool = False
-    credential: str = 'api-key'          # api-key | jwt | basic | service
-    rate_key: str = ''                   # what the rate limiter counts against
+    credential: str = 'api-key'          # api-key | jwt | basic | service | system
+    rate_key: str = ''                   # what the rate limiter counts against ('' = not counted)
+    # The user's record as read while authenticating (GET /api/account/me answers from it).
+    user: dict | None = field(default=None, compare=False, hash=False, repr=False)
 
     def role_in(self, org_id: str | None) -> str | None:
         if self.platform_admin:

@@ -20,7 +20,8 @@ COMMON_FIELDS = parse_fields('id uuid createdOn:datetime updatedOn:datetime chan
 SOFT_DELETE_FIELDS = parse_fields('deleted:bool deleteUserId? deleteUserEmail? deletedDate:datetime?')
 # Fields a client never writes: server-generated, ownership, soft-delete state.
 SERVER_FIELDS = frozenset({'id', 'uuid', 'createdOn', 'updatedOn', 'changeSequence', 'createdByUserId',
-                           'deleted', 'deleteUserId', 'deleteUserEmail', 'deletedDate'})
+                           'deleted', 'deleteUserId', 'deleteUserEmail', 'deletedDate',
+                           'builtIn'})  # roles/permissions derived from services/access.py
 OWNERSHIP_FIELDS = frozenset({'organizationId', 'projectId'})
 SEARCH_FIELDS = ('name', 'description', 'searchText')
 
@@ -101,10 +102,10 @@ FAMILIES: tuple[Family, ...] = (
        'preferences:object security:object userStorage:object', unique=('email',), name_field='email',
        hook='users'),
     _f('memberships', 'Membership', 'org', 'userId!>users role!@MembershipRole',
-       unique=('userId',), name_field='role'),
+       unique=('userId',), name_field='role', hook='access'),
     _f('teams', 'Team', 'org', f'{_NAMED} color memberIds:strings'),
-    _f('roles', 'Role', 'org', f'{_NAMED} permissions:strings builtIn:bool=false'),
-    _f('permissions', 'Permission', 'org', f'{_NAMED} category'),
+    _f('roles', 'Role', 'org', f'{_NAMED} permissions:strings builtIn:bool=false', hook='access'),
+    _f('permissions', 'Permission', 'org', f'{_NAMED} category builtIn:bool=false', hook='access'),
     _f('labels', 'Label', 'org', f'{_TEXT} color'),
     _f('projects', 'Project', 'org',
        'name! description searchText slug color notes projectTemplateRef templateArticleId '
@@ -116,7 +117,7 @@ FAMILIES: tuple[Family, ...] = (
        name_field='status'),
     _f('task-statuses', 'TaskStatus', 'org',
        'label slug color icon description statusType=OPEN@TaskStatusType sortOrder:int',
-       name_field='label', hook='task_statuses'),
+       name_field='label'),
     _f('tasks', 'Task', 'project',
        'title description searchText statusSlug taskGroupId>task-groups? assigneeId>users? '
        'teamId>teams? createdByActivityId? dueDate:datetime? priority:int? metadata:object '

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import decimal
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import Union
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .schema import Resolved
+from .schema import ANY, Resolved
 
 Scalar = Union[str, int, decimal.Decimal, bool]
 
@@ -66,7 +65,6 @@ def target_of(leaf: Compare | IsNull) -> Resolved:
     """The leaf's resolution; a hand-built leaf without one is a plain field of type 'any'."""
     if leaf.target is not None:
         return leaf.target
-    from .schema import ANY, Resolved
     return Resolved('field', ANY, leaf.path[0], tuple(leaf.path[1:]))
 
 

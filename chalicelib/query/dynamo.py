@@ -31,7 +31,6 @@ stays residual.
 from __future__ import annotations
 
 import decimal
-import functools
 import operator
 import re
 from typing import Iterable
@@ -48,6 +47,7 @@ DEFAULT_MAX_EXPRESSION_LENGTH = 3000
 # DynamoDB type of a literal's kind, for attribute_type guards.
 _DYNAMO_TYPE = {'string': 'S', 'number': 'N', 'boolean': 'BOOL'}
 _STARS = re.compile(r'\*+')
+_SEGMENT = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
 
 def compile_filter(node: ast.Node | None, schema=None, root: str = 'data', *,
@@ -74,7 +74,7 @@ def compile_filter(node: ast.Node | None, schema=None, root: str = 'data', *,
             pushed.append(condition)
         else:
             residual.append(child)
-    condition = functools.reduce(operator.and_, pushed) if pushed else None
+    condition = _balanced(operator.and_, pushed) if pushed else None
     return condition, (make_and(residual) if residual else None)
 
 
@@ -93,7 +93,7 @@ def _compile(node: ast.Node, root: str) -> ConditionBase | None:
         parts = [_compile(child, root) for child in node.items]
         if any(part is None for part in parts):
             return None
-        return functools.reduce(operator.and_ if isinstance(node, And) else operator.or_, parts)
+        return _balanced(operator.and_ if isinstance(node, And) else operator.or_, parts)
     if isinstance(node, Not):
         inner = _compile(node.item, root)
         return None if inner is None else ~inner
@@ -103,7 +103,10 @@ def _compile(node: ast.Node, root: str) -> ConditionBase | None:
 def _compile_leaf(node, target: Resolved, root: str) -> ConditionBase | None:
     if target.kind != 'field':
         return None
-    attr = Attr('.'.join((root, target.head) + tuple(target.rest)))
+    segments = (root, target.head) + tuple(target.rest)
+    if not all(_SEGMENT.fullmatch(segment) for segment in segments):
+        return None  # hand-built path boto3 would misread ('a[0]', 'a.b' in one segment)
+    attr = Attr('.'.join(segments))
     if isinstance(node, IsNull):
         is_null = attr.not_exists() | attr.attribute_type('NULL')
         return ~is_null if node.negated else is_null
@@ -113,13 +116,17 @@ def _compile_leaf(node, target: Resolved, root: str) -> ConditionBase | None:
     if op == ast.MATCH:
         return None
     if op == ast.LIKE:
-        return _like(attr, value)
+        return _like(attr, value) if isinstance(value, str) else None
     if op == ast.IN:
         return _in(attr, value)
     kind = _kind(value)
+    if kind is None:  # only possible in hand-built ASTs (e.g. a float literal)
+        return None
     if op == ast.EQ:
         condition = attr.eq(value)
-        return condition if kind == 'string' else attr.attribute_type(_DYNAMO_TYPE[kind]) & condition
+        if kind == 'string':
+            return condition
+        return attr.attribute_type(_DYNAMO_TYPE[kind]) & condition
     if op == ast.NE:
         return attr.attribute_type(_DYNAMO_TYPE[kind]) & attr.ne(value)
     if op in ast.ORDERING_OPS and kind in ('string', 'number'):
@@ -151,10 +158,23 @@ def _in(attr: Attr, values) -> ConditionBase | None:
     parts = []
     for kind, group in by_kind.items():
         chunks = [group[i:i + MAX_IN_OPERANDS] for i in range(0, len(group), MAX_IN_OPERANDS)]
-        membership = functools.reduce(operator.or_, (attr.is_in(chunk) for chunk in chunks))
+        membership = _balanced(operator.or_, [attr.is_in(chunk) for chunk in chunks])
         parts.append(membership if kind == 'string'
                      else attr.attribute_type(_DYNAMO_TYPE[kind]) & membership)
-    return functools.reduce(operator.or_, parts) if parts else None
+    return _balanced(operator.or_, parts) if parts else None
+
+
+def _balanced(combine, parts: list[ConditionBase]) -> ConditionBase:
+    """``parts[0] op parts[1] op ...`` as a balanced tree.
+
+    boto3 renders conditions recursively, so a left-deep chain of a few hundred parts would
+    exceed Python's recursion limit; a balanced tree is only log2(n) deep. The rendered
+    length and the placeholder order are the same for any tree shape.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    middle = len(parts) // 2
+    return combine(_balanced(combine, parts[:middle]), _balanced(combine, parts[middle:]))
 
 
 def _kind(value) -> str | None:
@@ -171,9 +191,10 @@ class _Budget:
     """Tracks the length of ``c1 AND c2 AND ...`` as boto3 will render it.
 
     boto3 gives every attribute-name part and every value its own numbered placeholder
-    (``#n0``, ``:v0``, ...) in traversal order and renders ``a & b`` as ``(a AND b)``, so the
-    length of the conjunction is the sum of the parts' fixed text, 7 characters per ``AND``
-    and the placeholders' lengths, whose numbers continue from one part to the next.
+    (``#n0``, ``:v0``, ...) in left-to-right order and renders ``a & b`` as ``(a AND b)``, so
+    the length of the conjunction (whatever its tree shape) is the sum of the parts' fixed
+    text, 7 characters per ``AND`` and the placeholders' lengths, whose numbers continue from
+    one part to the next.
     """
 
     def __init__(self, limit: int):

@@ -44,14 +44,16 @@ from .schema import LIST, NULL_CONTEXT, Resolved
 _MISSING = object()
 
 
-def evaluate(node: ast.Node, item: Mapping[str, Any], ctx=NULL_CONTEXT, *,
+def evaluate(node: ast.Node | None, item: Mapping[str, Any], ctx=NULL_CONTEXT, *,
              root: str | None = None) -> bool:
-    """Whether ``item`` satisfies the filter ``node``.
+    """Whether ``item`` satisfies the filter ``node`` (``None``, no filter, is always true).
 
     ``item`` is the record's field dict. When its fields live under a map attribute (a stored
     DynamoDB item ``{'pk': ..., 'data': {...}}``), pass ``root='data'``. ``ctx`` provides
     referenced records and collections; it receives ``item`` exactly as given here.
     """
+    if node is None:
+        return True
     fields = item.get(root, _MISSING) if root is not None else item
     if not isinstance(fields, Mapping):
         fields = {}

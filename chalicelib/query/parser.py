@@ -10,7 +10,8 @@ case-insensitive; whitespace is space, tab, CR, LF)::
     comparison := path ('==' | '!=' | '>' | '>=' | '<' | '<=' | '=like=' | '~~') literal
                 | path '=in=' '(' literal (',' literal)* ')'   -- commas here separate values
                 | path 'is' 'null' | path 'is' 'not' 'null'
-    path       := NAME ('.' (NAME | keyword))*            -- NAME = [A-Za-z_][A-Za-z0-9_]*
+    path       := NAME ('.' (NAME | keyword))*   -- NAME = [A-Za-z_][A-Za-z0-9_]*; keywords are
+                                                 -- reserved except after a dot
     literal    := STRING | NUMBER | 'true' | 'false'
     STRING     := "'" ... "'" with the escapes \\' and \\\\ only
     NUMBER     := -?[0-9]+(.[0-9]+)?
@@ -21,7 +22,7 @@ fields are normalised to the canonical stored form, so the AST compares instants
 
 :func:`parse` raises :class:`FilterError` for every bad input and nothing else: lengths and
 nesting are checked before the text reaches lark, the LALR parser builds the AST through
-inline callbacks (no recursion), and the binding pass recurses at most ``MAX_DEPTH`` levels.
+inline callbacks (no recursion), and the binding pass recurses only as deep as the nesting.
 Positions in messages are 0-based character offsets into the filter text.
 """
 from __future__ import annotations
@@ -119,7 +120,7 @@ _OPS_BY_TYPE = {
 }
 _LITERALS_BY_TYPE = {
     STRING: {'string'}, DATETIME: {'string'}, INTEGER: {'number'}, NUMBER: {'number'},
-    BOOLEAN: {'boolean'}, LIST: {'string', 'number', 'boolean'},
+    BOOLEAN: {'boolean'}, LIST: {'string', 'number'},
     ANY: {'string', 'number', 'boolean'},
 }
 # Whatever the field type: ordering needs a string or a number, patterns need a string.
@@ -128,7 +129,7 @@ _LITERALS_BY_OP = {
     ast.LE: {'string', 'number'}, ast.LIKE: {'string'}, ast.MATCH: {'string'},
 }
 
-_CANONICAL_INSTANT = re.compile(r'\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z')
+_CANONICAL_INSTANT = re.compile(r'[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z')
 _ESCAPE = re.compile(r'\\(.)', re.S)
 # Pre-scan tokens: a string literal (possibly unterminated), an =in= list opening, a paren.
 _SCAN = re.compile(r"'(?:[^'\\]|\\.)*(?:'|\\?\Z)|(?i:=in=)[ \t\r\n]*\(|[()]", re.S)
@@ -234,25 +235,35 @@ def _unquote(tok: Token) -> str:
 
 
 def _number(text: str, pos: int):
-    """A number literal as int (no fraction) or Decimal; it must fit a DynamoDB number."""
+    """A number literal as int (no fraction) or Decimal; it must be a valid DynamoDB number.
+
+    DynamoDB numbers have at most 38 significant digits and a magnitude from 1E-130 to below
+    1E+126; anything else would only fail later, in the request. The value returned is also
+    one boto3 serialises without raising (it refuses to drop even trailing zeros beyond 38
+    digits), falling back to the same number without trailing zeros.
+    """
     value = decimal.Decimal(text)
-    # Trailing zeros count as digits for DynamoDB's 38-digit limit; dropping them is exact.
-    digits = max(len(value.as_tuple().digits), 1)
-    exact = decimal.Context(prec=digits, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
-    for candidate in (value, value.normalize(exact)):
+    sign, digits, exponent = value.as_tuple()
+    while len(digits) > 1 and digits[-1] == 0:
+        digits, exponent = digits[:-1], exponent + 1
+    stripped = decimal.Decimal((sign, digits, exponent))
+    adjusted = exponent + len(digits) - 1
+    if digits != (0,) and (len(digits) > 38 or not -130 <= adjusted <= 125):
+        raise FilterError(
+            f'number at position {pos} cannot be stored exactly '
+            '(at most 38 significant digits, magnitude 1E-130 to 1E+126)', pos)
+    for candidate in (int(value) if '.' not in text else value, stripped):
         try:
             DYNAMODB_CONTEXT.create_decimal(candidate)
         except decimal.DecimalException:
             continue
-        return int(candidate) if '.' not in text else candidate
-    raise FilterError(
-        f'number at position {pos} cannot be stored exactly '
-        '(at most 38 significant digits, magnitude 1E-130 to 1E+126)', pos)
+        return candidate
+    raise FilterError(f'number at position {pos} cannot be stored exactly', pos)
 
 
 @functools.lru_cache(maxsize=None)
 def _parser() -> Lark:
-    return Lark(_GRAMMAR, parser='lalr', lexer='contextual', transformer=_Build(),
+    return Lark(_GRAMMAR, parser='lalr', lexer='basic', transformer=_Build(),
                 maybe_placeholders=False)
 
 
@@ -318,7 +329,7 @@ def _parse_raw(text: str):
                 f'unexpected end of filter at position {pos}; expected {expected}', pos) from None
         pos = exc.token.start_pos
         raise FilterError(
-            f'syntax error at position {pos}: unexpected {str(exc.token)!r}; '
+            f'syntax error at position {pos}: unexpected {_clip(str(exc.token))!r}; '
             f'expected {expected}', pos) from None
     except UnexpectedInput as exc:  # e.g. UnexpectedEOF; not produced by LALR in practice
         pos = getattr(exc, 'pos_in_stream', None)
@@ -326,6 +337,11 @@ def _parse_raw(text: str):
     except (LarkError, RecursionError, ValueError, TypeError, LookupError) as exc:
         # Defensive: the grammar and callbacks should make these impossible. Keep the cause.
         raise FilterError('could not parse the filter') from exc
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    """Keep messages short whatever the input (a token can be a 20,000-character string)."""
+    return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
 def _describe_expected(names) -> str:
@@ -353,7 +369,7 @@ def _bind(node, schema) -> ast.Node:
 def _resolve(path: _Path, schema) -> Resolved:
     target = schema.resolve(path.segments)
     if target is None:
-        raise FilterError(f"unknown field '{path.dotted}' at position {path.pos}",
+        raise FilterError(f"unknown field '{_clip(path.dotted, 200)}' at position {path.pos}",
                           path.pos, path.dotted)
     if target.type not in TYPES:
         raise ValueError(f'schema resolved {path.dotted!r} to unsupported type {target.type!r}')
@@ -364,18 +380,18 @@ def _bind_compare(node: _RawCompare, target: Resolved) -> Compare:
     field, op, type_ = node.path.dotted, node.op, target.type
     if op not in _OPS_BY_TYPE[type_]:
         raise FilterError(
-            f"operator '{op}' cannot be used on field '{field}' ({type_}) "
+            f"operator '{op}' cannot be used on field '{_clip(field, 200)}' ({type_}) "
             f'at position {node.path.pos}', node.path.pos, field)
     values = []
     for lit in node.lits:
         if lit.kind not in _LITERALS_BY_TYPE[type_]:
             raise FilterError(
-                f"field '{field}' ({type_}) cannot be compared with a {lit.kind} "
+                f"field '{_clip(field, 200)}' ({type_}) cannot be compared with a {lit.kind} "
                 f'at position {lit.pos}', lit.pos, field)
         if lit.kind not in _LITERALS_BY_OP.get(op, {lit.kind}):
             raise FilterError(
                 f"operator '{op}' cannot be used with a {lit.kind} at position {lit.pos} "
-                f"(field '{field}')", lit.pos, field)
+                f"(field '{_clip(field, 200)}')", lit.pos, field)
         values.append(_instant(lit, field) if type_ == DATETIME else lit.value)
     value = tuple(values) if op == ast.IN else values[0]
     return Compare(node.path.segments, op, value, target)
@@ -391,6 +407,6 @@ def _instant(lit: _Lit, field: str) -> str:
     # order would not be time order, so such instants are refused.
     if value is None or not _CANONICAL_INSTANT.fullmatch(value):
         raise FilterError(
-            f"field '{field}' (datetime) needs an ISO 8601 date-time (years 1000-9999), "
-            f'got {lit.value!r} at position {lit.pos}', lit.pos, field)
+            f"field '{_clip(field, 200)}' (datetime) needs an ISO 8601 date-time "
+            f'(years 1000-9999), got {_clip(lit.value)!r} at position {lit.pos}', lit.pos, field)
     return value

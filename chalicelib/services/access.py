@@ -2,14 +2,38 @@
 
 Reads of another organization's resource answer 404 (never a 403 that confirms it exists);
 a caller who can see a resource but lacks the permission to change it gets 403.
+
+Roles are held through memberships (userId, organizationId, role). PLATFORM_ADMIN in any
+organization makes the user a platform administrator; only a platform administrator may grant,
+change or remove that role (a manager of one organization cannot promote anyone, themselves
+included, to the whole platform).
+
+The ``roles`` and ``permissions`` families show this table: every organization is created with
+one read-only ``builtIn`` record per role and per permission (``builtin_ops``, called by the
+organizations hook in the creating transaction), so the generic list/get/filter/sort/paging
+serve them like any other record. Managers may add custom roles and permissions (documentation
+records: a membership's role is always one of the built-in roles); built-in records cannot be
+changed or deleted, and a client can never mark a record built-in.
 """
 from __future__ import annotations
+
+import uuid
+from typing import Any
 
 from chalicelib.core.errors import Forbidden, NotFound
 from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import Family
 
-# Named permissions, granted to the built-in roles (exposed by the roles/permissions families).
+# Named permissions: name -> (category, description).
+PERMISSIONS: dict[str, tuple[str, str]] = {
+    'resource:read': ('resource', "Read the organization's resources"),
+    'resource:write': ('resource', "Create, change and delete the organization's resources"),
+    'organization:manage': ('organization', 'Administer the organization: its settings, suspension, '
+                                            'support access, memberships, teams, roles and permissions'),
+    'platform:admin': ('platform', 'Administer the whole platform: every organization, all users and '
+                                   'the product catalogue'),
+}
+# The one table: built-in role -> the permissions it grants.
 ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
     'VIEWER': frozenset({'resource:read'}),
     'MEMBER': frozenset({'resource:read', 'resource:write'}),
@@ -17,10 +41,18 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
     'PLATFORM_ADMIN': frozenset({'resource:read', 'resource:write', 'organization:manage',
                                  'platform:admin'}),
 }
+ROLE_DESCRIPTIONS: dict[str, str] = {
+    'VIEWER': "Reads the organization's resources",
+    'MEMBER': "Reads and writes the organization's resources",
+    'MANAGE': 'Administers the organization (the Manage area) and its resources',
+    'PLATFORM_ADMIN': 'Administers the whole platform',
+}
 # Families that make up the Manage area: changing them administers the organization.
 MANAGE_FAMILIES = frozenset({'memberships', 'teams', 'roles', 'permissions', 'organizations'})
 # Platform-wide catalogue: everyone signed in reads it, platform admins write it.
 CATALOGUE_FAMILIES = frozenset({'products', 'product-groups', 'product-project-templates'})
+BUILTIN_FAMILIES = frozenset({'roles', 'permissions'})
+_BUILTIN_NS = uuid.UUID('6f1c54a2-7b0e-4c55-9a53-2f0d3c1e8b11')
 
 
 def has(principal: Principal, org_id: str | None, permission: str) -> bool:
@@ -61,3 +93,51 @@ def require_write(principal: Principal, family: Family, org_id: str | None) -> N
 def can_create_organization(principal: Principal) -> bool:
     return principal.platform_admin or any(
         'organization:manage' in ROLE_PERMISSIONS.get(r, frozenset()) for r in principal.memberships.values())
+
+
+# ----------------------------------------------------------------------------- memberships
+
+def check_role_grant(principal: Principal, old_role: str | None, new_role: str | None) -> None:
+    """Only a platform admin may grant, change or take away PLATFORM_ADMIN."""
+    if 'PLATFORM_ADMIN' in (old_role, new_role) and old_role != new_role and not principal.platform_admin:
+        raise Forbidden('Only a platform administrator may grant or remove the PLATFORM_ADMIN role')
+
+
+def may_remove_membership(principal: Principal, role: str | None) -> bool:
+    return role != 'PLATFORM_ADMIN' or principal.platform_admin
+
+
+# ----------------------------------------------------------------------------- built-in records
+
+def builtin_id(org_id: str, family: str, name: str) -> str:
+    """Stable ids: the same built-in record has the same id every time it is derived."""
+    return str(uuid.uuid5(_BUILTIN_NS, f'{org_id}/{family}/{name}'))
+
+
+def builtin_records(org_id: str) -> dict[str, list[dict[str, Any]]]:
+    """family -> the built-in records of one organization (without the common fields)."""
+    roles = [{'id': builtin_id(org_id, 'roles', role), 'name': role, 'slug': role.lower().replace('_', '-'),
+              'description': ROLE_DESCRIPTIONS[role], 'permissions': sorted(perms), 'builtIn': True}
+             for role, perms in ROLE_PERMISSIONS.items()]
+    permissions = [{'id': builtin_id(org_id, 'permissions', name), 'name': name,
+                    'slug': name.replace(':', '-'), 'category': category, 'description': text,
+                    'builtIn': True}
+                   for name, (category, text) in PERMISSIONS.items()]
+    return {'roles': roles, 'permissions': permissions}
+
+
+def builtin_ops(org_id: str, created_by: str | None) -> list:
+    """Transaction operations that store an organization's built-in roles and permissions."""
+    from chalicelib.core.clock import now_iso
+    from chalicelib.store import repository as repo
+    now = now_iso()
+    ops = []
+    for family, records in builtin_records(org_id).items():
+        for record in records:
+            data = {**record, 'uuid': record['id'], 'createdOn': now, 'updatedOn': now, 'changeSequence': 1,
+                    'organizationId': org_id, 'createdByUserId': created_by}
+            item = repo.entity_item(family, data, 1, org_id, org_id, None, data['name'])
+            ops.append(repo.put_entity(item, None))
+            ops.append(repo.claim_unique(family, org_id, 'slug', data['slug'], data['id']))
+        ops.append(repo.move_counter(family, org_id, len(records)))
+    return ops

@@ -1,28 +1,133 @@
-"""Bridges the filter language (chalicelib/query) to a family's list: parse against the
-registry, split into a DynamoDB FilterExpression and an in-memory residual."""
+"""Bridges the filter language (chalicelib/query) to a family's list: the registry as the
+filter schema, related records for references (``project.name``) and collections
+(``memberTask.statusSlug``), and the split into a DynamoDB FilterExpression plus an
+in-memory residual."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
 
 from chalicelib.core.errors import BadRequest
-from chalicelib.domain.registry import Family
+from chalicelib.domain.registry import Family, family as family_of
+
+_TYPES = {'string': 'string', 'bool': 'boolean', 'int': 'integer', 'number': 'number',
+          'datetime': 'datetime', 'object': 'any', 'any': 'any', 'strings': 'list', 'array': 'list'}
+
+
+class RegistrySchema:
+    """Resolve filter paths against a family's declared fields, references and collections."""
+
+    def __init__(self, family: Family, nested: bool = True) -> None:
+        self.family = family
+        self.nested = nested
+
+    def _field(self, path: tuple[str, ...]):
+        from chalicelib.query import Resolved
+        spec = self.family.fields.get(path[0])
+        if spec is None:
+            return None
+        kind = _TYPES[spec.type]
+        if len(path) > 1 and kind != 'any':
+            return None
+        return Resolved('field', kind, path[0], tuple(path[1:]))
+
+    def resolve(self, path: tuple[str, ...]):
+        from chalicelib.query import Resolved
+        found = self._field(path)
+        if found is not None or not self.nested or len(path) < 2:
+            return found
+        head, rest = path[0], tuple(path[1:])
+        if head in self.family.references:
+            target = RegistrySchema(family_of(self.family.references[head][1]), nested=False).resolve(rest)
+            return None if target is None else Resolved('reference', target.type, head, rest)
+        if head in self.family.collections:
+            target = RegistrySchema(family_of(self.family.collections[head][0]), nested=False).resolve(rest)
+            return None if target is None else Resolved('collection', target.type, head, rest)
+        return None
+
+
+@dataclass
+class RelatedRecords:
+    """Evaluation context: fetches referenced records and collections once per request."""
+    family: Family
+    tenants: list[str]
+    _refs: dict[tuple[str, str], Any] = field(default_factory=dict)
+    _collections: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+
+    def reference(self, item: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+        from chalicelib.store import repository as repo
+        id_field, target = self.family.references[name]
+        ref_id = item.get(id_field)
+        if not isinstance(ref_id, str):
+            return None
+        key = (target, ref_id)
+        if key not in self._refs:
+            stored = repo.get(target, ref_id, consistent=False)
+            self._refs[key] = stored.data if stored is not None else None
+        return self._refs[key]
+
+    def collection(self, item: Mapping[str, Any], name: str) -> Iterable[Mapping[str, Any]]:
+        if name not in self._collections:
+            from boto3.dynamodb.conditions import Attr
+
+            from .listing import _query_index
+            from chalicelib.store.table import tenant_pk
+            target, fk = self.family.collections[name]
+            groups: dict[str, list[dict[str, Any]]] = {}
+            for tenant in self.tenants:
+                for member in _query_index('tenant_all', 'tpk', tenant_pk(target, tenant),
+                                           Attr(f'data.{fk}').exists()):
+                    groups.setdefault(member[fk], []).append(member)
+            self._collections[name] = groups
+        return self._collections[name].get(item.get('id'), [])
 
 
 @dataclass
 class FilterPlan:
+    node: Any = None
     condition: Any = None
     residual: Any = None
-    is_empty: bool = True
+    context: Any = None
 
-    def matches(self, item: dict[str, Any]) -> bool:
-        return True
+    @property
+    def is_empty(self) -> bool:
+        return self.node is None
 
-    def pinned(self, field: str) -> str | None:
+    def bind(self, context: RelatedRecords) -> None:
+        self.context = context
+
+    def matches(self, item: dict[str, Any], pushed_down: bool = True) -> bool:
+        """Does the item pass? ``pushed_down``: DynamoDB already applied ``condition``."""
+        node = self.residual if pushed_down else self.node
+        if node is None:
+            return True
+        from chalicelib.query import evaluate
+        return evaluate(node, item, self.context)
+
+    def pinned(self, name: str) -> str | None:
+        """The value of a top-level ``name == '...'`` conjunct (it selects one partition)."""
+        from chalicelib.query import And, Compare
+        leaves = self.node.items if isinstance(self.node, And) else (self.node,)
+        for leaf in leaves:
+            if (isinstance(leaf, Compare) and leaf.op == '==' and leaf.path == (name,)
+                    and isinstance(leaf.value, str)):
+                return leaf.value
         return None
 
 
 def plan_for(family: Family, filters: list[str]) -> FilterPlan:
-    if filters:
-        raise BadRequest('filter is not supported yet')
-    return FilterPlan()
+    if not filters:
+        return FilterPlan()
+    from chalicelib.query import FilterError, compile_filter, parse
+    from chalicelib.query.ast import make_and
+    schema = RegistrySchema(family)
+    nodes = []
+    for index, text in enumerate(filters):
+        try:
+            nodes.append(parse(text, schema))
+        except FilterError as exc:
+            where = f' (filter #{index + 1})' if len(filters) > 1 else ''
+            raise BadRequest(f'Invalid filter{where}: {exc}') from None
+    node = make_and(nodes)
+    condition, residual = compile_filter(node, schema, root='data')
+    return FilterPlan(node=node, condition=condition, residual=residual)

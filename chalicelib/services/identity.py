@@ -1,51 +1,133 @@
 """Authentication: turn the request's credential into a Principal, and manage API keys.
 
-Credentials accepted: ``x-api-key`` (and the legacy ``x-access-token`` that existing SDKs send).
-Keys are stored hashed; an expired or revoked key is a 401 like an unknown one.
+Credentials accepted (the first one present wins, in this order):
+  ``x-api-key: <key>`` (and the legacy ``x-access-token`` that existing SDKs send)
+  ``Authorization: Bearer <JWT>`` from the external identity provider (see core/jwt_verify.py);
+      its ``email`` claim names the user. ``Bearer <API key>`` is accepted as an API key too.
+  ``Authorization: Basic base64(email:apiKey)``: the key must belong to that e-mail's user.
+
+Keys are stored hashed (SHA-256, see core/secrets.py); an expired or revoked key is a 401 like
+an unknown one. A credential whose user no longer exists or is inactive is a 401 as well.
+Cost of an authenticated request: the key (or the JWT's e-mail) is one GetItem, the user one
+GetItem, the memberships one Query. Nothing is cached across requests, so a revoked key or a
+removed membership takes effect on the next request on every Lambda instance.
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import logging
 import uuid
 from typing import Any, Mapping
 
-from chalicelib.core.clock import now, now_iso, parse_instant
-from chalicelib.core.errors import BadRequest, NotFound, Unauthorized
+from chalicelib.core.clock import iso, now, now_iso, parse_instant
+from chalicelib.core.config import get_config
+from chalicelib.core.errors import ApiError, BadRequest, Conflict, NotFound, Unauthorized
 from chalicelib.core.principal import Principal
-from chalicelib.core.secrets import hash_key, new_api_key
+from chalicelib.core.secrets import KEY_PREFIX, hash_key, new_api_key
 from chalicelib.store import credentials
 
 from .users import memberships_of
+
+log = logging.getLogger('platform.auth')
+
+MAX_CREDENTIAL_LENGTH = 512
+MAX_KEYS_PER_USER = 50
 
 
 def authenticate(headers: Mapping[str, str]) -> Principal:
     raw = headers.get('x-api-key') or headers.get('x-access-token')
     if raw:
         return principal_from_api_key(raw.strip())
-    raise Unauthorized('A credential is required: send an API key in the x-api-key header')
+    authorization = (headers.get('authorization') or '').strip()
+    if authorization:
+        scheme, _, value = authorization.partition(' ')
+        scheme, value = scheme.lower(), value.strip()
+        if scheme == 'bearer' and value.startswith(KEY_PREFIX):
+            return principal_from_api_key(value)
+        if scheme == 'bearer':
+            return principal_from_jwt(value)
+        if scheme == 'basic':
+            return principal_from_basic(value)
+        raise Unauthorized('Unsupported Authorization scheme (use Bearer or Basic)')
+    raise Unauthorized('A credential is required: send an API key in the x-api-key header, '
+                       'a bearer token or Basic credentials')
 
 
-def principal_for_user(user_id: str, email: str, credential: str, rate_key: str) -> Principal:
+def principal_for_user(user_id: str, credential: str, rate_key: str,
+                       expected_email: str | None = None) -> Principal:
+    from chalicelib.store import repository as repo
+    stored = repo.get('users', user_id)
+    if stored is None or stored.data.get('active') is False:
+        raise Unauthorized('The credential does not belong to an active user')
+    email = str(stored.data.get('email') or '')
+    if expected_email is not None and email.lower() != expected_email.strip().lower():
+        raise Unauthorized('Invalid credentials')
     memberships = memberships_of(user_id)
     return Principal(user_id=user_id, email=email, memberships=memberships,
                      platform_admin='PLATFORM_ADMIN' in memberships.values(),
-                     credential=credential, rate_key=rate_key)
+                     credential=credential, rate_key=rate_key, user=stored.data)
 
 
-def principal_from_api_key(raw: str) -> Principal:
-    if not raw or len(raw) > 512:
+def _key_record(raw: str) -> dict[str, Any]:
+    if not raw or len(raw) > MAX_CREDENTIAL_LENGTH:
         raise Unauthorized('Invalid API key')
-    key_hash = hash_key(raw)
-    record = credentials.get_key(key_hash)
+    record = credentials.get_key(hash_key(raw))
     if record is None:
         raise Unauthorized('Invalid API key')
     expires = record.get('expiresAt')
     if expires and parse_instant(expires) <= now():
-        raise Unauthorized('API key has expired')
-    return principal_for_user(record['userId'], record.get('userEmail', ''), 'api-key', f'key:{record["id"]}')
+        raise Unauthorized('The API key has expired')
+    return record
 
+
+def principal_from_api_key(raw: str) -> Principal:
+    record = _key_record(raw)
+    return principal_for_user(record['userId'], 'api-key', f'key:{record["id"]}')
+
+
+def principal_from_basic(value: str) -> Principal:
+    if not value or len(value) > 2 * MAX_CREDENTIAL_LENGTH:
+        raise Unauthorized('Invalid Basic credentials')
+    try:
+        decoded = base64.b64decode(value, validate=True).decode('utf-8')
+    except (binascii.Error, ValueError):
+        raise Unauthorized('Invalid Basic credentials') from None
+    email, sep, key = decoded.rpartition(':')   # keys never contain ':'; e-mails may
+    if not sep or not email or not key:
+        raise Unauthorized('Invalid Basic credentials')
+    record = _key_record(key)
+    return principal_for_user(record['userId'], 'basic', f'key:{record["id"]}', expected_email=email)
+
+
+def principal_from_jwt(token: str) -> Principal:
+    from chalicelib.core import jwt_verify
+    cfg = get_config()
+    if not (cfg.jwt_issuer and cfg.jwt_audience and cfg.jwt_jwks_url):
+        raise Unauthorized('Bearer tokens are not accepted by this deployment')
+    try:
+        claims = jwt_verify.verify(token, issuer=cfg.jwt_issuer, audience=cfg.jwt_audience,
+                                   jwks_url=cfg.jwt_jwks_url)
+    except jwt_verify.InvalidToken as exc:
+        raise Unauthorized(str(exc)) from None
+    except jwt_verify.KeysUnavailable:
+        log.warning('identity provider keys unavailable (%s)', cfg.jwt_jwks_url)
+        raise ApiError('The identity provider cannot be reached; retry later', status=503) from None
+    email = claims.get('email')
+    if not isinstance(email, str) or '@' not in email or len(email) > 254:
+        raise Unauthorized('The token carries no e-mail claim')
+    if claims.get('email_verified') is False:
+        raise Unauthorized('The token e-mail address is not verified')
+    user_id = credentials.user_id_for_email(email.strip().lower())
+    if user_id is None:
+        raise Unauthorized('No user has the e-mail address of this token')
+    return principal_for_user(user_id, 'jwt', f'user:{user_id}')
+
+
+# ----------------------------------------------------------------------------- API keys
 
 def _public(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: record[k] for k in ('id', 'name', 'prefix', 'createdOn', 'expiresAt', 'userId') if k in record}
+    return {k: record.get(k) for k in ('id', 'name', 'prefix', 'createdOn', 'expiresAt', 'userId')}
 
 
 def create_api_key(user_id: str, email: str, name: str, expires_at: str | None = None,
@@ -54,8 +136,17 @@ def create_api_key(user_id: str, email: str, name: str, expires_at: str | None =
     raw = raw or new_api_key()
     record = {'id': str(uuid.uuid4()), 'name': name, 'userId': user_id, 'userEmail': email,
               'prefix': raw[:7], 'createdOn': now_iso(), 'expiresAt': expires_at}
-    credentials.put_key(hash_key(raw), record)
+    key_hash = hash_key(raw)
+    credentials.provision_gateway_key(key_hash, record)
+    credentials.put_key(key_hash, record)
     return {**_public(record), 'key': raw}
+
+
+def create_own_api_key(user_id: str, email: str, body: dict[str, Any]) -> dict[str, Any]:
+    name, expires = parse_key_request(body)
+    if len(credentials.keys_of(user_id)) >= MAX_KEYS_PER_USER:
+        raise Conflict(f'A user may hold at most {MAX_KEYS_PER_USER} API keys; revoke one first')
+    return create_api_key(user_id, email, name, expires)
 
 
 def list_api_keys(user_id: str) -> list[dict[str, Any]]:
@@ -66,8 +157,9 @@ def revoke_api_key(user_id: str, key_id: str) -> None:
     for pk, record in credentials.keys_of(user_id):
         if record.get('id') == key_id:
             credentials.delete_key(pk)
+            credentials.remove_gateway_key(record)
             return
-    raise NotFound(f'No API key with id {key_id}')
+    raise NotFound(f'No API key with id {str(key_id)[:64]}')
 
 
 def parse_key_request(body: dict[str, Any]) -> tuple[str, str | None]:
@@ -76,10 +168,11 @@ def parse_key_request(body: dict[str, Any]) -> tuple[str, str | None]:
         raise BadRequest("Field 'name' is required (1-200 characters)")
     expires = body.get('expiresAt')
     if expires is not None:
-        from chalicelib.core.clock import iso
         try:
             when = parse_instant(expires)
-        except (ValueError, TypeError):
+            expires = iso(when)
+        except (ValueError, TypeError, AttributeError, OverflowError):
             raise BadRequest("Field 'expiresAt' must be an ISO 8601 date-time") from None
-        expires = iso(when)
+        if when <= now():
+            raise BadRequest("Field 'expiresAt' must be in the future")
     return name.strip(), expires

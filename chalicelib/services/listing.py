@@ -96,8 +96,10 @@ def list_resources(path: str, params: dict[str, list[str]]) -> dict[str, Any]:
         walked = _index_walk(family, tenants[0], req)
         if walked is not None:
             return walked
-    items = _read_candidates(family, principal, tenants, plan)
-    items = [i for i in items if plan.matches(i) and _text_match(family, i, req.query)]
+    from .filtering import RelatedRecords
+    plan.bind(RelatedRecords(family, tenants if isinstance(tenants, list) else principal.org_ids))
+    items, pushed_down = _read_candidates(family, principal, tenants, plan)
+    items = [i for i in items if plan.matches(i, pushed_down) and _text_match(family, i, req.query)]
     items.sort(key=_sort_key(family, req.sort))
     start = req.page * req.size
     return envelope(items[start:start + req.size], len(items), req)
@@ -173,24 +175,25 @@ def _query_index(index: str, key_attr: str, key: str, condition) -> list[dict[st
         kwargs['ExclusiveStartKey'] = page['LastEvaluatedKey']
 
 
-def _read_candidates(family: Family, principal: Principal, tenants, plan) -> list[dict[str, Any]]:
+def _read_candidates(family: Family, principal: Principal, tenants, plan) -> tuple[list[dict[str, Any]], bool]:
+    """(candidate items, whether the DynamoDB part of the filter was applied to them)."""
     if tenants == 'member-orgs':
-        return [s.data for s in repo.batch_get(('organizations', o) for o in principal.org_ids).values()]
+        return [s.data for s in repo.batch_get(('organizations', o) for o in principal.org_ids).values()], False
     if tenants == 'members':
         user_ids = set()
         for org in principal.org_ids:
             user_ids.update(m['userId'] for m in _query_index(
                 'tenant_all', 'tpk', table.tenant_pk('memberships', org), None))
         user_ids.add(principal.user_id)
-        return [s.data for s in repo.batch_get(('users', u) for u in user_ids).values()]
+        return [s.data for s in repo.batch_get(('users', u) for u in user_ids).values()], False
     project = plan.pinned('projectId') if family.scope == 'project' else None
     if project is not None:
         items = _query_index('by_parent', 'ppk', f'{family.path}#P#{project}', plan.condition)
-        return [i for i in items if i.get('organizationId') in tenants or principal.platform_admin]
+        return [i for i in items if i.get('organizationId') in tenants or principal.platform_admin], True
     out: list[dict[str, Any]] = []
     for tenant in tenants:
         out.extend(_query_index('tenant_all', 'tpk', table.tenant_pk(family.path, tenant), plan.condition))
-    return out
+    return out, True
 
 
 # ----------------------------------------------------------------------------- matching and order

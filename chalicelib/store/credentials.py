@@ -32,3 +32,51 @@ def keys_of(user_id: str) -> list[tuple[str, dict[str, Any]]]:
 def delete_key(pk: str) -> None:
     model = configure()
     model(pk, ENTITY_SK).delete()
+
+
+def user_id_for_email(email: str) -> str | None:
+    """The id of the user with this (already lowercased) e-mail: one GetItem on its unique item."""
+    from .repository import unique_key
+    model = configure()
+    try:
+        return model.get(unique_key('users', 'ALL', 'email', email), ENTITY_SK, consistent_read=True).ref
+    except model.DoesNotExist:
+        return None
+
+
+# ----------------------------------------------------------------------------- API Gateway keys
+# With USAGE_PLAN_ID configured, every platform key gets a twin API Gateway key in that usage
+# plan, so the gateway throttles per key too (infra/usage_plan.py). The twin's value is the
+# key's SHA-256 (what the table stores anyway): the Lambda authorizer computes it from the
+# presented key without any lookup and returns it as the usage identifier. Clients never send
+# it: the API's key source is AUTHORIZER.
+
+def _apigateway():
+    import boto3
+    from chalicelib.core.config import get_config
+    cfg = get_config()
+    return boto3.client('apigateway', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
+
+
+def provision_gateway_key(key_hash: str, record: dict[str, Any]) -> None:
+    """Create the gateway twin of a new key (no-op without a usage plan); sets gatewayKeyId."""
+    from chalicelib.core.config import get_config
+    plan = get_config().usage_plan_id
+    if not plan:
+        return
+    client = _apigateway()
+    created = client.create_api_key(name=f"platform-key-{record['id']}", value=key_hash, enabled=True,
+                                    description=f"platform API key {record['id']} of user {record['userId']}")
+    client.create_usage_plan_key(usagePlanId=plan, keyId=created['id'], keyType='API_KEY')
+    record['gatewayKeyId'] = created['id']
+
+
+def remove_gateway_key(record: dict[str, Any]) -> None:
+    key_id = record.get('gatewayKeyId')
+    if not key_id:
+        return
+    client = _apigateway()
+    try:
+        client.delete_api_key(apiKey=key_id)
+    except client.exceptions.NotFoundException:
+        pass

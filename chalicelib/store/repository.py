@@ -7,6 +7,7 @@ a ``WriteConflict`` naming the operation that failed.
 """
 from __future__ import annotations
 
+import hashlib
 import random
 import uuid
 from dataclasses import dataclass, field
@@ -18,6 +19,9 @@ from pynamodb.expressions.condition import Condition
 from chalicelib.core.config import get_config
 
 from .table import ENTITY_SK, Item, configure, entity_pk, name_sort_key, tenant_pk
+
+
+UNIQUE_VALUE_BYTES = 1024  # longer unique values are keyed by their SHA-256
 
 
 @dataclass
@@ -109,7 +113,10 @@ def delete_entity(family: str, id_: str, expected_seq: int, **tag: Any) -> Op:
 
 
 def unique_key(family: str, scope: str, field_name: str, value: Any) -> str:
-    return f'UQ#{family}#{scope}#{field_name}#{value}'
+    text = str(value)
+    if len(text.encode('utf-8', 'surrogatepass')) > UNIQUE_VALUE_BYTES:  # a partition key stops at 2048 bytes
+        text = 'sha256:' + hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()
+    return f'UQ#{family}#{scope}#{field_name}#{text}'
 
 
 def claim_unique(family: str, scope: str, field_name: str, value: Any, owner_id: str) -> Op:
@@ -177,7 +184,9 @@ def commit(ops: list[Op]) -> None:
                     tx.update(op.item, actions=[model.cnt.add(op.amount)])
     except TransactWriteError as exc:
         reasons = exc.cancellation_reasons or []
-        for op, reason in zip(ops, reasons):
+        # pynamodb sends condition checks, then deletes, puts and updates: reasons follow that order.
+        sent = [op for kind in ('check', 'delete', 'put', 'add') for op in ops if op.kind == kind]
+        for op, reason in zip(sent, reasons):
             if reason is not None and reason.code not in (None, 'None'):
                 raise WriteConflict(op, reason.code) from None
         if exc.cause_response_code in ('TransactionConflictException', 'TransactionCanceledException'):

@@ -45,7 +45,9 @@ def name_sort_key(value: object, id_: str) -> str:
     """
     if value is None or value == '':
         return f'0\x01{id_}'
-    return f'1{str(value).lower()[:300]}\x01{id_}'
+    # A sort key stops at 1024 bytes: keep at most 300 characters and 900 bytes of the name.
+    name = str(value).lower()[:300].encode('utf-8', 'surrogatepass')[:900].decode('utf-8', 'ignore')
+    return f'1{name}\x01{id_}'
 
 
 def _index(name: str, hash_attr: str, range_attr: str, keys_only: bool):

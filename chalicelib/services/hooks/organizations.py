@@ -45,8 +45,9 @@ class OrganizationHook(Hook):
             new['slug'] = normalize_slug(new['slug'])
 
     def extra_create_ops(self, family, principal, data):
+        builtins = access.builtin_ops(data['id'], principal.user_id)  # built-in roles and permissions
         if principal.credential in ('system', 'service'):
-            return []  # no user behind the call
+            return builtins  # no user behind the call
         # The creator manages the new organization (a platform admin too: it is then in their lists).
         memberships = family_of('memberships')
         now = now_iso()
@@ -55,7 +56,7 @@ class OrganizationHook(Hook):
                       'role': 'MANAGE', 'createdByUserId': principal.user_id}
         item = repo.entity_item('memberships', membership, 1, data['id'], data['id'],
                                 f'memberships#U#{principal.user_id}', 'MANAGE')
-        return [repo.put_entity(item, None),
+        return builtins + [repo.put_entity(item, None),
                 repo.claim_unique('memberships', data['id'], 'userId', principal.user_id, membership['id']),
                 repo.move_counter(memberships.path, data['id'], 1)]
 

@@ -1,0 +1,21 @@
+"""Server-to-server routes, authenticated by the internal service token (policy 'service'),
+never by user credentials:
+
+  POST /api/v2/internal/activities   start an activity: {projectId, activityPlanId, name?, ...}
+                                      -> 201 with the PENDING activity
+"""
+from __future__ import annotations
+
+from chalice import Blueprint
+
+from . import policy
+from .http import JSON_CONTENT, created, raw_body
+
+bp = Blueprint(__name__)
+
+
+@bp.route(policy.service('/api/v2/internal/activities'), methods=['POST'], name='startActivityInternal',
+          content_types=JSON_CONTENT)
+def start_activity():
+    from chalicelib.services.internal import start_activity as start
+    return created(start(raw_body()))

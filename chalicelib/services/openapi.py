@@ -1,0 +1,449 @@
+"""The OpenAPI 3.0.3 document of the running API (served at GET /v3/api-docs).
+
+Generated, never written by hand, from the same declarations that serve requests:
+  * the route table (``app.routes``: path -> method -> RouteEntry): every route appears, and
+    only those; operation ids are the Chalice view names;
+  * the resource registry (domain/registry.py FAMILIES, domain/fields.py ENUMS): three schemas
+    per family (<Entity>, <Entity>CreateRequest, <Entity>UpdateRequest) and the named enums;
+  * the authentication policy of each route (api/policy.py);
+  * metadata declared next to non-registry routes (api/docmeta.py), with a generic fallback.
+
+This module imports nothing from the HTTP layer: the caller (api/docs.py) hands it the routes,
+the view-name index of registry operations and the policy lookup.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Iterable, Mapping
+
+from chalicelib.domain.fields import ENUMS, Field
+from chalicelib.domain.models import MAX_STRING
+from chalicelib.domain.registry import (COMMON_FIELDS, FAMILIES, OWNERSHIP_FIELDS, Family)
+
+OPENAPI_VERSION = '3.0.3'
+API_VERSION = '8.0.0'
+LOCAL_URL = 'http://127.0.0.1:8000'
+
+# Query parameter limits (services/listing.py).
+DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_PAGE = 10, 100, 1_000_000
+
+RATE_LIMIT_HEADERS = ('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset')
+
+# Error statuses per registry operation.
+REGISTRY_ERRORS = {
+    'list': (400, 401, 403, 429),
+    'get': (400, 401, 403, 404, 429),
+    'sequence': (400, 401, 403, 404, 429),
+    'create': (400, 401, 403, 409, 415, 429),
+    'update': (400, 401, 403, 404, 409, 415, 429),
+    'delete': (400, 401, 403, 404, 409, 429),
+}
+# Error statuses of a route without declared metadata, by method.
+GENERIC_ERRORS = {
+    'GET': (400, 401, 403, 404, 429),
+    'DELETE': (400, 401, 403, 404, 409, 429),
+}
+GENERIC_WRITE_ERRORS = (400, 401, 403, 404, 409, 415, 429)
+
+ERROR_RESPONSES = {
+    400: ('BadRequest', 'Invalid request body or parameters'),
+    401: ('Unauthorized', 'Missing or invalid credential'),
+    403: ('Forbidden', 'Authenticated but not permitted'),
+    404: ('NotFound', 'No resource with the given id'),
+    409: ('Conflict', 'Stale changeSequence (the body carries the current one) or uniqueness violation'),
+    415: ('UnsupportedMediaType', 'The request body is not application/json'),
+    429: ('TooManyRequests', 'Rate limit exceeded'),
+}
+
+SCOPE_TEXT = {
+    'global': 'Platform-wide.',
+    'org': 'Owned by one organization (organizationId).',
+    'project': 'Owned by one project (projectId); its organization is the project\'s.',
+}
+
+_STATUS_TEXT = {200: 'Success', 201: 'Created', 202: 'Accepted', 204: 'No content'}
+
+OPS = ('list', 'get', 'create', 'update', 'delete', 'sequence')
+
+
+def _ref(name: str, kind: str = 'schemas') -> dict[str, str]:
+    return {'$ref': f'#/components/{kind}/{name}'}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    if '$ref' in schema:
+        return {'allOf': [schema], 'nullable': True}
+    if not schema:  # any: null is already a value of {}
+        return schema
+    return {**schema, 'nullable': True}
+
+
+def _humanize(name: str) -> str:
+    words = re.sub(r'(?<=[a-z0-9])(?=[A-Z])', ' ', name).split()
+    return ' '.join([words[0].capitalize(), *(w.lower() for w in words[1:])]) if words else name
+
+
+# ----------------------------------------------------------------------------- schemas
+
+class _Schemas:
+    def __init__(self, families: Iterable[Family]) -> None:
+        self.families = tuple(families)
+        # object fields named after a family hold that family's object (documentStatus -> DocumentStatus)
+        self.embedded = {f.entity[0].lower() + f.entity[1:]: f.entity for f in self.families}
+
+    def field(self, f: Field, request: bool) -> dict[str, Any]:
+        if f.enum:
+            schema: dict[str, Any] = _ref(f.enum)
+        elif f.type == 'object' and f.name in self.embedded:
+            schema = _ref(self.embedded[f.name])
+        else:
+            schema = self._plain(f, request)
+        return _nullable(schema) if f.nullable else schema
+
+    @staticmethod
+    def _plain(f: Field, request: bool) -> dict[str, Any]:
+        text: dict[str, Any] = {'type': 'string'}
+        if request:
+            text['maxLength'] = MAX_STRING
+        if f.type == 'string':
+            if f.ref:
+                return {'type': 'string', 'format': 'uuid'}
+            return dict(text)
+        return {
+            'bool': {'type': 'boolean'},
+            'int': {'type': 'integer', 'format': 'int32'},
+            'number': {'type': 'number'},
+            'datetime': {'type': 'string', 'format': 'date-time'},
+            'object': {'type': 'object', 'additionalProperties': True},
+            'any': {},
+            'strings': {'type': 'array', 'items': text},
+            'array': {'type': 'array', 'items': {}},
+        }[f.type]
+
+    def entity(self, fam: Family) -> dict[str, Any]:
+        fields = fam.fields
+        always = [f.name for f in COMMON_FIELDS]
+        always += [f.name for f in fam.ownership_fields]
+        always += [f.name for f in fam.own_fields
+                   if not f.nullable and (f.has_default or f.required) and f.name not in always]
+        props = {name: self._with_default(f, self.field(f, request=False)) for name, f in fields.items()}
+        props['id'] = {'type': 'string', 'format': 'uuid', 'description': 'server-generated'}
+        props['uuid'] = {'type': 'string', 'description': 'secondary identifier, server-generated'}
+        props['changeSequence'] = {'type': 'integer', 'format': 'int32',
+                                   'description': 'optimistic-locking token; never written directly'}
+        return {'type': 'object', 'description': f'{fam.entity}. {SCOPE_TEXT[fam.scope]}',
+                'required': [n for n in always if n in props], 'properties': props}
+
+    def create_request(self, fam: Family) -> dict[str, Any]:
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        if fam.scope == 'org':
+            props['organizationId'] = {
+                'type': 'string', 'format': 'uuid',
+                'description': 'owning organization; defaults to the caller\'s only organization'}
+        if fam.scope == 'project':
+            props['projectId'] = {'type': 'string', 'format': 'uuid', 'description': 'owning project'}
+            required.append('projectId')
+        for name, f in fam.writable.items():
+            props[name] = self._with_default(f, self.field(f, request=True))
+            if f.required:
+                required.append(name)
+        out: dict[str, Any] = {'type': 'object', 'description': f'Body of a {fam.entity} create.',
+                               'properties': props}
+        if required:
+            out['required'] = required
+        return out
+
+    def update_request(self, fam: Family) -> dict[str, Any]:
+        props = {name: self.field(f, request=True) for name, f in fam.writable.items()
+                 if name not in OWNERSHIP_FIELDS}
+        props['changeSequence'] = {
+            'type': 'integer', 'format': 'int32', 'nullable': True,
+            'description': 'optimistic locking: when not null, must equal the stored value (else 409)'}
+        return {'type': 'object',
+                'description': f'Body of a {fam.entity} update: omitted fields keep their value, '
+                               'null clears a nullable field.',
+                'properties': props}
+
+    @staticmethod
+    def _with_default(f: Field, schema: dict[str, Any]) -> dict[str, Any]:
+        if f.has_default and '$ref' not in schema:
+            return {**schema, 'default': f.default}
+        if f.has_default:
+            return {'allOf': [schema], 'default': f.default}
+        return schema
+
+    def components(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for fam in self.families:
+            out[fam.entity] = self.entity(fam)
+            out[f'{fam.entity}CreateRequest'] = self.create_request(fam)
+            out[f'{fam.entity}UpdateRequest'] = self.update_request(fam)
+        for name, values in ENUMS.items():
+            out[name] = {'type': 'string', 'enum': list(values)}
+        out['Page'] = {
+            'type': 'object', 'description': 'One page of a list.',
+            'required': ['content', 'totalPages', 'totalElements', 'number', 'size', 'first', 'last',
+                         'numberOfElements'],
+            'properties': {
+                'content': {'type': 'array', 'items': {}},
+                'totalPages': {'type': 'integer'},
+                'totalElements': {'type': 'integer'},
+                'number': {'type': 'integer', 'description': 'zero-based page number'},
+                'size': {'type': 'integer', 'description': 'page size'},
+                'first': {'type': 'boolean'},
+                'last': {'type': 'boolean'},
+                'numberOfElements': {'type': 'integer', 'description': 'elements on this page'},
+            },
+        }
+        out['Error'] = {
+            'type': 'object', 'required': ['error', 'message', 'status'],
+            'properties': {
+                'error': {'type': 'string', 'description': 'the HTTP reason phrase'},
+                'message': {'type': 'string'},
+                'status': {'type': 'integer', 'description': 'the HTTP status'},
+            },
+        }
+        out['ConflictError'] = {'allOf': [_ref('Error'), {
+            'type': 'object',
+            'properties': {'changeSequence': {
+                'type': 'integer', 'format': 'int32',
+                'description': 'the current change sequence (stale changeSequence only)'}},
+        }]}
+        return out
+
+
+# ----------------------------------------------------------------------------- operations
+
+def _page_of(entity: str) -> dict[str, Any]:
+    return {'allOf': [_ref('Page'), {'type': 'object', 'properties': {
+        'content': {'type': 'array', 'items': _ref(entity)}}}]}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {'application/json': {'schema': schema}}
+
+
+def _list_parameters() -> list[dict[str, Any]]:
+    return [
+        {'name': 'page', 'in': 'query', 'required': False, 'description': 'zero-based page number',
+         'schema': {'type': 'integer', 'minimum': 0, 'maximum': MAX_PAGE, 'default': 0}},
+        {'name': 'pageSize', 'in': 'query', 'required': False,
+         'schema': {'type': 'integer', 'minimum': 1, 'maximum': MAX_PAGE_SIZE, 'default': DEFAULT_PAGE_SIZE}},
+        {'name': 'filter', 'in': 'query', 'required': False, 'style': 'form', 'explode': True,
+         'description': "filter expression, e.g. name == 'x' and not(active == false); may repeat (all must hold)",
+         'schema': {'type': 'array', 'items': {'type': 'string'}}},
+        {'name': 'query', 'in': 'query', 'required': False,
+         'description': 'free-text search over the searchable fields (name, description, ...)',
+         'schema': {'type': 'string'}},
+        {'name': 'sort', 'in': 'query', 'required': False,
+         'description': 'field:direction pairs separated by ";"; direction asc (default) or desc',
+         'schema': {'type': 'string'}},
+    ]
+
+
+def _path_parameter(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = {'type': 'string'}
+    if name == 'id' or name.endswith('Id'):
+        schema['format'] = 'uuid'
+    return {'name': name, 'in': 'path', 'required': True, 'schema': schema}
+
+
+def _registry_operation(fam: Family, op: str) -> dict[str, Any]:
+    entity = fam.entity
+    article = 'an' if entity[0] in 'AEIOU' else 'a'
+    summary = {
+        'list': f'List {fam.path.replace("-", " ")}',
+        'get': f'Get {article} {entity}',
+        'create': f'Create {article} {entity}',
+        'update': f'Update {article} {entity}',
+        'delete': f'Delete {article} {entity}',
+        'sequence': f'Current change sequence of {article} {entity}',
+    }[op]
+    out: dict[str, Any] = {'summary': summary, 'tags': [fam.path]}
+    if op == 'list':
+        out['parameters'] = _list_parameters()
+        out['responses'] = {200: ('A page of ' + fam.path.replace('-', ' '), _page_of(entity))}
+    elif op == 'get':
+        out['responses'] = {200: (entity, _ref(entity))}
+    elif op == 'create':
+        out['request'] = _ref(f'{entity}CreateRequest')
+        out['responses'] = {201: (f'The created {entity}', _ref(entity))}
+    elif op == 'update':
+        out['request'] = _ref(f'{entity}UpdateRequest')
+        out['responses'] = {200: (f'The updated {entity}', _ref(entity))}
+    elif op == 'delete':
+        out['responses'] = {204: ('Deleted', None)}
+        if fam.soft_delete:
+            out['description'] = 'Soft delete: the record is marked deleted and no longer listed or found.'
+    elif op == 'sequence':
+        out['description'] = 'For comparison with changeSequence before an update.'
+        out['responses'] = {200: ('The current change sequence',
+                                  {'type': 'integer', 'format': 'int32'})}
+    out['errors'] = REGISTRY_ERRORS[op]
+    return out
+
+
+def _generic_operation(view_name: str, path: str, method: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    segments = [s for s in path.split('/') if s and not s.startswith('{') and s != 'api']
+    out: dict[str, Any] = {'summary': meta.get('summary') or _humanize(view_name),
+                           'tags': list(meta.get('tags') or segments[:1] or ['default'])}
+    if meta.get('description'):
+        out['description'] = meta['description']
+    if meta.get('parameters'):
+        out['parameters'] = list(meta['parameters'])
+    if 'request' in meta:
+        out['request'] = meta['request']
+    elif method in ('POST', 'PUT', 'PATCH'):
+        out['request'] = {'type': 'object', 'additionalProperties': True}
+    if 'responses' in meta:
+        out['responses'] = {int(k): (_STATUS_TEXT.get(int(k), 'Success'), v) for k, v in meta['responses'].items()}
+    else:
+        ok: Any = ('Success', {})
+        out['responses'] = {
+            'GET': {200: ok}, 'POST': {200: ok, 201: ('Created', {})}, 'PUT': {200: ok},
+            'PATCH': {200: ok}, 'DELETE': {204: ('Deleted', None)},
+        }.get(method, {200: ok})
+    if 'errors' in meta:
+        out['errors'] = tuple(meta['errors'])
+    else:
+        out['errors'] = GENERIC_ERRORS.get(method, GENERIC_WRITE_ERRORS)
+    return out
+
+
+def _rate_headers() -> dict[str, Any]:
+    return {name: _ref(name, 'headers') for name in RATE_LIMIT_HEADERS}
+
+
+def _render_operation(desc: dict[str, Any], op_id: str, path: str, method: str, route,
+                      mode: str) -> dict[str, Any]:
+    operation: dict[str, Any] = {'operationId': op_id, 'summary': desc['summary'], 'tags': desc['tags']}
+    if desc.get('description'):
+        operation['description'] = desc['description']
+    parameters = [_path_parameter(a) for a in route.view_args]
+    parameters += desc.get('parameters', [])
+    if parameters:
+        operation['parameters'] = parameters
+    body = desc.get('request')
+    if body is not None:
+        types = [t for t in (route.content_types or ['application/json']) if t != '*/*'] or ['application/json']
+        operation['requestBody'] = {'required': True,
+                                    'content': {t: {'schema': body} for t in types}}
+    responses: dict[str, Any] = {}
+    for status, (text, schema) in sorted(desc['responses'].items()):
+        response: dict[str, Any] = {'description': text, 'headers': _rate_headers()}
+        if isinstance(schema, dict) and 'content' in schema and '$ref' not in schema and 'type' not in schema:
+            response['content'] = schema['content']
+        elif schema is not None:
+            response['content'] = _json(schema)
+        responses[str(status)] = response
+    errors = desc['errors']
+    if mode == 'public':
+        errors = [e for e in errors if e not in (401, 403)]
+    for status in sorted(errors):
+        responses[str(status)] = _ref(ERROR_RESPONSES[status][0], 'responses')
+    operation['responses'] = responses
+    if mode == 'public':
+        operation['security'] = []
+    elif mode == 'service':
+        operation['security'] = [{'ServiceToken': []}]
+    return operation
+
+
+def _error_responses() -> dict[str, Any]:
+    out = {}
+    for status, (name, text) in ERROR_RESPONSES.items():
+        schema = _ref('ConflictError' if status == 409 else 'Error')
+        response: dict[str, Any] = {'description': text, 'headers': _rate_headers(), 'content': _json(schema)}
+        if status == 401:
+            response['headers'] = {**response['headers'], 'WWW-Authenticate': {
+                'description': 'the accepted authentication schemes', 'schema': {'type': 'string'}}}
+        out[name] = response
+    return out
+
+
+def _header_components(rate_headers_required: bool) -> dict[str, Any]:
+    texts = {
+        'X-RateLimit-Limit': 'requests allowed per minute for this credential',
+        'X-RateLimit-Remaining': 'requests left in the current window',
+        'X-RateLimit-Reset': 'when the window resets, in epoch seconds',
+    }
+    return {name: {'description': text, 'required': rate_headers_required,
+                   'schema': {'type': 'integer'}} for name, text in texts.items()}
+
+
+# ----------------------------------------------------------------------------- the document
+
+def registry_index(operation_name: Callable[[Family, str], str],
+                   families: Iterable[Family] = FAMILIES) -> dict[str, tuple[Family, str]]:
+    """View name -> (family, operation) of every registry route."""
+    return {operation_name(fam, op): (fam, op) for fam in families for op in OPS}
+
+
+def build(routes: Mapping[str, Mapping[str, Any]], index: Mapping[str, tuple[Family, str]],
+          policy_of: Callable[[str], str], operations: Mapping[str, Mapping[str, Any]],
+          extra_schemas: Mapping[str, Any], public_url: str,
+          rate_headers_required: bool = True, families: Iterable[Family] = FAMILIES) -> dict[str, Any]:
+    """The document. ``routes`` is ``app.routes``; ``index`` maps registry view names to their
+    (family, op); ``policy_of`` is api/policy.of; ``operations``/``extra_schemas`` come from
+    api/docmeta.py."""
+    families = tuple(families)
+    schemas = _Schemas(families).components()
+    for name, definition in extra_schemas.items():
+        schemas.setdefault(name, definition)
+
+    view_counts: dict[str, int] = {}
+    for methods in routes.values():
+        for entry in methods.values():
+            view_counts[entry.view_name] = view_counts.get(entry.view_name, 0) + 1
+
+    paths: dict[str, Any] = {}
+    tags: dict[str, str] = {}
+    for path in sorted(routes):
+        item: dict[str, Any] = {}
+        for method in sorted(routes[path]):
+            route = routes[path][method]
+            name = route.view_name
+            op_id = name if view_counts[name] == 1 else f'{name}{method.capitalize()}'
+            if name in index:
+                fam, op = index[name]
+                desc = _registry_operation(fam, op)
+                tags.setdefault(fam.path, f'{fam.entity}: {SCOPE_TEXT[fam.scope]}')
+            else:
+                desc = _generic_operation(name, path, method, operations.get(name, {}))
+            for tag in desc['tags']:
+                tags.setdefault(tag, '')
+            item[method.lower()] = _render_operation(desc, op_id, path, method, route, policy_of(path))
+        paths[path] = item
+
+    return {
+        'openapi': OPENAPI_VERSION,
+        'info': {
+            'title': 'Document Processing Platform API',
+            'version': API_VERSION,
+            'description': ('Multi-tenant HTTP/JSON API for document processing, AI assistants, '
+                            'knowledge management and workflow orchestration. Generated from the '
+                            'running service\'s route table and resource registry.'),
+        },
+        'servers': [
+            {'url': public_url.rstrip('/'), 'description': 'Production'},
+            {'url': LOCAL_URL, 'description': 'Local development (make run)'},
+        ],
+        'security': [{'ApiKeyAuth': []}, {'BearerAuth': []}, {'BasicAuth': []}],
+        'tags': [{'name': n, **({'description': d} if d else {})} for n, d in sorted(tags.items())],
+        'paths': paths,
+        'components': {
+            'schemas': schemas,
+            'responses': _error_responses(),
+            'headers': _header_components(rate_headers_required),
+            'securitySchemes': {
+                'ApiKeyAuth': {'type': 'apiKey', 'in': 'header', 'name': 'x-api-key',
+                               'description': 'an API key created in the platform UI'},
+                'BearerAuth': {'type': 'http', 'scheme': 'bearer', 'bearerFormat': 'JWT',
+                               'description': 'a JWT from the identity provider'},
+                'BasicAuth': {'type': 'http', 'scheme': 'basic'},
+                'ServiceToken': {'type': 'apiKey', 'in': 'header', 'name': 'x-service-token',
+                                 'description': 'server-to-server routes only'},
+            },
+        },
+    }

@@ -1,0 +1,87 @@
+"""Request rate limits: RATE_LIMIT_PER_MINUTE per subject (default 100) and a burst of
+RATE_LIMIT_BURST_PER_SECOND (default 20) per second.
+
+Subjects: ``key:{keyId}`` for API-key and Basic callers, ``user:{userId}`` for bearer-token
+callers, ``ip:{hash of the client address}`` for requests that carry no valid credential (and
+public routes). The raw address is never stored. The internal service caller is not limited.
+
+Windows are fixed: the minute window is the UTC minute, the burst window the second. One
+conditional UpdateItem per request (store/ratelimit.py).
+
+Response headers (every response, errors included):
+  X-RateLimit-Limit      the per-minute limit
+  X-RateLimit-Remaining  requests left in the current minute (0 on a 429)
+  X-RateLimit-Reset      epoch seconds when the window that refused (or the minute) reopens
+and on a 429 ``Retry-After`` (seconds).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from chalicelib.core.config import get_config
+from chalicelib.core.errors import TooManyRequests
+
+log = logging.getLogger('platform.ratelimit')
+
+clock: Callable[[], float] = time.time   # tests patch this to control the windows
+TTL_GRACE_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset: int
+    retry_after: int = 0
+
+    def headers(self) -> dict[str, str]:
+        out = {'X-RateLimit-Limit': str(self.limit), 'X-RateLimit-Remaining': str(self.remaining),
+               'X-RateLimit-Reset': str(self.reset)}
+        if not self.allowed:
+            out['Retry-After'] = str(self.retry_after)
+        return out
+
+    def error(self) -> TooManyRequests:
+        return TooManyRequests(f'Rate limit exceeded: retry in {self.retry_after} s',
+                               headers=self.headers())
+
+
+def client_subject(source_ip: str | None) -> str:
+    digest = hashlib.sha256(f'platform-rl:{source_ip or "unknown"}'.encode()).hexdigest()[:24]
+    return f'ip:{digest}'
+
+
+def check(subject: str) -> Decision:
+    """Count one request of ``subject`` and decide; fails open if the table cannot answer."""
+    from chalicelib.store import ratelimit as store
+    cfg = get_config()
+    per_minute, burst = cfg.rate_limit_per_minute, cfg.rate_limit_burst_per_second
+    now = clock()
+    minute = int(now // 60)
+    second = int(now) % 60
+    minute_end = (minute + 1) * 60
+    try:
+        counts = store.hit(subject, minute, second, per_minute, burst, minute_end + TTL_GRACE_SECONDS)
+    except Exception:  # noqa: BLE001 - an outage of the limiter must not become an outage of the API
+        log.exception('rate limiter unavailable; request admitted')
+        return untracked()
+    if counts.admitted:
+        return Decision(True, per_minute, max(0, per_minute - counts.minute), minute_end)
+    if counts.minute >= per_minute:
+        reset = minute_end
+    else:  # the burst window refused: it reopens with the next second
+        reset = int(now) + 1
+    return Decision(False, per_minute, 0, reset, max(1, math.ceil(reset - now)))
+
+
+def untracked() -> Decision:
+    """Headers for a request that is not counted (the internal service caller)."""
+    cfg = get_config()
+    now = clock()
+    return Decision(True, cfg.rate_limit_per_minute, cfg.rate_limit_per_minute, (int(now // 60) + 1) * 60)
