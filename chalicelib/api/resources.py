@@ -31,40 +31,41 @@ def operation_name(family: Family, op: str) -> str:
 
 def _register(family: Family) -> None:
     path = family.path
-    base, item = f'/api/{path}', f'/api/{path}/{{id}}'
+    base, item = f'/api/{path}', f'/api/{path}/{{{family.id_param}}}'
 
     def list_view():
         from chalicelib.services.listing import list_resources
         return list_resources(path, params())
 
-    def get_view(id):
+    def get_view(**ids):
         from chalicelib.services.resources import get
-        return get(path, id)
+        return get(path, ids[family.id_param])
 
     def create_view():
         from chalicelib.services.resources import create
         return created(create(path, raw_body()))
 
-    def update_view(id):
+    def update_view(**ids):
         from chalicelib.services.resources import update
-        return update(path, id, raw_body())
+        return update(path, ids[family.id_param], raw_body())
 
-    def delete_view(id):
+    def delete_view(**ids):
         from chalicelib.services.resources import delete
-        delete(path, id)
+        delete(path, ids[family.id_param])
         return no_content()
 
-    def sequence_view(id):
+    def sequence_view(**ids):
         from chalicelib.services.resources import sequence
-        return sequence(path, id)
+        return sequence(path, ids[family.id_param])
 
-    for op, route, method, view, content in (
-            ('list', base, 'GET', list_view, ANY_CONTENT),
-            ('create', base, 'POST', create_view, JSON_CONTENT),
-            ('get', item, 'GET', get_view, ANY_CONTENT),
-            ('update', item, 'PUT', update_view, JSON_CONTENT),
-            ('delete', item, 'DELETE', delete_view, ANY_CONTENT),
-            ('sequence', f'{item}/sequence', 'GET', sequence_view, ANY_CONTENT)):
+    routes = [('list', base, 'GET', list_view, ANY_CONTENT),
+              ('get', item, 'GET', get_view, ANY_CONTENT),
+              ('sequence', f'{item}/sequence', 'GET', sequence_view, ANY_CONTENT)]
+    if not family.read_only:
+        routes += [('create', base, 'POST', create_view, JSON_CONTENT),
+                   ('update', item, 'PUT', update_view, JSON_CONTENT),
+                   ('delete', item, 'DELETE', delete_view, ANY_CONTENT)]
+    for op, route, method, view, content in routes:
         bp.route(route, methods=[method], name=operation_name(family, op), content_types=content)(view)
 
 

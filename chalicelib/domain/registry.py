@@ -37,6 +37,9 @@ class Family:
     name_field: str = 'name'
     hook: str | None = None
     collections: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (family, fk)
+    id_param: str = 'id'             # path parameter name (the contract calls one executionId)
+    read_only: bool = False          # written by the server only (history): list and get routes
+    summary_omit: tuple[str, ...] = ()  # heavy fields left out of lists with view=summary
 
     @cached_property
     def own_fields(self) -> tuple[Field, ...]:
@@ -121,10 +124,13 @@ FAMILIES: tuple[Family, ...] = (
     _f('tasks', 'Task', 'project',
        'title description searchText statusSlug taskGroupId>task-groups? assigneeId>users? '
        'teamId>teams? createdByActivityId? dueDate:datetime? priority:int? metadata:object '
-       'data:object plan:object', name_field='title'),
+       'data:object plan:object', name_field='title', summary_omit=('plan',)),
     _f('task-groups', 'TaskGroup', 'project',
        f'{_TEXT} statusSlug assigneeId>users? teamId>teams? metadata:object plan:object',
-       collections={'memberTask': ('tasks', 'taskGroupId')}),
+       collections={'memberTask': ('tasks', 'taskGroupId')}, hook='task_groups'),
+    _f('task-group-history', 'TaskGroupHistory', 'project',
+       'taskGroupId>task-groups action@AuditAction userId userEmail changes:object',
+       name_field='action', read_only=True),
     _f('assistants', 'Assistant', 'project',
        'name description slug active:bool=true chatEnabled:bool=false runOnExistingContent:bool=false '
        'showInTraining:bool=false assistantRole color subscription priorityHint:int options:object '
@@ -166,12 +172,14 @@ FAMILIES: tuple[Family, ...] = (
        'knowledgeSet:any metadata:any', name_field='executionId'),
     _f('executions', 'Execution', 'project',
        'name description status=PENDING@ExecutionStatus statusMessages:array activityId>activities? '
-       'assistantId>assistants? startedOn:datetime? completedOn:datetime? metadata:object'),
+       'assistantId>assistants? startedOn:datetime? completedOn:datetime? metadata:object',
+       id_param='executionId'),
     _f('activities', 'Activity', 'project',
        f'{_TEXT} status=PENDING@ActivityStatus activityPlanId>activity-plans? startedOn:datetime? '
        'completedOn:datetime? metadata:object'),
     _f('activity-plans', 'ActivityPlan', 'project',
-       f'{_NAMED} steps:array schemas:object metadata:object prompts:array documentFamilyGroups:array'),
+       f'{_NAMED} steps:array schemas:object metadata:object prompts:array documentFamilyGroups:array',
+       summary_omit=('steps', 'schemas', 'metadata', 'prompts', 'documentFamilyGroups')),
     _f('agent-runtimes', 'AgentRuntime', 'org',
        'name description slug createdBy image roleArn status agentRuntimeArn? cloudRuntimeId? '
        'configMapName? configMapResourceVersion? endpointArn? endpointId? endpointName? failureReason? '

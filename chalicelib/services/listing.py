@@ -38,6 +38,7 @@ class ListRequest:
     sort: list[tuple[str, bool]]        # (field, descending)
     query: str | None
     filters: list[str]
+    summary: bool = False
 
 
 def _int_param(params: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:
@@ -81,13 +82,27 @@ def parse_request(family: Family, params: dict[str, list[str]]) -> ListRequest:
         sort=parse_sort(family, params.get('sort') or []),
         query=None if query in ('', '*') else query.lower(),
         filters=[f for f in (params.get('filter') or []) if f.strip()],
+        summary=_view(params),
     )
+
+
+def _view(params: dict[str, list[str]]) -> bool:
+    view = (params.get('view') or [''])[-1]
+    if view not in ('', 'summary', 'full'):
+        raise BadRequest("Query parameter 'view' must be 'summary' (or omitted)")
+    return view == 'summary'
 
 
 def list_resources(path: str, params: dict[str, list[str]]) -> dict[str, Any]:
     family = family_of(path)
-    principal = current()
     req = parse_request(family, params)
+    page = _list(family, current(), req)
+    if req.summary and family.summary_omit:
+        page['content'] = [{k: v for k, v in i.items() if k not in family.summary_omit} for i in page['content']]
+    return page
+
+
+def _list(family: Family, principal: Principal, req: ListRequest) -> dict[str, Any]:
     plan = _filter_plan(family, req.filters)
     tenants = _tenants(family, principal, plan)
     if tenants is None:  # the filter pins a tenant the caller cannot see

@@ -217,6 +217,7 @@ def create(path: str, raw_body: bytes | None) -> dict[str, Any]:
         ops.append(repo.check_exists('projects', project.id, org, field='projectId', value=project.id))
     ops.append(repo.move_counter(family.path, _tenant(family, org), 1))
     ops += hook.extra_create_ops(family, principal, data)
+    ops += hook.audit_ops(family, principal, 'CREATE', data, None)
     try:
         repo.commit(ops)
     except WriteConflict as exc:
@@ -267,6 +268,7 @@ def update(path: str, id_: str, raw_body: bytes | None) -> dict[str, Any]:
                     ops.append(repo.release_unique(family.path, scope, name, old_value))
         changed_refs = {k: v for k, v in values.items() if stored.data.get(k) != v}
         ops += _reference_ops(family, changed_refs, stored.org)
+        ops += hook_for(family).audit_ops(family, principal, 'UPDATE', new, stored)
         try:
             repo.commit(ops)
             return new
@@ -299,6 +301,7 @@ def delete(path: str, id_: str) -> None:
             if stored.data.get(name) is not None:
                 ops.append(repo.release_unique(family.path, scope, name, stored.data[name]))
         ops.append(repo.move_counter(family.path, _tenant(family, stored.org), -1))
+        ops += hook_for(family).audit_ops(family, principal, 'DELETE', stored.data, stored)
         try:
             repo.commit(ops)
             return

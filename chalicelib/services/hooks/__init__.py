@@ -26,6 +26,11 @@ class Hook:
         """More items to write in the create transaction."""
         return []
 
+    def audit_ops(self, family: Family, principal: Principal, action: str, data: dict[str, Any],
+                  stored: Stored | None) -> list[Op]:
+        """Items recording the write (history), written in the same transaction."""
+        return []
+
     def can_create(self, family: Family, principal: Principal) -> bool | None:
         """True/False to decide create permission here; None for the generic rule."""
         return None
