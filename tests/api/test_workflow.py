@@ -1,0 +1,93 @@
+"""Contract actions beyond CRUD: setTaskStatus, cancelExecution, task-group history, view=summary,
+and organization rules (slug, creator membership, PLATFORM_ADMIN grants)."""
+from __future__ import annotations
+
+import uuid
+
+from tests.conftest import make_org, make_user
+from tests.support import create
+
+
+def test_set_task_status_checks_the_organizations_statuses(api, org_id):
+    task = create(api, 'tasks', org_id)
+    path = f'/api/tasks/{task["id"]}/status'
+    assert api.put(path, {'statusSlug': 'review'}).status == 400
+    create(api, 'task-statuses', org_id, slug='review', label='Review', statusType='IN_PROGRESS')
+    r = api.put(path, {'statusSlug': 'review'})
+    assert r.status == 200, r.json
+    assert r.json['statusSlug'] == 'review' and r.json['changeSequence'] == 2
+    assert api.put(path, {'statusSlug': 'review', 'changeSequence': 1}).status == 409
+    assert api.put(path, {}).status == 400
+    assert api.put(f'/api/tasks/{uuid.uuid4()}/status', {'statusSlug': 'review'}).status == 404
+
+
+def test_retired_todo_status_type_is_stored_as_open(api, org_id):
+    made = create(api, 'task-statuses', org_id, statusType='TODO')
+    assert made['statusType'] == 'OPEN'
+
+
+def test_cancel_execution(api, org_id):
+    execution = create(api, 'executions', org_id)
+    assert execution['status'] == 'PENDING'
+    r = api.post(f'/api/executions/{execution["id"]}/cancel')
+    assert r.status == 200 and r.json['status'] == 'CANCELLED'
+    assert api.post(f'/api/executions/{execution["id"]}/cancel').status == 409
+    assert api.post(f'/api/executions/{uuid.uuid4()}/cancel').status == 404
+
+
+def test_task_group_history_records_every_write(api, org_id):
+    group = create(api, 'task-groups', org_id, name='g1')
+    path = f'/api/task-groups/{group["id"]}'
+    assert api.put(path, {'name': 'g2', 'description': 'x'}).status == 200
+    history = api.get(f'{path}/history').json
+    assert [h['action'] for h in history['content']] == ['UPDATE', 'CREATE']
+    assert history['content'][0]['changes'] == {'name': 'g2', 'description': 'x'}
+    other = create(api, 'task-groups', org_id)
+    all_history = api.get('/api/task-group-history?pageSize=100').json
+    assert {h['taskGroupId'] for h in all_history['content']} == {group['id'], other['id']}
+    assert api.delete(path).status == 204
+    assert api.get(f'{path}/history').status == 404
+    kept = api.get(f"/api/task-group-history?filter=taskGroupId=='{group['id']}'").json
+    assert [h['action'] for h in kept['content']] == ['CREATE', 'UPDATE', 'DELETE']
+    assert api.post('/api/task-group-history', {}).status in (404, 405)
+
+
+def test_view_summary_omits_plan_detail_in_lists_only(api, org_id):
+    plan = create(api, 'activity-plans', org_id, name='p', steps=[{'s': 1}], prompts=[{'p': 1}])
+    task = create(api, 'tasks', org_id, projectId=plan['projectId'], title='t', plan={'big': True})
+    for family, made, heavy in (('activity-plans', plan, 'steps'), ('tasks', task, 'plan')):
+        summary = api.get(f'/api/{family}?view=summary').json['content']
+        full = api.get(f'/api/{family}').json['content']
+        assert heavy not in summary[0] and full[0][heavy] == made[heavy]
+        assert api.get(f'/api/{family}/{made["id"]}?view=summary').json[heavy] == made[heavy]
+    assert api.get('/api/tasks?view=nonsense').status == 400
+
+
+def test_organization_slug_rules(api):
+    r = api.post('/api/organizations', {'name': 'X', 'slug': 'My-Org-1'})
+    assert r.status == 201 and r.json['slug'] == 'my-org-1'
+    for bad in ('ab', 'a' * 101, 'has space', 'ünï'):
+        assert api.post('/api/organizations', {'name': 'X', 'slug': bad}).status == 400, bad
+    assert api.post('/api/organizations', {'name': 'Y', 'slug': 'MY-ORG-1'}).status == 409
+    assert api.put(f'/api/organizations/{r.json["id"]}', {'slug': 'x!'}).status == 400
+
+
+def test_organization_creator_becomes_its_manager(api, org_id):
+    _, manager_key = make_user(api, org_id, 'MANAGE')
+    manager = api.as_key(manager_key)
+    org = make_org(manager)
+    assert manager.get(f'/api/organizations/{org["id"]}').status == 200
+    project = manager.post('/api/projects', {'name': 'p', 'organizationId': org['id']})
+    assert project.status == 201
+
+
+def test_only_platform_admins_grant_platform_admin(api, org_id):
+    _, manager_key = make_user(api, org_id, 'MANAGE')
+    manager = api.as_key(manager_key)
+    user = api.post('/api/users', {'email': f'x{uuid.uuid4().hex[:6]}@example.com'}).json
+    r = manager.post('/api/memberships', {'organizationId': org_id, 'userId': user['id'], 'role': 'PLATFORM_ADMIN'})
+    assert r.status == 403
+    m = manager.post('/api/memberships', {'organizationId': org_id, 'userId': user['id'], 'role': 'MEMBER'})
+    assert m.status == 201
+    assert manager.put(f'/api/memberships/{m.json["id"]}', {'role': 'PLATFORM_ADMIN'}).status == 403
+    assert api.put(f'/api/memberships/{m.json["id"]}', {'role': 'PLATFORM_ADMIN'}).status == 200
