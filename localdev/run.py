@@ -76,13 +76,13 @@ def main() -> None:
         create_resources()
         from chalicelib.services.bootstrap import bootstrap
         result = bootstrap(api_key=os.environ.get('PLATFORM_ADMIN_API_KEY') or None)
-        local = ROOT / '.local'
+        local = Path(os.environ.get('LOCAL_STATE_DIR') or ROOT / '.local')
         local.mkdir(exist_ok=True)
         key_file = local / 'admin-api-key'
         if result['apiKey'] and not os.environ.get('PLATFORM_ADMIN_API_KEY'):
             key_file.write_text(result['apiKey'] + '\n')
             key_file.chmod(0o600)
-            print(f'admin API key (shown once, also in {key_file.relative_to(ROOT)}): {result["apiKey"]}')
+            print(f'admin API key (shown once, also in {key_file}): {result["apiKey"]}')
         elif os.environ.get('PLATFORM_ADMIN_API_KEY'):
             print('admin API key: the value of PLATFORM_ADMIN_API_KEY')
         from app import app
