@@ -52,11 +52,22 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
+def _text(value: str) -> None:
+    try:
+        value.encode('utf-8')
+    except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800"
+        raise BadRequest('JSON strings must be valid Unicode (lone surrogate escape)') from None
+
+
 def _depth(value: Any, level: int = 0) -> int:
+    """Check nesting depth and that every string and key is storable text."""
     if level > MAX_DEPTH:
         raise BadRequest(f'JSON nested deeper than {MAX_DEPTH} levels')
-    if isinstance(value, dict):
-        for v in value.values():
+    if isinstance(value, str):
+        _text(value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _text(k)
             _depth(v, level + 1)
     elif isinstance(value, list):
         for v in value:

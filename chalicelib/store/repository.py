@@ -155,6 +155,14 @@ def count(family: str, tenant: str) -> int:
     return sum(int(i.cnt or 0) for i in model.query(f'CNT#{tenant_pk(family, tenant)}'))
 
 
+def _invalid(exc: Exception) -> None:
+    """DynamoDB refused the item itself (over 400 KB, a value it cannot hold): the client's
+    data is at fault, so it is a 400, not a 500."""
+    if getattr(exc, 'cause_response_code', None) == 'ValidationException':
+        from chalicelib.core.errors import BadRequest
+        raise BadRequest(f'The resource cannot be stored: {getattr(exc, "cause_response_message", "")}') from None
+
+
 def commit(ops: list[Op]) -> None:
     model = configure()
     if len(ops) == 1 and ops[0].kind in ('put', 'delete'):
@@ -167,6 +175,7 @@ def commit(ops: list[Op]) -> None:
         except (PutError, DeleteError) as exc:
             if exc.cause_response_code == 'ConditionalCheckFailedException':
                 raise WriteConflict(op, 'ConditionalCheckFailed') from None
+            _invalid(exc)
             raise
         return
     from pynamodb.transactions import TransactWrite
@@ -191,6 +200,7 @@ def commit(ops: list[Op]) -> None:
                 raise WriteConflict(op, reason.code) from None
         if exc.cause_response_code in ('TransactionConflictException', 'TransactionCanceledException'):
             raise WriteConflict(None, 'TransactionConflict') from None
+        _invalid(exc)
         raise
     except UpdateError:
         raise
