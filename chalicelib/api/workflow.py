@@ -26,3 +26,11 @@ def cancel_execution(executionId):
 def task_group_history(id):
     from chalicelib.services.workflow import task_group_history
     return task_group_history(id, params())
+
+
+@bp.route('/api/resolve/schemes', methods=['GET'], name='listResourceSchemes', content_types=ANY_CONTENT)
+def resource_schemes():
+    from chalicelib.domain.registry import FAMILIES
+    scope = {'global': 'platform', 'org': 'organization', 'project': 'project'}
+    return [{'scheme': f.path, 'endpointPattern': f'/api/{f.path}/{{{f.id_param}}}', 'scope': scope[f.scope],
+             'description': f'{f.entity} resources'} for f in FAMILIES]

@@ -91,3 +91,14 @@ def test_only_platform_admins_grant_platform_admin(api, org_id):
     assert m.status == 201
     assert manager.put(f'/api/memberships/{m.json["id"]}', {'role': 'PLATFORM_ADMIN'}).status == 403
     assert api.put(f'/api/memberships/{m.json["id"]}', {'role': 'PLATFORM_ADMIN'}).status == 200
+
+
+def test_resource_schemes_cover_the_registry(api):
+    from chalicelib.domain.registry import FAMILIES
+    r = api.get('/api/resolve/schemes')
+    assert r.status == 200 and isinstance(r.json, list)
+    assert {s['scheme'] for s in r.json} == {f.path for f in FAMILIES}
+    for s in r.json:
+        assert set(s) == {'scheme', 'endpointPattern', 'scope', 'description'}
+        assert s['scope'] in ('platform', 'organization', 'project')
+    assert api.get('/api/resolve/schemes', key=None).status == 401
