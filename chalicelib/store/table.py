@@ -67,6 +67,11 @@ class Item(Model):
         table_name = 'platform-local'
         region = 'us-east-1'
         billing_mode = 'PAY_PER_REQUEST'
+        # Fail fast inside API Gateway's 29 s: a stuck connection must not hold a request.
+        connect_timeout_seconds = 2
+        read_timeout_seconds = 8
+        max_retry_attempts = 3
+        max_pool_connections = 64
 
     pk = UnicodeAttribute(hash_key=True)
     sk = UnicodeAttribute(range_key=True)
@@ -112,9 +117,12 @@ def boto3_table():
     """The same table through boto3's resource API: list queries pass boto3 condition objects
     (compiled by chalicelib/query/dynamo.py) as FilterExpression."""
     import boto3
+    from botocore.config import Config
     cfg = get_config()
-    return boto3.resource('dynamodb', region_name=cfg.region,
-                          endpoint_url=cfg.endpoint_url).Table(cfg.table_name)
+    client_config = Config(connect_timeout=2, read_timeout=8, max_pool_connections=64,
+                           retries={'max_attempts': 3, 'mode': 'standard'})
+    return boto3.resource('dynamodb', region_name=cfg.region, endpoint_url=cfg.endpoint_url,
+                          config=client_config).Table(cfg.table_name)
 
 
 def create_table() -> None:
