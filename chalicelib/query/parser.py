@@ -403,10 +403,9 @@ def _instant(lit: _Lit, field: str) -> str:
         value = normalize_instant(lit.value)
     except (ValueError, OverflowError, TypeError):
         value = None
-    # The canonical form is fixed-width only for years 1000-9999; outside that range text
-    # order would not be time order, so such instants are refused.
+    # The canonical form is fixed-width (4-digit years, 0001-9999), so text order is time order.
     if value is None or not _CANONICAL_INSTANT.fullmatch(value):
         raise FilterError(
             f"field '{_clip(field, 200)}' (datetime) needs an ISO 8601 date-time "
-            f'(years 1000-9999), got {_clip(lit.value)!r} at position {lit.pos}', lit.pos, field)
+            f'(years 0001-9999), got {_clip(lit.value)!r} at position {lit.pos}', lit.pos, field)
     return value

@@ -104,6 +104,12 @@ class FilterPlan:
         from chalicelib.query import evaluate
         return evaluate(node, item, self.context)
 
+    def only_pins(self, name: str) -> bool:
+        """Is the whole filter one ``name == '...'`` comparison (redundant once pinned)?"""
+        from chalicelib.query import Compare
+        return (isinstance(self.node, Compare) and self.node.op == '==' and self.node.path == (name,)
+                and isinstance(self.node.value, str))
+
     def pinned(self, name: str) -> str | None:
         """The value of a top-level ``name == '...'`` conjunct (it selects one partition)."""
         from chalicelib.query import And, Compare
@@ -118,7 +124,7 @@ class FilterPlan:
 def plan_for(family: Family, filters: list[str]) -> FilterPlan:
     if not filters:
         return FilterPlan()
-    from chalicelib.query import FilterError, compile_filter, parse
+    from chalicelib.query import And, FilterError, compile_filter, parse
     from chalicelib.query.ast import make_and
     schema = RegistrySchema(family)
     nodes = []
@@ -129,5 +135,25 @@ def plan_for(family: Family, filters: list[str]) -> FilterPlan:
             where = f' (filter #{index + 1})' if len(filters) > 1 else ''
             raise BadRequest(f'Invalid filter{where}: {exc}') from None
     node = make_and(nodes)
-    condition, residual = compile_filter(node, schema, root='data')
+    # DynamoDB refuses a document path nested deeper than 32 levels (ValidationException; moto
+    # does not check). Stored data is never that deep, so such a conjunct is left in memory.
+    conjuncts = node.items if isinstance(node, And) else (node,)
+    deep = [c for c in conjuncts if _depth(c) > MAX_DOCUMENT_DEPTH - 1]  # -1: the 'data' root
+    pushable = [c for c in conjuncts if _depth(c) <= MAX_DOCUMENT_DEPTH - 1]
+    condition, residual = compile_filter(make_and(pushable), schema, root='data') if pushable else (None, None)
+    if deep:
+        residual = make_and(([residual] if residual is not None else []) + deep)
     return FilterPlan(node=node, condition=condition, residual=residual)
+
+
+MAX_DOCUMENT_DEPTH = 32
+
+
+def _depth(node) -> int:
+    """The longest field path in ``node``."""
+    from chalicelib.query import And, Not, Or
+    if isinstance(node, (And, Or)):
+        return max(_depth(child) for child in node.items)
+    if isinstance(node, Not):
+        return _depth(node.item)
+    return len(node.path)

@@ -1,16 +1,36 @@
 """Generic list endpoint: filter, query, sort and paging over one tenant's index, never a Scan.
 
+Which records a list covers: those of the caller's organizations (global families: all, or
+the visibility-shaped lists of organizations and users). A top-level ``organizationId == '<id>'``
+or (project-scoped families) ``projectId == '<id>'`` conjunct *pins* the list to that
+organization / that project's organization, which a platform admin may do for any
+organization. A pin that is not a canonical id matches nothing (no stored id looks like it).
+
 Plans, cheapest first:
-  index walk   no filter and no query text, one tenant, sorted by createdOn / updatedOn /
-               the family's name field (or unsorted = createdOn): walk the KEYS_ONLY index up
-               to the page, BatchGet the page, totalElements from the sharded counter.
+  index walk   no filter (or only an organizationId pin) and no query text, one tenant,
+               sorted by createdOn / updatedOn / the family's name field (or unsorted =
+               createdOn): walk the KEYS_ONLY index up to the page, BatchGet only the page,
+               totalElements from the sharded counter. Cost: O(page * size) keys + size items.
   tenant read  anything else: Query the tenant's (or the pinned project's) ALL-projection
                index with the part of the filter DynamoDB can express as FilterExpression,
-               finish the filter, text query and sort in memory, slice the page.
+               finish the filter, text query and sort in memory, slice the page. Cost: the
+               whole tenant (or project) partition is read (FilterExpression saves transfer,
+               not reads); other sorts are always done this way.
+
+Order (the same in memory and in the by_name/by_created/by_updated indexes): missing, null
+and empty values first, strings case-insensitively (table.name_sort_key's normalisation),
+numbers numerically, false before true, ties broken by id ascending; a single ``desc`` sort
+reverses the whole order, ties included; with several sort fields ties stay ascending.
+
+Text query (``query``): the ``~~`` match of the filter language over the family's searchable
+fields (case-insensitive substring; with ``*`` a whole-value wildcard match); ``*`` or empty
+means no query.
 """
 from __future__ import annotations
 
 import math
+import re
+import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -29,6 +49,7 @@ DEFAULT_PAGE_SIZE = 10
 MAX_PAGE = 1_000_000
 SORTABLE_TYPES = {'string', 'bool', 'int', 'number', 'datetime'}
 INDEXED_SORTS = {'createdOn': 'by_created', 'updatedOn': 'by_updated'}
+_INTEGER = re.compile(r'-?[0-9]{1,12}')
 
 
 @dataclass
@@ -45,10 +66,9 @@ def _int_param(params: dict[str, list[str]], name: str, default: int, low: int, 
     values = params.get(name) or []
     if not values or values[-1] == '':
         return default
-    try:
-        value = int(values[-1])
-    except ValueError:
-        raise BadRequest(f"Query parameter '{name}' must be an integer") from None
+    if not _INTEGER.fullmatch(values[-1]):  # int() would also take ' 1', '+1', '1_0', '١'
+        raise BadRequest(f"Query parameter '{name}' must be an integer")
+    value = int(values[-1])
     if not low <= value <= high:
         raise BadRequest(f"Query parameter '{name}' must be between {low} and {high}")
     return value
@@ -76,11 +96,13 @@ def parse_sort(family: Family, specs: list[str]) -> list[tuple[str, bool]]:
 
 def parse_request(family: Family, params: dict[str, list[str]]) -> ListRequest:
     query = (params.get('query') or [''])[-1].strip()
+    if not query.strip('*'):  # '*' (or '**', ...) means everything, like an empty query
+        query = ''
     return ListRequest(
         page=_int_param(params, 'page', 0, 0, MAX_PAGE),
         size=_int_param(params, 'pageSize', DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE),
         sort=parse_sort(family, params.get('sort') or []),
-        query=None if query in ('', '*') else query.lower(),
+        query=query or None,
         filters=[f for f in (params.get('filter') or []) if f.strip()],
         summary=_view(params),
     )
@@ -104,16 +126,17 @@ def list_resources(path: str, params: dict[str, list[str]]) -> dict[str, Any]:
 
 def _list(family: Family, principal: Principal, req: ListRequest) -> dict[str, Any]:
     plan = _filter_plan(family, req.filters)
-    tenants = _tenants(family, principal, plan)
-    if tenants is None:  # the filter pins a tenant the caller cannot see
+    tenants, project = _tenants(family, principal, plan)
+    if tenants is None:  # the filter pins a tenant the caller cannot see, or no id at all
         return envelope([], 0, req)
-    if isinstance(tenants, list) and len(tenants) == 1 and plan.is_empty and req.query is None:
+    if (isinstance(tenants, list) and len(tenants) == 1 and req.query is None and project is None
+            and (plan.is_empty or plan.only_pins('organizationId'))):
         walked = _index_walk(family, tenants[0], req)
         if walked is not None:
             return walked
     from .filtering import RelatedRecords
     plan.bind(RelatedRecords(family, tenants if isinstance(tenants, list) else principal.org_ids))
-    items, pushed_down = _read_candidates(family, principal, tenants, plan)
+    items, pushed_down = _read_candidates(family, principal, tenants, project, plan)
     items = [i for i in items if plan.matches(i, pushed_down) and _text_match(family, i, req.query)]
     items.sort(key=_sort_key(family, req.sort))
     start = req.page * req.size
@@ -129,18 +152,39 @@ def envelope(content: list[dict[str, Any]], total: int, req: ListRequest) -> dic
 
 # ----------------------------------------------------------------------------- tenants
 
-def _tenants(family: Family, principal: Principal, plan) -> list[str] | str | None:
-    """Tenant partitions to read, or 'members'/'member-orgs' for the two visibility-shaped lists."""
+def _is_id(value: str) -> bool:
+    """Ids are canonical (lower-case, hyphenated) UUID text; nothing else can be a stored id."""
+    try:
+        return str(uuid.UUID(value)) == value
+    except (ValueError, AttributeError, TypeError):
+        return False
+
+
+def _tenants(family: Family, principal: Principal, plan) -> tuple[list[str] | str | None, str | None]:
+    """(tenant partitions to read, or 'members'/'member-orgs' for the two visibility-shaped
+    lists, or None for "nothing can match"; the pinned project id, if any)."""
     if family.scope == 'global':
         if family.path == 'organizations' and not principal.platform_admin:
-            return 'member-orgs'
+            return 'member-orgs', None
         if family.path == 'users' and not principal.platform_admin:
-            return 'members'
-        return ['ALL']
-    pinned = plan.pinned('organizationId')
-    if pinned is not None:
-        return [pinned] if access.can_see_org(principal, pinned) else None
-    return principal.org_ids
+            return 'members', None
+        return ['ALL'], None
+    pinned_org = plan.pinned('organizationId')
+    pinned_project = plan.pinned('projectId') if family.scope == 'project' else None
+    # A pin that is no canonical id equals no stored value; it also never reaches a key
+    # condition (a partition key value is at most 2048 bytes: a long one would be a 500).
+    if any(p is not None and not _is_id(p) for p in (pinned_org, pinned_project)):
+        return None, None
+    if pinned_project is not None:
+        project = repo.get('projects', pinned_project, consistent=False)
+        if project is not None:
+            if (pinned_org is not None and pinned_org != project.org) or not access.can_see_org(principal, project.org):
+                return None, None
+            return [project.org], pinned_project
+        # no such project: records still naming it (if any) are found by the tenant read
+    if pinned_org is not None:
+        return ([pinned_org] if access.can_see_org(principal, pinned_org) else None), None
+    return principal.org_ids, None
 
 
 def _index_walk(family: Family, tenant: str, req: ListRequest) -> dict[str, Any] | None:
@@ -190,7 +234,8 @@ def _query_index(index: str, key_attr: str, key: str, condition) -> list[dict[st
         kwargs['ExclusiveStartKey'] = page['LastEvaluatedKey']
 
 
-def _read_candidates(family: Family, principal: Principal, tenants, plan) -> tuple[list[dict[str, Any]], bool]:
+def _read_candidates(family: Family, principal: Principal, tenants, project: str | None,
+                     plan) -> tuple[list[dict[str, Any]], bool]:
     """(candidate items, whether the DynamoDB part of the filter was applied to them)."""
     if tenants == 'member-orgs':
         return [s.data for s in repo.batch_get(('organizations', o) for o in principal.org_ids).values()], False
@@ -201,10 +246,9 @@ def _read_candidates(family: Family, principal: Principal, tenants, plan) -> tup
                 'tenant_all', 'tpk', table.tenant_pk('memberships', org), None))
         user_ids.add(principal.user_id)
         return [s.data for s in repo.batch_get(('users', u) for u in user_ids).values()], False
-    project = plan.pinned('projectId') if family.scope == 'project' else None
     if project is not None:
         items = _query_index('by_parent', 'ppk', f'{family.path}#P#{project}', plan.condition)
-        return [i for i in items if i.get('organizationId') in tenants or principal.platform_admin], True
+        return [i for i in items if i.get('organizationId') in tenants], True
     out: list[dict[str, Any]] = []
     for tenant in tenants:
         out.extend(_query_index('tenant_all', 'tpk', table.tenant_pk(family.path, tenant), plan.condition))
@@ -214,30 +258,36 @@ def _read_candidates(family: Family, principal: Principal, tenants, plan) -> tup
 # ----------------------------------------------------------------------------- matching and order
 
 def _text_match(family: Family, item: dict[str, Any], query: str | None) -> bool:
+    """``query`` as the filter language's ``~~`` on any searchable field."""
     if query is None:
         return True
-    return any(isinstance(item.get(f), str) and query in item[f].lower() for f in family.searchable)
+    from chalicelib.query import Compare, evaluate
+    return any(evaluate(Compare((name,), '~~', query), item) for name in family.searchable)
+
+
+def _value_key(v: Any) -> tuple:
+    """Missing/null/empty first; then false < true < numbers < text (a field holds one kind;
+    the ranks only keep a stray value from raising); text as table.name_sort_key orders it."""
+    if v is None or v == '' or isinstance(v, (dict, list)):
+        return (0,)
+    if isinstance(v, bool):
+        return (1, 0, int(v))
+    if isinstance(v, (int, float, Decimal)):
+        return (1, 1, v)
+    return (1, 2, table.name_sort_key(v, ''))
 
 
 def _sort_key(family: Family, sort: list[tuple[str, bool]]):
     """Missing values first (ascending), strings case-insensitively, ties broken by id; the same
-    order as the by_name/by_created/by_updated indexes."""
-    def value_key(v: Any):
-        if v is None:
-            return (0, 0)
-        if isinstance(v, str):
-            return (1, v.lower())
-        if isinstance(v, bool):
-            return (1, int(v))
-        return (1, v)
-
+    order as the by_name/by_created/by_updated indexes (module docstring)."""
     order = sort or [('createdOn', False)]
+    tie_desc = order[0][1] if len(order) == 1 else False
 
     def key(item: dict[str, Any]):
         parts = []
         for name, desc in order:
-            parts.append(_Reverse(value_key(item.get(name))) if desc else value_key(item.get(name)))
-        tie_desc = order[0][1] if len(order) == 1 else False
+            value = _value_key(item.get(name))
+            parts.append(_Reverse(value) if desc else value)
         parts.append(_Reverse(item['id']) if tie_desc else item['id'])
         return tuple(parts)
     return key

@@ -11,6 +11,8 @@ PutItem or one TransactWriteItems.
 """
 from __future__ import annotations
 
+import random
+import time
 import uuid
 from typing import Any
 
@@ -29,6 +31,18 @@ from . import access
 from .hooks import hook_for
 
 MAX_RETRIES = 3
+# A transaction cancelled with TransactionConflict (one of its items, e.g. a counter shard, was
+# in another transaction at that moment) wrote nothing: it is retried, with jittered backoff.
+CONFLICT_RETRIES = 6
+CONFLICT_BACKOFF = 0.02  # seconds; attempt n waits up to CONFLICT_BACKOFF * 2**n
+
+
+def _transient(exc: WriteConflict) -> bool:
+    return exc.code == 'TransactionConflict'
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2 ** attempt))
 
 
 # ----------------------------------------------------------------------------- reading
@@ -174,6 +188,8 @@ def _raise_for(exc: WriteConflict, stored: Stored | None = None) -> None:
         raise Conflict(f"{tag['field']} '{tag['value']}' is already in use")
     if tag.get('what') == 'reference':
         raise BadRequest(f"Field '{tag['field']}' refers to a record that does not exist: {tag['value']}")
+    if _transient(exc):
+        raise Conflict('The resource is being changed concurrently; retry') from None
     raise exc
 
 
@@ -207,22 +223,27 @@ def create(path: str, raw_body: bytes | None) -> dict[str, Any]:
     hook.before_create(family, principal, data, body)
     if family.path == 'organizations':
         org = data['id']
-    ops = [repo.put_entity(_entity(family, data, 1, org), None)]
-    scope = _unique_scope(family, data, org)
-    for name in family.unique:
-        if data.get(name) is not None:
-            ops.append(repo.claim_unique(family.path, scope, name, data[name], data['id']))
-    ops += _reference_ops(family, values, org)
-    if project is not None:
-        ops.append(repo.check_exists('projects', project.id, org, field='projectId', value=project.id))
-    ops.append(repo.move_counter(family.path, _tenant(family, org), 1))
-    ops += hook.extra_create_ops(family, principal, data)
-    ops += hook.audit_ops(family, principal, 'CREATE', data, None)
-    try:
-        repo.commit(ops)
-    except WriteConflict as exc:
-        _raise_for(exc)
-    return data
+    for attempt in range(CONFLICT_RETRIES):
+        ops = [repo.put_entity(_entity(family, data, 1, org), None)]
+        scope = _unique_scope(family, data, org)
+        for name in family.unique:
+            if data.get(name) is not None:
+                ops.append(repo.claim_unique(family.path, scope, name, data[name], data['id']))
+        ops += _reference_ops(family, values, org)
+        if project is not None:
+            ops.append(repo.check_exists('projects', project.id, org, field='projectId', value=project.id))
+        ops.append(repo.move_counter(family.path, _tenant(family, org), 1))  # a new random shard each try
+        ops += hook.extra_create_ops(family, principal, data)
+        ops += hook.audit_ops(family, principal, 'CREATE', data, None)
+        try:
+            repo.commit(ops)
+            return data
+        except WriteConflict as exc:
+            if _transient(exc) and attempt + 1 < CONFLICT_RETRIES:
+                _backoff(attempt)
+                continue
+            _raise_for(exc)
+    raise AssertionError('unreachable')
 
 
 def _entity(family: Family, data: dict[str, Any], seq: int, org: str | None, listed: bool = True):
@@ -273,6 +294,9 @@ def update(path: str, id_: str, raw_body: bytes | None) -> dict[str, Any]:
             repo.commit(ops)
             return new
         except WriteConflict as exc:
+            if _transient(exc) and attempt + 1 < MAX_RETRIES:
+                _backoff(attempt)
+                continue
             if exc.op is None or exc.op.tag.get('what') == 'entity':
                 if expected is not None:
                     current_seq = sequence(path, id_)
@@ -306,7 +330,10 @@ def delete(path: str, id_: str) -> None:
             repo.commit(ops)
             return
         except WriteConflict as exc:
+            if _transient(exc) and attempt + 1 < MAX_RETRIES:
+                _backoff(attempt)
+                continue
             if exc.op is None or exc.op.tag.get('what') == 'entity':
                 continue
-            raise
+            _raise_for(exc)
     raise Conflict('The resource is being changed concurrently; retry')

@@ -427,7 +427,7 @@ def test_syntax_errors(text, position, fragment):
     ("createdAt > '2024-13-01'", 'createdAt', "got '2024-13-01'"),
     ('createdAt > 20240101', 'createdAt', 'cannot be compared with a number'),
     ("createdAt =like= '2024*'", 'createdAt', "operator '=like=' cannot be used"),
-    ("createdAt == '0999-01-01T00:00:00Z'", 'createdAt', 'years 1000-9999'),
+    ("createdAt == '10000-01-01T00:00:00Z'", 'createdAt', 'years 0001-9999'),
     ("createdAt == '0001-01-01T00:00:00+01:00'", 'createdAt', 'ISO 8601'),
     ("tags != 'a'", 'tags', "operator '!=' cannot be used on field 'tags' (list)"),
     ("tags > 'a'", 'tags', "operator '>' cannot be used on field 'tags'"),

@@ -1,0 +1,279 @@
+"""Benchmark of the generic list endpoint: DynamoDB calls and items read per request as a
+tenant grows (100, 1,000, 10,000 tasks), with latencies next to a floor measured in the same
+run.
+
+    PYTHONPATH=. .venv/bin/python bench/bench_list.py [--sizes 100,1000,10000] [--repeat 15]
+
+Runs in-process under moto (mock_aws), one fresh platform per tenant size. The tenant is
+seeded directly with BatchWriteItem, in exactly the shape the create service writes
+(repository.entity_item: entity + tenant/project/created/updated/name index keys, plus the
+counter shards): seeding 10,000 tasks through the API would take very long, because moto
+deep-copies the whole table on every TransactWriteItems.
+
+Requests go through the HTTP layer (chalice's test client). "calls" and "items" count only
+the DynamoDB calls made inside the list service (botocore before-call/after-call hooks on both
+clients the code uses); authentication and rate limiting add a constant few calls per request,
+shown once at the end. "items" is what DynamoDB read: Query ScannedCount (index keys or
+full items), BatchGetItem items, GetItem items. Latencies are medians; under moto they measure
+moto more than our code (moto's JSON serialisation costs ~3 ms per item returned), so read
+them against the floor rows, never as AWS figures. The benchmark never passes or fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+os.environ.pop('AWS_ENDPOINT_URL', None)
+os.environ.pop('AWS_ENDPOINT_URL_DYNAMODB', None)
+os.environ.pop('AWS_PROFILE', None)
+os.environ.update(AWS_DEFAULT_REGION='us-east-1', AWS_ACCESS_KEY_ID='bench', AWS_SECRET_ACCESS_KEY='bench',
+                  TABLE_NAME='platform-bench', RATE_LIMIT_PER_MINUTE='100000000',
+                  RATE_LIMIT_BURST_PER_SECOND='100000000')
+
+ADMIN_KEY = 'pk_bench-admin-key'
+WORDS = ['alpha', 'Bravo', 'charlie', 'Delta', 'echo', 'Foxtrot', 'golf', 'Hotel']
+
+
+# ----------------------------------------------------------------------------- counting calls
+
+class Recorder:
+    """DynamoDB calls made inside the list service (botocore event hooks)."""
+
+    def __init__(self) -> None:
+        self.inside = False
+        self.calls: list[tuple[str, int]] = []   # (operation, items read)
+        self.all_calls = 0
+
+    def attach(self, events) -> None:
+        events.register('before-call.dynamodb', self._before)
+        events.register('after-call.dynamodb', self._after)
+
+    def _before(self, context, **_):
+        self.all_calls += 1
+        context['_bench_inside'] = self.inside
+
+    def _after(self, parsed, model, context, **_):
+        if not context.get('_bench_inside'):
+            return
+        if model.name == 'Query':
+            read = parsed.get('ScannedCount', parsed.get('Count', 0))
+        elif model.name == 'BatchGetItem':
+            read = sum(len(v) for v in parsed.get('Responses', {}).values())
+        elif model.name == 'GetItem':
+            read = int('Item' in parsed)
+        else:
+            read = 0
+        self.calls.append((model.name, read))
+
+    def wrap(self, function: Callable) -> Callable:
+        def inside(*args, **kwargs):
+            self.inside = True
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.inside = False
+        return inside
+
+
+# ----------------------------------------------------------------------------- seeding
+
+def seed(org_id: str, project_id: str, user_id: str, n: int) -> list[str]:
+    """n tasks in one project, written as the create service writes them; returns their ids."""
+    from chalicelib.core.clock import iso
+    from chalicelib.core.config import get_config
+    from chalicelib.store import repository as repo
+    from chalicelib.store import table
+    model = table.configure()
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    ids = []
+    with model.batch_write() as batch:
+        for i in range(n):
+            created = iso(start + timedelta(seconds=i))
+            data = {'id': str(uuid.uuid4()), 'uuid': str(uuid.uuid4()), 'createdOn': created,
+                    'updatedOn': iso(start + timedelta(seconds=(i * 7919) % n)), 'changeSequence': 1,
+                    'createdByUserId': user_id, 'organizationId': org_id, 'projectId': project_id,
+                    'title': f'{WORDS[i % len(WORDS)]} task {i}', 'description': f'seeded task number {i}',
+                    'statusSlug': ('open', 'done', 'blocked')[i % 3], 'priority': i % 5}
+            batch.save(repo.entity_item('tasks', data, 1, org_id, org_id, f'tasks#P#{project_id}', data['title']))
+            ids.append(data['id'])
+        shards = get_config().counter_shards
+        for shard in range(shards):  # the create service spreads +1s over random shards
+            batch.save(model(f'CNT#{table.tenant_pk("tasks", org_id)}', str(shard),
+                             cnt=n // shards + (1 if shard < n % shards else 0)))
+    return ids
+
+
+# ----------------------------------------------------------------------------- measuring
+
+def median_ms(fn: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+REQUESTS = [  # (label, query parameters, exists when)
+    ('page 0, unfiltered', {'pageSize': 10}, lambda n: True),
+    ('page 50, unfiltered', {'pageSize': 10, 'page': 50}, lambda n: n > 500),
+    ("filter statusSlug == 'done'", {'pageSize': 10, 'filter': "statusSlug == 'done'"}, lambda n: True),
+    ("filter title ~~ 'alpha'", {'pageSize': 10, 'filter': "title ~~ 'alpha'"}, lambda n: True),
+    ('sort=title (name), page 0', {'pageSize': 10, 'sort': 'title'}, lambda n: True),
+]
+
+
+def run_size(n: int, repeat: int) -> dict[str, Any]:
+    import urllib.parse
+
+    import boto3
+    from chalice.test import Client
+    from moto import mock_aws
+
+    from chalicelib.core.config import get_config, reset_config
+    from chalicelib.services import listing
+    from chalicelib.store import table
+
+    reset_config()
+    table.reset()
+    table.boto3_table.cache_clear()
+    out: dict[str, Any] = {'n': n, 'rows': {}, 'floor': {}}
+    with mock_aws():
+        from app import app
+        from chalicelib.services.bootstrap import bootstrap
+        platform = bootstrap(api_key=ADMIN_KEY)
+        org_id = platform['organizationId']
+        recorder = Recorder()
+        recorder.attach(table.configure()._get_connection().connection.client.meta.events)
+        recorder.attach(table.boto3_table().meta.client.meta.events)
+        real_list = listing.list_resources
+        listing.list_resources = recorder.wrap(real_list)
+        try:
+            with Client(app) as client:
+                headers = {'x-api-key': ADMIN_KEY, 'content-type': 'application/json'}
+
+                def get(path: str) -> Any:
+                    r = client.http.get(path, headers=headers)
+                    assert r.status_code == 200, (path, r.status_code, r.body[:300])
+                    return json.loads(r.body)
+
+                project = client.http.post('/api/projects', headers=headers,
+                                           body=json.dumps({'organizationId': org_id, 'name': 'bench'}))
+                project_id = json.loads(project.body)['id']
+                started = time.perf_counter()
+                ids = seed(org_id, project_id, platform['userId'], n)
+                out['seed_s'] = time.perf_counter() - started
+
+                for label, params, exists in REQUESTS:
+                    if not exists(n):
+                        out['rows'][label] = None
+                        continue
+                    path = '/api/tasks?' + urllib.parse.urlencode(params)
+                    recorder.calls = []
+                    started = time.perf_counter()
+                    body = get(path)
+                    first_ms = (time.perf_counter() - started) * 1000
+                    calls = list(recorder.calls)
+                    assert not [op for op, _ in calls if op == 'Scan']
+                    heavy = sum(read for _, read in calls) > 2000  # timed once: the counted call
+                    ms = first_ms if heavy else median_ms(lambda: get(path), repeat)
+                    out['rows'][label] = {'calls': len(calls), 'items': sum(read for _, read in calls), 'ms': ms,
+                                          'total': body['totalElements'], 'ops': calls}
+
+                raw = boto3.client('dynamodb', region_name=get_config().region)
+                key = {'pk': {'S': f'tasks#{ids[n // 2]}'}, 'sk': {'S': '#'}}
+                before = recorder.all_calls
+                get(f'/api/tasks/{ids[n // 2]}')
+                out['auth_calls'] = recorder.all_calls - before - 1   # minus the GetItem of the task
+                name = get_config().table_name
+                out['floor']['raw boto3 get_item'] = median_ms(lambda: raw.get_item(TableName=name, Key=key), repeat * 3)
+                out['floor']['raw boto3 Query GSI, Limit 10'] = median_ms(lambda: raw.query(
+                    TableName=name, IndexName='by_created', Limit=10, KeyConditionExpression='tpk = :t',
+                    ExpressionAttributeValues={':t': {'S': f'tasks#{org_id}'}}), repeat)
+                out['floor']['GET /api/tasks/{id}'] = median_ms(lambda: get(f'/api/tasks/{ids[n // 2]}'), repeat)
+                out['floor']['GET /api/tasks (page 0)'] = median_ms(lambda: get('/api/tasks?pageSize=10'), repeat)
+        finally:
+            listing.list_resources = real_list
+    table.reset()
+    table.boto3_table.cache_clear()
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+
+def _fmt(row: dict | None) -> str:
+    if row is None:
+        return f"{'-':>5} {'-':>6} {'-':>9}"
+    return f"{row['calls']:>5} {row['items']:>6} {row['ms']:>9.1f}"
+
+
+def _ratio(a: float, b: float) -> str:
+    return f'{b / a:.1f}x' if a else '-'
+
+
+def report(results: list[dict[str, Any]]) -> str:
+    small, large = results[0], results[-1]
+    lines = []
+    head = f"{'request':<30}" + ''.join(f"| {'N=' + format(r['n'], ','):<22}" for r in results)
+    head += f"| ratio {large['n']:,}/{small['n']:,}"
+    sub = f"{'':<30}" + ''.join(f"| {'calls':>5} {'items':>6} {'ms':>9} " for _ in results)
+    sub += f"| {'calls':>6} {'items':>7} {'ms':>7}"
+    lines += [head, sub, '-' * len(sub)]
+    for label, _, _ in REQUESTS:
+        cells = ''.join(f'| {_fmt(r["rows"][label])} ' for r in results)
+        a, b = small['rows'][label], large['rows'][label]
+        if a and b:
+            ratio = f"| {_ratio(a['calls'], b['calls']):>6} {_ratio(a['items'], b['items']):>7} {_ratio(a['ms'], b['ms']):>7}"
+        else:
+            ratio = f"| {'-':>6} {'-':>7} {'-':>7}  (not on every size)"
+        lines.append(f'{label:<30}' + cells + ratio)
+    lines.append('')
+    lines.append(f"{'floor (same run), median ms':<30}" + ''.join(f"| {'':>12}{'':>10} " for _ in results))
+    for name in results[0]['floor']:
+        cells = ''.join(f"| {r['floor'][name]:>22.2f} " for r in results)
+        lines.append(f'{name:<30}' + cells + f"| {_ratio(small['floor'][name], large['floor'][name]):>22}")
+    lines.append('')
+    lines.append('calls per request outside the list service (authentication, rate limit): '
+                 + ', '.join(f"N={r['n']:,}: {r['auth_calls']}" for r in results))
+    lines.append('seeding (BatchWriteItem): ' + ', '.join(f"N={r['n']:,}: {r['seed_s']:.1f} s" for r in results))
+    lines.append('')
+    lines.append('operations per request at the largest size:')
+    for label, _, _ in REQUESTS:
+        row = large['rows'][label]
+        if row:
+            ops = ', '.join(f'{op}({read})' for op, read in row['ops'])
+            lines.append(f'  {label:<30} {ops}   totalElements={row["total"]}')
+    return '\n'.join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--sizes', default='100,1000,10000')
+    parser.add_argument('--repeat', type=int, default=15, help='timed repetitions of the cheap requests')
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(',')]
+    import logging
+    logging.getLogger('werkzeug').setLevel(logging.ERROR)
+    results = []
+    started = time.perf_counter()
+    for n in sizes:
+        t0 = time.perf_counter()
+        # moto's GSI Query walks the whole table: fewer repetitions on the large tenant
+        results.append(run_size(n, args.repeat if n <= 1000 else max(3, args.repeat // 3)))
+        print(f'# N={n:,} measured in {time.perf_counter() - t0:.0f} s', file=sys.stderr, flush=True)
+    print(report(results))
+    print(f'\n(total {time.perf_counter() - started:.0f} s, moto in-process, Python {sys.version.split()[0]})')
+
+
+if __name__ == '__main__':
+    main()

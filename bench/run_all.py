@@ -1,0 +1,10 @@
+"""`make bench`: every benchmark in turn; each prints its own table against a floor measured in
+the same run. Figures, never pass/fail."""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+for script in ('bench_foundation.py', 'bench_list.py'):
+    print(f'\n===== {script} =====', flush=True)
+    subprocess.run([sys.executable, os.path.join(HERE, script)], check=True)

@@ -1,0 +1,319 @@
+"""How a list reads DynamoDB, counted through botocore's event hooks on the two clients the
+code uses (pynamodb's and the boto3 Table's): which calls a list makes and how many items each
+reads. Requests go through HTTP; only the calls made inside the list service are recorded
+(authentication and rate limiting have their own, constant, cost).
+
+  unfiltered, sorted by createdOn / updatedOn / the name field (or unsorted):
+      Query of the counter shards + Query of a KEYS_ONLY index (keys up to the page) +
+      BatchGetItem of the page: the items read do not depend on the tenant's size
+  anything else (filters, text query, other sorts): the tenant's (or pinned project's) partition
+      of an ALL-projection index, whole; the filter part DynamoDB can evaluate is pushed down
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from moto import mock_aws
+
+from tests.conftest import ADMIN_KEY, Api
+
+N_MAIN = 20      # tasks in the main project
+N_SIDE = 4       # tasks in a second project (the pinned-project read must not see them)
+TOTAL = N_MAIN + N_SIDE
+SHARDS = 4       # config default COUNTER_SHARDS
+
+
+# ----------------------------------------------------------------------------- call recorder
+
+@dataclass
+class Call:
+    op: str
+    request: dict[str, Any]
+    response: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def index(self) -> str | None:
+        return self.request.get('IndexName')
+
+    @property
+    def read(self) -> int:
+        """Items DynamoDB read for this call (before any FilterExpression)."""
+        if self.op == 'Query':
+            return self.response.get('ScannedCount', self.response.get('Count', 0))
+        if self.op == 'BatchGetItem':
+            return sum(len(v) for v in self.response.get('Responses', {}).values())
+        if self.op == 'GetItem':
+            return int('Item' in self.response)
+        return 0
+
+    @property
+    def key_values(self) -> list[str]:
+        values = self.request.get('ExpressionAttributeValues', {})
+        cond = self.request.get('KeyConditionExpression', '')
+        return [v.get('S', '') for k, v in values.items() if k in cond]
+
+
+class Recorder:
+    """Records DynamoDB calls made inside the list service while ``recording()``."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.inside = False
+        self.calls: list[Call] = []
+
+    def attach(self, events) -> None:
+        events.register('before-call.dynamodb', self._before)
+        events.register('after-call.dynamodb', self._after)
+
+    def _before(self, model, params, context, **_):
+        if self.armed and self.inside:
+            body = params.get('body') or b'{}'
+            context['_recorded'] = call = Call(model.name, json.loads(body))
+            self.calls.append(call)
+
+    def _after(self, parsed, context, **_):
+        call = context.get('_recorded')
+        if call is not None:
+            call.response = parsed
+
+    def wrap(self, function):
+        def inside(*args, **kwargs):
+            self.inside = True
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.inside = False
+        return inside
+
+    @contextlib.contextmanager
+    def recording(self):
+        self.calls = []
+        self.armed = True
+        try:
+            yield self.calls
+        finally:
+            self.armed = False
+
+
+@dataclass
+class Env:
+    api: Api
+    org_id: str
+    recorder: Recorder
+    main: str = ''
+    side: str = ''
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+
+    def get(self, **params) -> tuple[dict[str, Any], list[Call]]:
+        query = []
+        for k, v in params.items():
+            query += [(k, x) for x in v] if isinstance(v, list) else [(k, str(v))]
+        with self.recorder.recording() as calls:
+            r = self.api.get('/api/tasks?' + urllib.parse.urlencode(query))
+        assert r.status == 200, r.body
+        assert not [c for c in calls if c.op == 'Scan'], 'a list must never Scan'
+        return r.json, list(calls)
+
+
+@pytest.fixture(scope='module')
+def env():
+    from chalicelib.core.config import reset_config
+    from chalicelib.services import listing
+    from chalicelib.store import table
+    reset_config()
+    table.reset()
+    table.boto3_table.cache_clear()
+    with mock_aws(), pytest.MonkeyPatch.context() as patch:
+        from chalice.test import Client
+
+        from app import app
+        from chalicelib.services.bootstrap import bootstrap
+        platform = bootstrap(api_key=ADMIN_KEY)
+        recorder = Recorder()
+        recorder.attach(table.configure()._get_connection().connection.client.meta.events)
+        recorder.attach(table.boto3_table().meta.client.meta.events)
+        # the list route imports list_resources when called: only its own calls are recorded
+        patch.setattr(listing, 'list_resources', recorder.wrap(listing.list_resources))
+        with Client(app) as client:
+            api = Api(client, ADMIN_KEY)
+            e = Env(api, platform['organizationId'], recorder)
+            e.main = api.post('/api/projects', {'organizationId': e.org_id, 'name': 'main'}).json['id']
+            e.side = api.post('/api/projects', {'organizationId': e.org_id, 'name': 'side'}).json['id']
+            for i in range(TOTAL):
+                body = {'projectId': e.main if i < N_MAIN else e.side,
+                        'statusSlug': ['open', 'done', 'blocked'][i % 3], 'priority': i % 7}
+                if i % 10 != 3:  # some tasks without a title, some with an empty one (the same to a sort)
+                    body['title'] = '' if i % 10 == 7 else f"{['Zeta', 'alpha', 'Mid', 'beta'][i % 4]} {i % 5}"
+                r = api.post('/api/tasks', body)
+                assert r.status == 201, r.json
+                e.tasks.append(r.json)
+            for t in e.tasks[::4]:  # updatedOn order differs from createdOn order
+                assert api.put(f"/api/tasks/{t['id']}", {'description': 'touched'}).status == 200
+            yield e
+    table.reset()
+    table.boto3_table.cache_clear()
+
+
+def _ids(body) -> list[str]:
+    return [t['id'] for t in body['content']]
+
+
+INDEXED = [(None, 'by_created'), ('createdOn', 'by_created'), ('createdOn:desc', 'by_created'),
+           ('updatedOn', 'by_updated'), ('updatedOn:desc', 'by_updated'), ('title', 'by_name'),
+           ('title:desc', 'by_name')]
+
+
+# ----------------------------------------------------------------------------- the index walk
+
+@pytest.mark.parametrize('sort,index', INDEXED, ids=[str(s) for s, _ in INDEXED])
+def test_unfiltered_page_zero_reads_the_page_from_a_keys_only_index(env, sort, index):
+    params = {'pageSize': 5} | ({'sort': sort} if sort else {})
+    body, calls = env.get(**params)
+    assert [c.op for c in calls] == ['Query', 'Query', 'BatchGetItem'], [(c.op, c.index) for c in calls]
+    counter, keys, batch = calls
+    assert counter.index is None and counter.key_values == ['CNT#tasks#' + env.org_id]
+    assert counter.read <= SHARDS
+    assert keys.index == index and keys.request.get('Limit') == 5 and keys.read == 5
+    assert all(set(item) <= {'pk', 'sk', 'tpk', 'csk', 'usk', 'nsk'} for item in keys.response['Items'])
+    assert keys.request.get('ScanIndexForward', True) is not (sort or '').endswith(':desc')
+    assert batch.read == 5 and len(batch.request['RequestItems']['platform-test']['Keys']) == 5
+    assert body['totalElements'] == TOTAL and len(body['content']) == 5
+
+
+@pytest.mark.parametrize('sort,index', INDEXED[1::2], ids=[s for s, _ in INDEXED[1::2]])
+def test_deep_pages_walk_keys_and_fetch_only_the_page(env, sort, index):
+    body, calls = env.get(pageSize=4, page=4, sort=sort)       # items 16..19
+    counter, keys, batch = calls
+    assert keys.index == index and keys.read == 20               # keys only, up to the page
+    assert not any('data' in item for item in keys.response['Items'])
+    assert batch.read == 4                                        # full items: the page only
+    assert len(body['content']) == 4 and body['number'] == 4
+
+
+def test_page_past_the_end_reads_only_the_counter(env):
+    body, calls = env.get(pageSize=10, page=3)
+    assert [c.op for c in calls] == ['Query'] and calls[0].read <= SHARDS
+    assert body['content'] == [] and body['totalElements'] == TOTAL and body['totalPages'] == 3
+
+
+def test_the_last_partial_page(env):
+    body, calls = env.get(pageSize=10, page=2, sort='title:desc')
+    assert calls[1].read == TOTAL and calls[2].read == TOTAL - 20
+    assert len(body['content']) == TOTAL - 20 and body['last'] is True
+
+
+@pytest.mark.parametrize('sort', [s for s, _ in INDEXED])
+def test_walk_order_is_the_in_memory_order(env, sort):
+    """The index walk and the in-memory sort agree (missing and empty titles, case, ties by
+    id); paging is the property tests' business."""
+    sort_param = {'sort': sort} if sort else {}
+    walked, calls = env.get(pageSize=100, **sort_param)
+    assert calls[1].op == 'Query' and calls[1].index in ('by_created', 'by_updated', 'by_name')
+    in_memory, calls = env.get(pageSize=100, filter="organization.slug == 'default'", **sort_param)
+    assert calls[0].index == 'tenant_all'
+    assert _ids(walked) == _ids(in_memory)
+    assert len(_ids(walked)) == TOTAL
+
+
+def test_total_of_an_unfiltered_list_is_the_counter(env):
+    from chalicelib.store import table
+    tbl = table.boto3_table()
+    key = {'pk': f'CNT#tasks#{env.org_id}', 'sk': '0'}
+    tbl.update_item(Key=key, UpdateExpression='ADD cnt :n', ExpressionAttributeValues={':n': 1000})
+    try:
+        assert env.get(pageSize=10)[0]['totalElements'] == TOTAL + 1000
+        assert env.get(pageSize=10, sort='title')[0]['totalPages'] == (TOTAL + 1000 + 9) // 10
+        # a filtered list counts what it read
+        assert env.get(filter="organization.slug == 'default'")[0]['totalElements'] == TOTAL
+    finally:
+        tbl.update_item(Key=key, UpdateExpression='ADD cnt :n', ExpressionAttributeValues={':n': -1000})
+    assert env.get()[0]['totalElements'] == TOTAL
+
+
+def test_organization_pin_alone_still_walks_the_index(env):
+    body, calls = env.get(pageSize=5, filter=f"organizationId == '{env.org_id}'")
+    assert [c.op for c in calls] == ['Query', 'Query', 'BatchGetItem'] and calls[1].index == 'by_created'
+    assert body['totalElements'] == TOTAL
+
+
+# ----------------------------------------------------------------------------- tenant reads
+
+def _tenant_reads(calls: list[Call], index='tenant_all') -> list[Call]:
+    reads = [c for c in calls if c.op == 'Query' and c.index == index]
+    assert reads, [(c.op, c.index) for c in calls]
+    return reads
+
+
+def test_other_sorts_read_the_whole_tenant(env):
+    body, calls = env.get(pageSize=5, sort='priority')
+    reads = _tenant_reads(calls)
+    assert sum(c.read for c in reads) == TOTAL
+    assert not [c for c in calls if c.op == 'BatchGetItem']
+    assert body['totalElements'] == TOTAL
+
+
+def test_several_sort_fields_read_the_whole_tenant(env):
+    _, calls = env.get(pageSize=5, sort='title;createdOn:desc')
+    assert sum(c.read for c in _tenant_reads(calls)) == TOTAL
+
+
+def test_equality_filter_is_pushed_down_but_reads_the_tenant(env):
+    body, calls = env.get(pageSize=100, filter="statusSlug == 'done'")
+    reads = _tenant_reads(calls)
+    assert all('FilterExpression' in c.request for c in reads)
+    matching = sum(1 for t in env.tasks if t['statusSlug'] == 'done')
+    assert sum(c.read for c in reads) == TOTAL
+    assert sum(c.response['Count'] for c in reads) == matching == body['totalElements']
+
+
+def test_contains_filter_is_evaluated_in_memory(env):
+    body, calls = env.get(pageSize=100, filter="title ~~ 'ALPHA'")
+    reads = _tenant_reads(calls)
+    assert not any('FilterExpression' in c.request for c in reads)
+    assert sum(c.response['Count'] for c in reads) == TOTAL
+    assert body['totalElements'] == sum(1 for t in env.tasks if 'alpha' in t.get('title', '').lower())
+
+
+def test_text_query_reads_the_tenant(env):
+    body, calls = env.get(query='zeta')
+    assert sum(c.read for c in _tenant_reads(calls)) == TOTAL
+    assert body['totalElements'] == sum(1 for t in env.tasks if 'zeta' in t.get('title', '').lower())
+
+
+def test_project_pin_reads_only_that_project(env):
+    body, calls = env.get(pageSize=100, filter=f"projectId == '{env.side}' and priority >= 0")
+    reads = _tenant_reads(calls, 'by_parent')
+    assert not [c for c in calls if c.index == 'tenant_all']
+    assert sum(c.read for c in reads) == N_SIDE and body['totalElements'] == N_SIDE
+    assert reads[0].key_values == [f'tasks#P#{env.side}']
+
+
+def test_no_key_value_ever_exceeds_dynamodb_limits(env):
+    """A pinned id goes into a key condition; DynamoDB refuses a partition key over 2048 bytes
+    (moto does not), so a pin that is no id must never get that far."""
+    for name in ('organizationId', 'projectId'):
+        body, calls = env.get(filter=f"{name} == '{'x' * 3000}' and priority >= 0")
+        assert body['content'] == [] and body['totalElements'] == 0
+        for c in calls:
+            assert all(len(v.encode()) <= 2048 for v in c.key_values), c.request
+
+
+def test_deep_document_paths_stay_in_memory(env):
+    """DynamoDB refuses document paths nested deeper than 32 levels (moto does not check):
+    such a conjunct is evaluated in memory, the rest is still pushed down."""
+    import re
+    deep = 'metadata.' + '.'.join(['a'] * 40)
+    threes = sum(1 for t in env.tasks if t['priority'] == 3)
+    for text, pushed in ((f'{deep} is null and priority == 3', True), (f'{deep} == 1 or priority == 3', False)):
+        body, calls = env.get(pageSize=100, filter=text)
+        assert body['totalElements'] == threes
+        reads = _tenant_reads(calls)
+        assert all(('FilterExpression' in c.request) == pushed for c in reads)
+        for c in reads:
+            chains = re.findall(r'#n\d+(?:\.#n\d+)*', c.request.get('FilterExpression', ''))
+            assert max((chain.count('.') + 1 for chain in chains), default=0) <= 32
