@@ -21,7 +21,7 @@ def _free_port() -> int:
 
 def start_moto() -> tuple[subprocess.Popen, str]:
     port = int(os.environ.get('MOTO_PORT') or _free_port())
-    proc = subprocess.Popen([sys.executable, '-m', 'moto.server', '-H', '127.0.0.1', '-p', str(port)],
+    proc = subprocess.Popen([sys.executable, '-m', 'localdev.moto_server', '-H', '127.0.0.1', '-p', str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f'http://127.0.0.1:{port}'
     import urllib.request

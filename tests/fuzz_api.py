@@ -1,16 +1,21 @@
 """`make fuzz`: schemathesis against the local server, driven by the served /v3/api-docs.
 
 Starts the API the way `make run` does (localdev/run.py: its own moto server, bootstrap admin)
-on a free loopback port with a known admin key and the rate limits raised out of the way,
-then runs schemathesis over every operation of the document with the checks the contract
-cares about, and stops the server it started. Exit status: schemathesis's (0 = no finding).
+on a free loopback port with a known admin key and the rate limits raised out of the way, runs
+schemathesis over every operation of the document with the checks the contract cares about,
+and stops the server it started. Exit status: schemathesis's (0 = no finding), 1 when the
+run overran its budget.
 
-Bounded: FUZZ_MAX_EXAMPLES cases per operation and phase (default 12) and FUZZ_MAX_TIME seconds
-in all (default 480); the seed is fixed (FUZZ_SEED) so a CI failure reproduces. Only loopback
-traffic. Extra arguments go to `schemathesis run` (e.g. --include-path-regex '^/api/projects').
+Bounded by case counts, not by time: the coverage phase (every documented boundary and
+violation once), FUZZ_MAX_EXAMPLES random cases per operation (default 15) and stateful runs
+along the document's links (create -> get/update/delete); the seed is fixed (FUZZ_SEED) so a
+CI failure reproduces. FUZZ_TIMEOUT (default 600 s) stops a run that overruns. Loopback only.
+Extra arguments go to `schemathesis run`, e.g. --include-path-regex '^/api/projects'.
+Reports (JUnit) and the server log stay in the printed directory when the run fails.
 """
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -19,14 +24,30 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+MAX_LINE = 2000
 CHECKS = ('not_a_server_error,response_schema_conformance,status_code_conformance,'
           'content_type_conformance,response_headers_conformance')
+
+# The coverage phase sends each documented boundary and violation once; its "unexpected
+# methods" (TRACE, PATCH, ... on every path) are left out: the server's 405 for a method a
+# path does not have is not part of the document.
+CONFIG = """
+[phases.coverage]
+unexpected-methods = []
+
+[phases.stateful]
+max-steps = 12
+
+[phases.stateful.generation]
+max-examples = 80
+"""
 
 
 def _free_port() -> int:
@@ -35,24 +56,45 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _get(url: str, key: str | None = None, timeout: float = 5):
+    request = urllib.request.Request(url, headers={'x-api-key': key} if key else {})
+    with urllib.request.urlopen(request, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
 def _wait_for(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f'the local server exited with {proc.returncode} before answering')
         try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            _get(url, timeout=2)
+            return
+        except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
             time.sleep(0.2)
     raise SystemExit(f'the local server did not answer {url} within {timeout:.0f} s')
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _protected_ids(base: str, key: str) -> list[str]:
+    """The fuzzer's own identity: its user, memberships, API keys and home organization."""
+    me = _get(f'{base}/api/account/me', key)
+    ids = {me['id'], *(m['organizationId'] for m in me.get('memberships', []))}
+    ids.update(k['id'] for k in _get(f'{base}/api/account/me/api-keys', key))
+    page = _get(f'{base}/api/memberships?pageSize=100', key)
+    ids.update(m['id'] for m in page['content'] if m.get('userId') == me['id'])
+    return sorted(i.lower() for i in ids)
+
+
+def _overrun(proc: subprocess.Popen, budget: float) -> None:
+    print(f'fuzz run overran its {budget:.0f} s budget (FUZZ_TIMEOUT): stopping it', flush=True)
+    proc.overran = True
+    _stop(proc, signal.SIGINT)
+
+
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
     if proc.poll() is not None:
         return
-    proc.send_signal(signal.SIGTERM)  # localdev.run stops its moto server on SIGTERM
+    proc.send_signal(sig)  # localdev.run stops its moto server on SIGTERM
     try:
         proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
@@ -65,6 +107,7 @@ def main(argv: list[str]) -> int:
     key = f'pk_fuzz-{secrets.token_hex(16)}'
     base = f'http://127.0.0.1:{port}'
     work = Path(tempfile.mkdtemp(prefix='fuzz-'))
+    budget = float(os.environ.get('FUZZ_TIMEOUT', '600'))
     env = {**os.environ, 'PORT': str(port), 'PLATFORM_ADMIN_API_KEY': key,
            'RATE_LIMIT_PER_MINUTE': '100000000', 'RATE_LIMIT_BURST_PER_SECOND': '100000000',
            'PYTHONPATH': str(ROOT)}
@@ -74,23 +117,40 @@ def main(argv: list[str]) -> int:
     server = subprocess.Popen([sys.executable, '-m', 'localdev.run'], cwd=ROOT, env=env,
                               stdout=server_log, stderr=subprocess.STDOUT)
     started = time.time()
+    status = 1
     try:
         _wait_for(f'{base}/v3/api-docs', server)
+        config = work / 'schemathesis.toml'
+        config.write_text(CONFIG)
         cmd = [
-            sys.executable, '-m', 'schemathesis.cli', 'run', f'{base}/v3/api-docs', '--url', base,
-            '-H', f'x-api-key: {key}', '--checks', CHECKS,
-            '--max-examples', os.environ.get('FUZZ_MAX_EXAMPLES', '12'),
-            '--max-time', os.environ.get('FUZZ_MAX_TIME', '480'),
+            sys.executable, '-m', 'schemathesis.cli', '--config-file', str(config), 'run',
+            f'{base}/v3/api-docs', '--url', base, '-H', f'x-api-key: {key}', '--checks', CHECKS,
+            '--max-examples', os.environ.get('FUZZ_MAX_EXAMPLES', '15'),
             '--seed', os.environ.get('FUZZ_SEED', '20261'),
             '--workers', os.environ.get('FUZZ_WORKERS', '2'),
-            '--phases', os.environ.get('FUZZ_PHASES', 'examples,coverage,fuzzing'),
+            '--phases', os.environ.get('FUZZ_PHASES', 'fuzzing,stateful'),
             '--generation-database', 'none', '--request-timeout', '30',
             '--suppress-health-check', 'too_slow,filter_too_much,data_too_large',
-            '--report', 'junit', '--report-dir', str(work),
+            '--report', 'junit', '--report-dir', str(work), '--output-truncate', 'true',
             '--no-color', *argv,
         ]
+        fuzz_env = {k: v for k, v in env.items() if k != 'PORT'}
+        fuzz_env.update(SCHEMATHESIS_HOOKS='tests.fuzz_hooks',
+                        FUZZ_PROTECTED_IDS=','.join(_protected_ids(base, key)))
         print(f'fuzzing {base} (server log and report in {work})', flush=True)
-        status = subprocess.call(cmd, cwd=work, env={k: v for k, v in env.items() if k != 'PORT'})
+        fuzzer = subprocess.Popen(cmd, cwd=work, env=fuzz_env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT)
+        timer = threading.Timer(max(1.0, budget - (time.time() - started)), _overrun, (fuzzer, budget))
+        timer.start()
+        try:
+            for raw in fuzzer.stdout:  # generated bodies can be megabytes: keep the log readable
+                line = raw.decode('utf-8', 'replace').rstrip('\n')
+                print(line if len(line) <= MAX_LINE else f'{line[:MAX_LINE]} ... [{len(line)} chars]', flush=True)
+            status = fuzzer.wait()
+        finally:
+            timer.cancel()
+        if getattr(fuzzer, 'overran', False):
+            status = 1
     finally:
         _stop(server)
         server_log.close()

@@ -20,6 +20,7 @@ Entry keys (all optional):
                OpenAPI content map ({media type: {schema: ...}})
   errors       error statuses the operation answers (400, 401, 403, 404, 409, 415, 429)
   parameters   extra OpenAPI parameter objects (query, header)
+  list_of      a list endpoint of that schema: the list query parameters, 200 = a page of it
 
 Pure data: imported at app start, so it imports nothing.
 """
@@ -40,10 +41,11 @@ def ref(name: str) -> dict[str, str]:
 def describe(view_name: str, *, summary: str | None = None, description: str | None = None,
              tags: list[str] | None = None, request: Any = _UNSET,
              responses: dict[int, Any] | None = None, errors: list[int] | None = None,
-             parameters: list[dict[str, Any]] | None = None) -> None:
+             parameters: list[dict[str, Any]] | None = None, list_of: str | None = None) -> None:
     entry: dict[str, Any] = {}
     for key, value in (('summary', summary), ('description', description), ('tags', tags),
-                       ('responses', responses), ('errors', errors), ('parameters', parameters)):
+                       ('responses', responses), ('errors', errors), ('parameters', parameters),
+                       ('list_of', list_of)):
         if value is not None:
             entry[key] = value
     if request is not _UNSET:
@@ -81,8 +83,9 @@ _NEW_API_KEY = schema('CreatedApiKey', {
 _API_KEY_REQUEST = schema('ApiKeyCreateRequest', {
     'type': 'object', 'required': ['name'],
     'properties': {
-        'name': {'type': 'string', 'minLength': 1, 'maxLength': 200},
-        'expiresAt': {'type': 'string', 'format': 'date-time', 'nullable': True},
+        'name': {'type': 'string', 'minLength': 1, 'maxLength': 200, 'pattern': '\\S'},
+        'expiresAt': {'type': 'string', 'format': 'date-time', 'nullable': True,
+                      'description': 'must be in the future; null or omitted: the key does not expire'},
     },
 })
 _ACCOUNT = schema('Account', {
@@ -103,16 +106,56 @@ describe('getAccountMe', summary='The signed-in user, with their memberships', t
 describe('listMyApiKeys', summary="List the signed-in user's API keys", tags=['account'],
          responses={200: {'type': 'array', 'items': _API_KEY}}, errors=[401, 429])
 describe('createMyApiKey', summary='Create an API key for the signed-in user', tags=['account'],
-         request=_API_KEY_REQUEST, responses={201: _NEW_API_KEY}, errors=[400, 401, 415, 429])
+         request=_API_KEY_REQUEST, responses={201: _NEW_API_KEY}, errors=[400, 401, 413, 415, 429])
 describe('revokeMyApiKey', summary="Revoke one of the signed-in user's API keys", tags=['account'],
          responses={204: None}, errors=[401, 404, 429])
 
-# ----------------------------------------------------------------------------- contract routes
-# Operation ids the contract fixes; their routes are added elsewhere. An entry for a route that
-# does not exist yet is simply unused.
+# ----------------------------------------------------------------------------- workflow routes
+# (chalicelib/api/workflow.py)
+
+_STATUS_CHANGE = schema('TaskStatusChange', {
+    'type': 'object',
+    'description': "The new status: statusSlug (or its aliases status / slug) names one of the "
+                   "organization's task statuses.",
+    'properties': {
+        'statusSlug': {'type': 'string', 'minLength': 1},
+        'status': {'type': 'string', 'minLength': 1, 'description': 'alias of statusSlug'},
+        'slug': {'type': 'string', 'minLength': 1, 'description': 'alias of statusSlug'},
+        'changeSequence': {'type': 'integer', 'format': 'int32', 'nullable': True,
+                           'description': 'optimistic locking: when not null, must equal the stored value'},
+    },
+})
 
 describe('setTaskStatus', summary='Change the status of a task', tags=['tasks'],
-         responses={200: ref('Task')})
-describe('listHistoryForTaskGroup', summary='History of one task group', tags=['task-groups'])
-describe('listTaskGroupHistory', summary='History of task groups', tags=['task-groups'])
-describe('cancelExecution', summary='Cancel an execution', tags=['executions'])
+         request=_STATUS_CHANGE, responses={200: ref('Task')},
+         errors=[400, 401, 403, 404, 409, 413, 415, 429])
+describe('cancelExecution', summary='Cancel an execution', tags=['executions'],
+         description='Sets a running or pending execution to CANCELLED; 409 when it has already ended.',
+         request=None, responses={200: ref('Execution')}, errors=[400, 401, 403, 404, 409, 429])
+describe('listHistoryForTaskGroup', summary='History of one task group', tags=['task-groups'],
+         description='Newest first unless sort says otherwise.', list_of='TaskGroupHistory',
+         errors=[400, 401, 403, 404, 429])
+
+_SCHEME = schema('ResourceScheme', {
+    'type': 'object', 'required': ['scheme', 'endpointPattern', 'scope', 'description'],
+    'properties': {
+        'scheme': {'type': 'string', 'description': 'the resource family, e.g. projects'},
+        'endpointPattern': {'type': 'string', 'description': 'e.g. /api/projects/{id}'},
+        'scope': {'type': 'string', 'enum': ['platform', 'organization', 'project']},
+        'description': {'type': 'string'},
+    },
+})
+describe('listResourceSchemes', summary='The resource schemes the resolver knows', tags=['resolve'],
+         responses={200: {'type': 'array', 'items': _SCHEME}}, errors=[401, 429])
+
+# ----------------------------------------------------------------------------- internal routes
+# (chalicelib/api/internal.py)
+
+describe('startActivityInternal', summary='Start an activity (server-to-server)', tags=['internal'],
+         description='Authenticated by the internal service token (x-service-token, or '
+                     '"Authorization: Bearer <token>"). The organization is derived from the project; '
+                     'the activity plan must be bound to the project.',
+         request={'allOf': [ref('ActivityCreateRequest'), {
+             'type': 'object', 'required': ['projectId', 'activityPlanId'],
+             'properties': {'activityPlanId': {'type': 'string', 'format': 'uuid'}}}]},
+         responses={201: ref('Activity')}, errors=[400, 401, 409, 413, 415, 429])

@@ -7,16 +7,17 @@ int32 integers, canonical date-times, enumerations with their accepted aliases.
 """
 from __future__ import annotations
 
+import uuid
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field as PField,
-                      StrictBool, StrictFloat, StrictInt, StrictStr, create_model)
+                      StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, create_model)
 
 from chalicelib.core.clock import normalize_instant
 
 from .fields import ENUM_ALIASES, ENUMS, INT32, Field
-from .registry import Family
+from .registry import COMMON_FIELDS, Family
 
 MAX_STRING = 100_000
 
@@ -39,6 +40,9 @@ def _enum_type(name: str):
 def python_type(f: Field) -> Any:
     if f.enum:
         return _enum_type(f.enum)
+    embedded = embedded_family(f)
+    if embedded is not None:
+        return _embedded_type(embedded)
     return {
         'string': Annotated[StrictStr, PField(max_length=MAX_STRING)],
         'bool': StrictBool,
@@ -50,6 +54,65 @@ def python_type(f: Field) -> Any:
         'strings': list[Annotated[StrictStr, PField(max_length=MAX_STRING)]],
         'array': list[Any],
     }[f.type]
+
+
+# ----------------------------------------------------------------------------- embedded records
+# An object field named after a family (documentStatus, productGroup, product, featureType,
+# knowledgeItemType) holds a whole record of that family: the contract's "full DocumentStatus
+# object", described in OpenAPI as that family's <Entity> schema. It is checked as one on write
+# (the fields every record carries, declared field types, UUID ids), and stored as sent, with
+# date-times and enumeration aliases normalised like top-level fields.
+
+def always_present(family: Family) -> tuple[str, ...]:
+    """Fields every stored record of ``family`` carries (the OpenAPI <Entity> ``required``):
+    the common fields, ownership, and non-nullable fields that are required or have a default."""
+    names = [f.name for f in COMMON_FIELDS] + [f.name for f in family.ownership_fields]
+    names += [f.name for f in family.own_fields
+              if not f.nullable and (f.has_default or f.required) and f.name not in names]
+    return tuple(names)
+
+
+def embedded_family(f: Field) -> Family | None:
+    if f.type != 'object':
+        return None
+    from .registry import FAMILIES
+    for family in FAMILIES:
+        if family.entity[0].lower() + family.entity[1:] == f.name:
+            return family
+    return None
+
+
+def _uuid_text(value: str) -> str:
+    try:
+        uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        raise ValueError('must be a UUID') from None
+    return value
+
+
+@lru_cache(maxsize=None)
+def embedded_model(family: Family) -> type[BaseModel]:
+    required = {'id'}  # the server resolves the rest from the stored record (services/resources.py)
+    fields: dict[str, Any] = {}
+    for name, f in family.fields.items():
+        type_ = python_type(f)
+        if name == 'id' or f.ref:
+            type_ = Annotated[StrictStr, AfterValidator(_uuid_text)]
+        if f.nullable:
+            type_ = Optional[type_]
+        fields[name] = (type_, ...) if name in required else (type_, None)
+    return create_model(f'{family.entity}Embedded', __config__=ConfigDict(extra='allow'), **fields)
+
+
+def _embedded_type(family: Family) -> Any:
+    def check(value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            record = embedded_model(family).model_validate(value)
+        except ValidationError as exc:
+            problems = '; '.join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
+            raise ValueError(f'must be a {family.entity} ({problems})') from None
+        return record.model_dump(exclude_unset=True)
+    return Annotated[dict[str, Any], AfterValidator(check)]
 
 
 @lru_cache(maxsize=None)

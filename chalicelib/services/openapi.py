@@ -17,8 +17,8 @@ import re
 from typing import Any, Callable, Iterable, Mapping
 
 from chalicelib.domain.fields import ENUMS, Field
-from chalicelib.domain.models import MAX_STRING
-from chalicelib.domain.registry import (COMMON_FIELDS, FAMILIES, OWNERSHIP_FIELDS, Family)
+from chalicelib.domain.models import MAX_STRING, always_present, embedded_family
+from chalicelib.domain.registry import FAMILIES, OWNERSHIP_FIELDS, Family
 
 OPENAPI_VERSION = '3.0.3'
 API_VERSION = '8.0.0'
@@ -34,8 +34,8 @@ REGISTRY_ERRORS = {
     'list': (400, 401, 403, 429),
     'get': (400, 401, 403, 404, 429),
     'sequence': (400, 401, 403, 404, 429),
-    'create': (400, 401, 403, 409, 415, 429),
-    'update': (400, 401, 403, 404, 409, 415, 429),
+    'create': (400, 401, 403, 409, 413, 415, 429),
+    'update': (400, 401, 403, 404, 409, 413, 415, 429),
     'delete': (400, 401, 403, 404, 409, 429),
 }
 # Error statuses of a route without declared metadata, by method.
@@ -43,7 +43,7 @@ GENERIC_ERRORS = {
     'GET': (400, 401, 403, 404, 429),
     'DELETE': (400, 401, 403, 404, 409, 429),
 }
-GENERIC_WRITE_ERRORS = (400, 401, 403, 404, 409, 415, 429)
+GENERIC_WRITE_ERRORS = (400, 401, 403, 404, 409, 413, 415, 429)
 
 ERROR_RESPONSES = {
     400: ('BadRequest', 'Invalid request body or parameters'),
@@ -51,6 +51,8 @@ ERROR_RESPONSES = {
     403: ('Forbidden', 'Authenticated but not permitted'),
     404: ('NotFound', 'No resource with the given id'),
     409: ('Conflict', 'Stale changeSequence (the body carries the current one) or uniqueness violation'),
+    413: ('PayloadTooLarge', 'Request body larger than the front door accepts (10 MB); answered before the '
+                             'API runs, so without rate-limit headers'),
     415: ('UnsupportedMediaType', 'The request body is not application/json'),
     429: ('TooManyRequests', 'Rate limit exceeded'),
 }
@@ -88,14 +90,12 @@ def _humanize(name: str) -> str:
 class _Schemas:
     def __init__(self, families: Iterable[Family]) -> None:
         self.families = tuple(families)
-        # object fields named after a family hold that family's object (documentStatus -> DocumentStatus)
-        self.embedded = {f.entity[0].lower() + f.entity[1:]: f.entity for f in self.families}
 
     def field(self, f: Field, request: bool) -> dict[str, Any]:
         if f.enum:
             schema: dict[str, Any] = _ref(f.enum)
-        elif f.type == 'object' and f.name in self.embedded:
-            schema = _ref(self.embedded[f.name])
+        elif embedded_family(f) is not None:  # documentStatus holds a DocumentStatus, ...
+            schema = _ref(embedded_family(f).entity)
         else:
             schema = self._plain(f, request)
         return _nullable(schema) if f.nullable else schema
@@ -108,6 +108,8 @@ class _Schemas:
         if f.type == 'string':
             if f.ref:
                 return {'type': 'string', 'format': 'uuid'}
+            if request and f.name == 'email':  # checked by the users hook
+                return {'type': 'string', 'format': 'email', 'maxLength': 254}
             return dict(text)
         return {
             'bool': {'type': 'boolean'},
@@ -122,10 +124,7 @@ class _Schemas:
 
     def entity(self, fam: Family) -> dict[str, Any]:
         fields = fam.fields
-        always = [f.name for f in COMMON_FIELDS]
-        always += [f.name for f in fam.ownership_fields]
-        always += [f.name for f in fam.own_fields
-                   if not f.nullable and (f.has_default or f.required) and f.name not in always]
+        always = list(always_present(fam))
         props = {name: self._with_default(f, self.field(f, request=False)) for name, f in fields.items()}
         props['id'] = {'type': 'string', 'format': 'uuid', 'description': 'server-generated'}
         props['uuid'] = {'type': 'string', 'description': 'secondary identifier, server-generated'}
@@ -177,8 +176,9 @@ class _Schemas:
         out: dict[str, Any] = {}
         for fam in self.families:
             out[fam.entity] = self.entity(fam)
-            out[f'{fam.entity}CreateRequest'] = self.create_request(fam)
-            out[f'{fam.entity}UpdateRequest'] = self.update_request(fam)
+            if not getattr(fam, 'read_only', False):  # written by the server only: no request bodies
+                out[f'{fam.entity}CreateRequest'] = self.create_request(fam)
+                out[f'{fam.entity}UpdateRequest'] = self.update_request(fam)
         for name, values in ENUMS.items():
             out[name] = {'type': 'string', 'enum': list(values)}
         out['Page'] = {
@@ -224,8 +224,14 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {'application/json': {'schema': schema}}
 
 
-def _list_parameters() -> list[dict[str, Any]]:
-    return [
+def _list_parameters(fam: Family | None = None) -> list[dict[str, Any]]:
+    extra = []
+    omit = getattr(fam, 'summary_omit', ()) if fam is not None else ()
+    if omit:
+        extra.append({'name': 'view', 'in': 'query', 'required': False,
+                      'description': f'summary: leave out the heavy fields ({", ".join(omit)}); full (default): all',
+                      'schema': {'type': 'string', 'enum': ['summary', 'full']}})
+    return extra + [
         {'name': 'page', 'in': 'query', 'required': False, 'description': 'zero-based page number',
          'schema': {'type': 'integer', 'minimum': 0, 'maximum': MAX_PAGE, 'default': 0}},
         {'name': 'pageSize', 'in': 'query', 'required': False,
@@ -251,18 +257,19 @@ def _path_parameter(name: str) -> dict[str, Any]:
 
 def _registry_operation(fam: Family, op: str) -> dict[str, Any]:
     entity = fam.entity
-    article = 'an' if entity[0] in 'AEIOU' else 'a'
+    noun = _humanize(entity).lower()
+    article = 'an' if noun[0] in 'aeiou' else 'a'
     summary = {
         'list': f'List {fam.path.replace("-", " ")}',
-        'get': f'Get {article} {entity}',
-        'create': f'Create {article} {entity}',
-        'update': f'Update {article} {entity}',
-        'delete': f'Delete {article} {entity}',
-        'sequence': f'Current change sequence of {article} {entity}',
+        'get': f'Get {article} {noun}',
+        'create': f'Create {article} {noun}',
+        'update': f'Update {article} {noun}',
+        'delete': f'Delete {article} {noun}',
+        'sequence': f'Current change sequence of {article} {noun}',
     }[op]
     out: dict[str, Any] = {'summary': summary, 'tags': [fam.path]}
     if op == 'list':
-        out['parameters'] = _list_parameters()
+        out['parameters'] = _list_parameters(fam)
         out['responses'] = {200: ('A page of ' + fam.path.replace('-', ' '), _page_of(entity))}
     elif op == 'get':
         out['responses'] = {200: (entity, _ref(entity))}
@@ -290,8 +297,11 @@ def _generic_operation(view_name: str, path: str, method: str, meta: Mapping[str
                            'tags': list(meta.get('tags') or segments[:1] or ['default'])}
     if meta.get('description'):
         out['description'] = meta['description']
+    if meta.get('list_of'):  # a list endpoint: the list parameters and a page of that schema
+        out['parameters'] = _list_parameters()
+        meta = {'responses': {200: _page_of(meta['list_of'])}, **meta}
     if meta.get('parameters'):
-        out['parameters'] = list(meta['parameters'])
+        out['parameters'] = out.get('parameters', []) + list(meta['parameters'])
     if 'request' in meta:
         out['request'] = meta['request']
     elif method in ('POST', 'PUT', 'PATCH'):
@@ -316,7 +326,7 @@ def _rate_headers() -> dict[str, Any]:
 
 
 def _render_operation(desc: dict[str, Any], op_id: str, path: str, method: str, route,
-                      mode: str) -> dict[str, Any]:
+                      mode: str, operation_ids: set[str]) -> dict[str, Any]:
     operation: dict[str, Any] = {'operationId': op_id, 'summary': desc['summary'], 'tags': desc['tags']}
     if desc.get('description'):
         operation['description'] = desc['description']
@@ -332,10 +342,14 @@ def _render_operation(desc: dict[str, Any], op_id: str, path: str, method: str, 
     responses: dict[str, Any] = {}
     for status, (text, schema) in sorted(desc['responses'].items()):
         response: dict[str, Any] = {'description': text, 'headers': _rate_headers()}
-        if isinstance(schema, dict) and 'content' in schema and '$ref' not in schema and 'type' not in schema:
+        if isinstance(schema, dict) and set(schema) == {'content'}:  # a full content map (non-JSON bodies)
             response['content'] = schema['content']
         elif schema is not None:
             response['content'] = _json(schema)
+        links = {name: link for name, link in desc.get('links', {}).get(status, {}).items()
+                 if link['operationId'] in operation_ids}
+        if links:
+            response['links'] = links
         responses[str(status)] = response
     errors = desc['errors']
     if mode == 'public':
@@ -354,10 +368,16 @@ def _error_responses() -> dict[str, Any]:
     out = {}
     for status, (name, text) in ERROR_RESPONSES.items():
         schema = _ref('ConflictError' if status == 409 else 'Error')
-        response: dict[str, Any] = {'description': text, 'headers': _rate_headers(), 'content': _json(schema)}
+        response: dict[str, Any] = {'description': text, 'content': _json(schema)}
+        if status != 413:
+            response['headers'] = _rate_headers()
         if status == 401:
             response['headers'] = {**response['headers'], 'WWW-Authenticate': {
                 'description': 'the accepted authentication schemes', 'schema': {'type': 'string'}}}
+        if status == 429:
+            response['headers'] = {**response['headers'], 'Retry-After': {
+                'description': 'seconds until the refusing window reopens', 'required': True,
+                'schema': {'type': 'integer'}}}
         out[name] = response
     return out
 
@@ -397,6 +417,15 @@ def build(routes: Mapping[str, Mapping[str, Any]], index: Mapping[str, tuple[Fam
         for entry in methods.values():
             view_counts[entry.view_name] = view_counts.get(entry.view_name, 0) + 1
 
+    operation_ids = {entry.view_name for methods in routes.values() for entry in methods.values()
+                     if view_counts[entry.view_name] == 1}
+    # Operations on one record, by the record's item path: /api/tasks/{id} -> setTaskStatus, ...
+    under_item: dict[str, list[tuple[str, str]]] = {}
+    for path, methods in routes.items():
+        for entry in methods.values():
+            if entry.view_args and view_counts[entry.view_name] == 1:
+                item = path[:path.index('}') + 1]
+                under_item.setdefault(item, []).append((entry.view_name, entry.view_args[0]))
     paths: dict[str, Any] = {}
     tags: dict[str, str] = {}
     for path in sorted(routes):
@@ -408,12 +437,18 @@ def build(routes: Mapping[str, Mapping[str, Any]], index: Mapping[str, tuple[Fam
             if name in index:
                 fam, op = index[name]
                 desc = _registry_operation(fam, op)
+                if op == 'create':
+                    desc['links'] = {201: {
+                        target: {'operationId': target, 'parameters': {param: '$response.body#/id'},
+                                 'description': f'the created {fam.entity}'}
+                        for target, param in under_item.get(f'{path}/{{{getattr(fam, "id_param", "id")}}}', [])}}
                 tags.setdefault(fam.path, f'{fam.entity}: {SCOPE_TEXT[fam.scope]}')
             else:
                 desc = _generic_operation(name, path, method, operations.get(name, {}))
             for tag in desc['tags']:
                 tags.setdefault(tag, '')
-            item[method.lower()] = _render_operation(desc, op_id, path, method, route, policy_of(path))
+            item[method.lower()] = _render_operation(desc, op_id, path, method, route, policy_of(path),
+                                                     operation_ids)
         paths[path] = item
 
     return {
@@ -426,7 +461,8 @@ def build(routes: Mapping[str, Mapping[str, Any]], index: Mapping[str, tuple[Fam
                             'running service\'s route table and resource registry.'),
         },
         'servers': [
-            {'url': public_url.rstrip('/'), 'description': 'Production'},
+            *([{'url': public_url.rstrip('/'), 'description': 'Production'}]
+              if public_url.rstrip('/') != LOCAL_URL else []),
             {'url': LOCAL_URL, 'description': 'Local development (make run)'},
         ],
         'security': [{'ApiKeyAuth': []}, {'BearerAuth': []}, {'BasicAuth': []}],

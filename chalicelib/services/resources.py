@@ -107,6 +107,24 @@ def clean_input(family: Family, body: dict[str, Any]) -> tuple[dict[str, Any], s
     return values, nulls
 
 
+def resolve_embedded(family: Family, values: dict[str, Any], org: str | None) -> None:
+    """An object field that holds a whole record of another family (``documentStatus`` on
+    document families, ``productGroup`` on products, ...) is written by id: the stored record
+    replaces what was sent, and the matching ``<field>Id`` is set. Unknown id -> 400."""
+    from chalicelib.domain.models import embedded_family
+    for name, value in list(values.items()):
+        spec = family.writable.get(name)
+        target = embedded_family(spec) if spec is not None else None
+        if target is None or not isinstance(value, dict):
+            continue
+        stored = repo.get(target.path, _ref_id(name, str(value.get('id'))))
+        if stored is None or (target.scope != 'global' and stored.org != org):
+            raise BadRequest(f"Field '{name}' refers to a {target.entity} that does not exist: {value.get('id')}")
+        values[name] = stored.data
+        if f'{name}Id' in family.writable:
+            values[f'{name}Id'] = stored.id
+
+
 def _sequence_from(body: dict[str, Any]) -> int | None:
     value = body.get('changeSequence')
     if value is None:
@@ -202,6 +220,7 @@ def create(path: str, raw_body: bytes | None) -> dict[str, Any]:
     hook = hook_for(family)
     values, _ = clean_input(family, body)
     org, project = _owner(family, principal, body)
+    resolve_embedded(family, values, org)
     allowed = hook.can_create(family, principal)
     if allowed is None:
         access.require_write(principal, family, org)
@@ -271,6 +290,8 @@ def update(path: str, id_: str, raw_body: bytes | None) -> dict[str, Any]:
         if expected is not None and expected != stored.seq:
             raise Conflict('The resource was changed by someone else (stale changeSequence)',
                            changeSequence=stored.seq)
+        if attempt == 0:
+            resolve_embedded(family, values, stored.org)
         new = dict(stored.data)
         new.update(values)
         for name in nulls:

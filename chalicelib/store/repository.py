@@ -46,11 +46,12 @@ class WriteConflict(Exception):
 
 @dataclass
 class Op:
-    kind: str                       # put | delete | check | add
+    kind: str                       # put | delete | check | add | update
     item: Item | None = None
     condition: Condition | None = None
     model_key: tuple[str, str] | None = None
     amount: int = 0
+    actions: list[Any] | None = None  # update: pynamodb update actions (SET/REMOVE/ADD)
     tag: dict[str, Any] = field(default_factory=dict)  # what the service needs to explain a failure
 
 
@@ -191,10 +192,13 @@ def commit(ops: list[Op]) -> None:
                     tx.condition_check(model, op.model_key[0], op.model_key[1], condition=op.condition)
                 elif op.kind == 'add':
                     tx.update(op.item, actions=[model.cnt.add(op.amount)])
+                elif op.kind == 'update':
+                    tx.update(op.item, actions=op.actions, condition=op.condition)
     except TransactWriteError as exc:
         reasons = exc.cancellation_reasons or []
         # pynamodb sends condition checks, then deletes, puts and updates: reasons follow that order.
-        sent = [op for kind in ('check', 'delete', 'put', 'add') for op in ops if op.kind == kind]
+        sent = [op for kind in ('check', 'delete', 'put') for op in ops if op.kind == kind] + \
+            [op for op in ops if op.kind in ('add', 'update')]
         for op, reason in zip(sent, reasons):
             if reason is not None and reason.code not in (None, 'None'):
                 raise WriteConflict(op, reason.code) from None

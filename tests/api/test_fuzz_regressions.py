@@ -81,3 +81,75 @@ def test_number_inside_dynamodb_range_is_kept(api, org_id, number):
     assert r.json['options']['x'] == json.loads(number)
     again = api.get(f"/api/projects/{r.json['id']}")
     assert again.json['options']['x'] == json.loads(number)
+
+
+# ----------------------------------------------------------------------------- embedded records
+
+def test_embedded_record_is_written_by_id_and_stored_whole(api, org_id):
+    """POST /api/products with productGroup {} was stored and returned, breaking the document
+    (Product.productGroup is a ProductGroup: id, uuid, createdOn, ... always present). An object
+    field named after a family is now written by id and stored as that family's record."""
+    group = api.post('/api/product-groups', {'name': 'g'})
+    assert group.status == 201
+    for bad in ({}, {'name': 'g'}, {**group.json, 'id': 'not-a-uuid'}, {**group.json, 'active': 'yes'},
+                {'id': '00000000-0000-4000-8000-000000000000'}):
+        r = api.post('/api/products', {'name': 'p', 'productGroup': bad})
+        assert r.status == 400, (bad, r.json)
+        assert 'productGroup' in r.json['message']
+    ok = api.post('/api/products', {'name': 'p', 'productGroup': {'id': group.json['id']}})
+    assert ok.status == 201, ok.json
+    assert ok.json['productGroup'] == group.json
+    cleared = api.put(f"/api/products/{ok.json['id']}", {'productGroup': None})
+    assert cleared.status == 200 and 'productGroup' not in cleared.json
+
+
+def test_embedded_document_status_round_trips(api, org_id):
+    project = _project(api, org_id)
+    status = api.post('/api/document-statuses', {'projectId': project['id'], 'status': 'Draft'})
+    assert status.status == 201
+    sent = {**status.json, 'status': 'edited in the body', 'extra': {'dropped': True}}
+    family = api.post('/api/document-families', {'projectId': project['id'], 'path': '/a.pdf',
+                                                 'documentStatus': sent})
+    assert family.status == 201, family.json
+    stored = family.json['documentStatus']
+    assert stored == status.json
+    again = api.put(f"/api/document-families/{family.json['id']}", api.get(f"/api/document-families/{family.json['id']}").json)
+    assert again.status == 200 and again.json['documentStatus'] == stored
+
+
+# ----------------------------------------------------------------------------- the front door
+
+def test_body_over_the_front_door_limit_is_a_documented_413():
+    """PUT /api/content-objects/{id} with a 16 MB body: the local server (like API Gateway)
+    answers 413 before the app runs; the document did not list 413 (and it carries no
+    rate-limit headers, which the app adds)."""
+    import socket
+    import threading
+
+    from app import app
+    from chalicelib.api.docs import document
+    from localdev.server import MAX_BODY, serve
+    server = serve(app, '127.0.0.1', 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with socket.create_connection(server.server_address, timeout=10) as s:
+            s.sendall(b'PUT /api/projects/00000000-0000-0000-0000-000000000000 HTTP/1.1\r\nHost: x\r\n'
+                      b'Content-Type: application/json\r\nContent-Length: %d\r\n\r\n' % (MAX_BODY + 1))
+            chunks = []
+            while True:  # the server closes the connection after a 413
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            reply = b''.join(chunks).decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert reply.startswith('HTTP/1.1 413')
+    body = json.loads(reply.split('\r\n\r\n', 1)[1])
+    assert body['status'] == 413 and {'error', 'message'} <= set(body)
+    doc = document(app)
+    for path, method in (('/api/projects', 'post'), ('/api/projects/{id}', 'put'),
+                         ('/api/account/me/api-keys', 'post')):
+        assert doc['paths'][path][method]['responses']['413'] == {'$ref': '#/components/responses/PayloadTooLarge'}
+    assert 'headers' not in doc['components']['responses']['PayloadTooLarge']
