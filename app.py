@@ -2,7 +2,7 @@
 No logic lives here (see chalicelib/: api -> services -> store/query -> core)."""
 from chalice import Chalice
 
-from chalicelib.api import account, docs, http, internal, middleware, resources, workflow
+from chalicelib.api import account, authorizer, docs, http, internal, middleware, resources, workflow
 
 app = Chalice(app_name='platform-api')
 app.api.binary_types = []  # every response is JSON
@@ -13,3 +13,4 @@ app.register_blueprint(account.bp)
 app.register_blueprint(docs.bp)
 app.register_blueprint(internal.bp)
 app.register_blueprint(workflow.bp)
+app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)

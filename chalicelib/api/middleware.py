@@ -4,13 +4,12 @@ itself produces: 405, 415, 500). Every response carries the X-RateLimit-* header
 No stack trace ever reaches a client; unexpected errors are logged with the request id."""
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 
 from chalice import Response
 
-from chalicelib.core.errors import ApiError, Unauthorized, error_body
+from chalicelib.core.errors import ApiError, error_body
 from chalicelib.core.principal import set_current
 
 from . import policy
@@ -35,17 +34,13 @@ def _translate_chalice_error(response: Response) -> Response:
     return _error_response(status, message, headers)
 
 
-def _client_subject(event) -> str:
-    from chalicelib.services.ratelimit import client_subject
-    identity = (event.context or {}).get('identity') or {}
-    return client_subject(identity.get('sourceIp'))
-
-
 def _admit(event, mode: str):
     """Authenticate the caller and count the request -> (principal, rate-limit decision).
 
-    A request without a valid credential is counted against its client address (so guessing
-    keys is throttled too) and answered 401, or 429 once that address is over the limit."""
+    Only authenticated callers are counted (one UpdateItem). A request without a valid
+    credential, and a public route, is answered without touching the counters (headers still
+    state the limit): counting them would turn every garbage request into a DynamoDB write;
+    floods of those are for the gateway's throttling to absorb (infra/usage_plan.py)."""
     from chalicelib.services import ratelimit
     try:
         if mode == 'user':
@@ -57,13 +52,10 @@ def _admit(event, mode: str):
         else:
             principal = None
     except ApiError as exc:
-        decision = ratelimit.check(_client_subject(event))
-        if not decision.allowed:
-            raise _Refused(decision.error(), decision) from None
-        raise _Refused(exc, decision) from None
-    if principal is not None and not principal.rate_key:
-        return principal, ratelimit.untracked()   # the internal service caller is not limited
-    decision = ratelimit.check(principal.rate_key if principal is not None else _client_subject(event))
+        raise _Refused(exc, ratelimit.untracked()) from None
+    if principal is None or not principal.rate_key:
+        return principal, ratelimit.untracked()   # public route, or the internal service caller
+    decision = ratelimit.check(principal.rate_key)
     if not decision.allowed:
         raise _Refused(decision.error(), decision)
     return principal, decision

@@ -1,20 +1,51 @@
-"""Credential primitives: key generation, hashing at rest, constant-time comparison."""
+"""Credential primitives: key generation, hashing at rest, constant-time comparison.
+
+API keys look like ``pk_{owner}_{secret}``: ``owner`` is the user's id (16 bytes, base64url,
+22 characters; not a secret), ``secret`` 256 random bits. Naming the owner lets authentication
+read the owner's partition directly (store/credentials.py) instead of first looking the key
+up. Keys without an owner part (``pk_`` + anything, e.g. a key handed to bootstrap) work too.
+"""
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import secrets
+import uuid
 
 KEY_PREFIX = 'pk_'
+_OWNER_LEN = 22
 
 
-def new_api_key() -> str:
-    return KEY_PREFIX + secrets.token_urlsafe(32)
+def new_api_key(owner_id: str | None = None) -> str:
+    secret = secrets.token_urlsafe(32)
+    if owner_id is None:
+        return KEY_PREFIX + secret
+    owner = base64.urlsafe_b64encode(uuid.UUID(owner_id).bytes).rstrip(b'=').decode('ascii')
+    return f'{KEY_PREFIX}{owner}_{secret}'
+
+
+def key_owner(raw: str) -> str | None:
+    """The user id a key names, or None when it names none (or is malformed)."""
+    start = len(KEY_PREFIX)
+    if not raw.startswith(KEY_PREFIX) or len(raw) < start + _OWNER_LEN + 2 or raw[start + _OWNER_LEN] != '_':
+        return None
+    try:
+        data = base64.urlsafe_b64decode(raw[start:start + _OWNER_LEN] + '==')
+        return str(uuid.UUID(bytes=data)) if len(data) == 16 else None
+    except (binascii.Error, ValueError):
+        return None
+
+
+def key_hint(raw: str) -> str:
+    """What a key list shows to recognise a key: its last four characters."""
+    return f'{KEY_PREFIX}…{raw[-4:]}'
 
 
 def hash_key(raw: str) -> str:
-    """API keys are 256-bit random values, so one SHA-256 is a sound at-rest hash (no salt or
-    stretching needed: there is nothing to brute-force), and it makes lookup one GetItem."""
+    """API keys carry 256 random bits, so one SHA-256 is a sound at-rest hash (no salt or
+    stretching needed: there is nothing to brute-force), and it makes lookup one read."""
     return hashlib.sha256(raw.encode('utf-8')).hexdigest()
 
 

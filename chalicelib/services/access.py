@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from chalicelib.core.errors import Forbidden, NotFound
+from chalicelib.core.errors import BadRequest, Forbidden, NotFound
 from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import Family
 
@@ -98,9 +98,17 @@ def can_create_organization(principal: Principal) -> bool:
 # ----------------------------------------------------------------------------- memberships
 
 def check_role_grant(principal: Principal, old_role: str | None, new_role: str | None) -> None:
-    """Only a platform admin may grant, change or take away PLATFORM_ADMIN."""
-    if 'PLATFORM_ADMIN' in (old_role, new_role) and old_role != new_role and not principal.platform_admin:
-        raise Forbidden('Only a platform administrator may grant or remove the PLATFORM_ADMIN role')
+    """Only a platform admin may grant PLATFORM_ADMIN, or change a membership that holds it."""
+    if 'PLATFORM_ADMIN' in (old_role, new_role) and not principal.platform_admin:
+        raise Forbidden('Only a platform administrator may grant, change or remove the PLATFORM_ADMIN role')
+
+
+def check_membership_update(principal: Principal, old: dict, new: dict) -> None:
+    """A membership belongs to one user for good (moving it would hand its role to another
+    user: delete it and create one instead); PLATFORM_ADMIN rules as above."""
+    if new.get('userId') != old.get('userId'):
+        raise BadRequest("A membership's userId cannot change: delete it and create another")
+    check_role_grant(principal, old.get('role'), new.get('role'))
 
 
 def may_remove_membership(principal: Principal, role: str | None) -> bool:

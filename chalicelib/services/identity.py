@@ -8,9 +8,11 @@ Credentials accepted (the first one present wins, in this order):
 
 Keys are stored hashed (SHA-256, see core/secrets.py); an expired or revoked key is a 401 like
 an unknown one. A credential whose user no longer exists or is inactive is a 401 as well.
-Cost of an authenticated request: the key (or the JWT's e-mail) is one GetItem, the user one
-GetItem, the memberships one Query. Nothing is cached across requests, so a revoked key or a
-removed membership takes effect on the next request on every Lambda instance.
+Cost: an API key names its owner, so authenticating it is ONE BatchGetItem of three items in
+the owner's partition (user, roles, key record; strongly consistent, see store/credentials.py);
+a bearer token is one GetItem (e-mail -> user) plus a BatchGetItem of user and roles. Nothing
+is cached across requests, so a revoked key or a removed membership takes effect on the next
+request on every Lambda instance.
 """
 from __future__ import annotations
 
@@ -24,10 +26,8 @@ from chalicelib.core.clock import iso, now, now_iso, parse_instant
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ApiError, BadRequest, Conflict, NotFound, Unauthorized
 from chalicelib.core.principal import Principal
-from chalicelib.core.secrets import KEY_PREFIX, hash_key, new_api_key
+from chalicelib.core.secrets import KEY_PREFIX, hash_key, key_hint, key_owner, new_api_key
 from chalicelib.store import credentials
-
-from .users import memberships_of
 
 log = logging.getLogger('platform.auth')
 
@@ -54,36 +54,46 @@ def authenticate(headers: Mapping[str, str]) -> Principal:
                        'a bearer token or Basic credentials')
 
 
-def principal_for_user(user_id: str, credential: str, rate_key: str,
-                       expected_email: str | None = None) -> Principal:
-    from chalicelib.store import repository as repo
-    stored = repo.get('users', user_id)
-    if stored is None or stored.data.get('active') is False:
+def principal_for(access: credentials.UserAccess, user_id: str, credential: str, rate_key: str,
+                  expected_email: str | None = None) -> Principal:
+    user = access.user
+    if user is None or user.get('active') is False:
         raise Unauthorized('The credential does not belong to an active user')
-    email = str(stored.data.get('email') or '')
+    email = str(user.get('email') or '')
     if expected_email is not None and email.lower() != expected_email.strip().lower():
         raise Unauthorized('Invalid credentials')
-    memberships = memberships_of(user_id)
-    return Principal(user_id=user_id, email=email, memberships=memberships,
-                     platform_admin='PLATFORM_ADMIN' in memberships.values(),
-                     credential=credential, rate_key=rate_key, user=stored.data)
+    return Principal(user_id=user_id, email=email, memberships=dict(access.roles),
+                     platform_admin='PLATFORM_ADMIN' in access.roles.values(),
+                     credential=credential, rate_key=rate_key, user=user)
 
 
-def _key_record(raw: str) -> dict[str, Any]:
+def _key_access(raw: str) -> tuple[credentials.UserAccess, str, dict[str, Any]]:
+    """(owner's access, owner id, key record) of a valid, unexpired key; else 401.
+
+    A key that names its owner costs one BatchGetItem (user, roles, key record); any other key
+    one GetItem (the pointer) more."""
     if not raw or len(raw) > MAX_CREDENTIAL_LENGTH:
         raise Unauthorized('Invalid API key')
-    record = credentials.get_key(hash_key(raw))
-    if record is None:
-        raise Unauthorized('Invalid API key')
-    expires = record.get('expiresAt')
+    key_hash = hash_key(raw)
+    owner = key_owner(raw)
+    access = credentials.user_access(owner, key_hash) if owner else None
+    if access is None or access.key is None:
+        pointer = credentials.get_key(key_hash)
+        if pointer is None:
+            raise Unauthorized('Invalid API key')
+        owner = pointer['userId']
+        access = credentials.user_access(owner, key_hash)
+        if access.key is None:   # revoked: both items go in one transaction
+            raise Unauthorized('Invalid API key')
+    expires = access.key.get('expiresAt')
     if expires and parse_instant(expires) <= now():
         raise Unauthorized('The API key has expired')
-    return record
+    return access, owner, access.key
 
 
 def principal_from_api_key(raw: str) -> Principal:
-    record = _key_record(raw)
-    return principal_for_user(record['userId'], 'api-key', f'key:{record["id"]}')
+    access, owner, record = _key_access(raw)
+    return principal_for(access, owner, 'api-key', f'key:{record["id"]}')
 
 
 def principal_from_basic(value: str) -> Principal:
@@ -96,8 +106,8 @@ def principal_from_basic(value: str) -> Principal:
     email, sep, key = decoded.rpartition(':')   # keys never contain ':'; e-mails may
     if not sep or not email or not key:
         raise Unauthorized('Invalid Basic credentials')
-    record = _key_record(key)
-    return principal_for_user(record['userId'], 'basic', f'key:{record["id"]}', expected_email=email)
+    access, owner, record = _key_access(key)
+    return principal_for(access, owner, 'basic', f'key:{record["id"]}', expected_email=email)
 
 
 def principal_from_jwt(token: str) -> Principal:
@@ -121,7 +131,7 @@ def principal_from_jwt(token: str) -> Principal:
     user_id = credentials.user_id_for_email(email.strip().lower())
     if user_id is None:
         raise Unauthorized('No user has the e-mail address of this token')
-    return principal_for_user(user_id, 'jwt', f'user:{user_id}')
+    return principal_for(credentials.user_access(user_id), user_id, 'jwt', f'user:{user_id}')
 
 
 # ----------------------------------------------------------------------------- API keys
@@ -130,12 +140,13 @@ def _public(record: dict[str, Any]) -> dict[str, Any]:
     return {k: record.get(k) for k in ('id', 'name', 'prefix', 'createdOn', 'expiresAt', 'userId')}
 
 
+
 def create_api_key(user_id: str, email: str, name: str, expires_at: str | None = None,
                    raw: str | None = None) -> dict[str, Any]:
     """Store a new key (hashed) and return its record with the raw key, shown this once."""
-    raw = raw or new_api_key()
-    record = {'id': str(uuid.uuid4()), 'name': name, 'userId': user_id, 'userEmail': email,
-              'prefix': raw[:7], 'createdOn': now_iso(), 'expiresAt': expires_at}
+    raw = raw or new_api_key(user_id)
+    record = {'id': str(uuid.uuid4()), 'name': name, 'userId': user_id,
+              'prefix': key_hint(raw), 'createdOn': now_iso(), 'expiresAt': expires_at}
     key_hash = hash_key(raw)
     credentials.provision_gateway_key(key_hash, record)
     credentials.put_key(key_hash, record)
@@ -154,9 +165,9 @@ def list_api_keys(user_id: str) -> list[dict[str, Any]]:
 
 
 def revoke_api_key(user_id: str, key_id: str) -> None:
-    for pk, record in credentials.keys_of(user_id):
+    for key_hash, record in credentials.keys_of(user_id):
         if record.get('id') == key_id:
-            credentials.delete_key(pk)
+            credentials.delete_key(key_hash, record)
             credentials.remove_gateway_key(record)
             return
     raise NotFound(f'No API key with id {str(key_id)[:64]}')

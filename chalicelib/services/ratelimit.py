@@ -2,8 +2,9 @@
 RATE_LIMIT_BURST_PER_SECOND (default 20) per second.
 
 Subjects: ``key:{keyId}`` for API-key and Basic callers, ``user:{userId}`` for bearer-token
-callers, ``ip:{hash of the client address}`` for requests that carry no valid credential (and
-public routes). The raw address is never stored. The internal service caller is not limited.
+callers. Requests without a valid credential, public routes and the internal service caller are
+not counted (their responses still carry the headers, stating the limit): counting them would
+make every garbage request a DynamoDB write; the gateway's throttling absorbs floods.
 
 Windows are fixed: the minute window is the UTC minute, the burst window the second. One
 conditional UpdateItem per request (store/ratelimit.py).
@@ -16,7 +17,6 @@ and on a 429 ``Retry-After`` (seconds).
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import time
@@ -52,11 +52,6 @@ class Decision:
                                headers=self.headers())
 
 
-def client_subject(source_ip: str | None) -> str:
-    digest = hashlib.sha256(f'platform-rl:{source_ip or "unknown"}'.encode()).hexdigest()[:24]
-    return f'ip:{digest}'
-
-
 def check(subject: str) -> Decision:
     """Count one request of ``subject`` and decide; fails open if the table cannot answer."""
     from chalicelib.store import ratelimit as store
@@ -81,7 +76,35 @@ def check(subject: str) -> Decision:
 
 
 def untracked() -> Decision:
-    """Headers for a request that is not counted (the internal service caller)."""
+    """Headers for a request that is not counted: the limit, nothing used."""
     cfg = get_config()
     now = clock()
     return Decision(True, cfg.rate_limit_per_minute, cfg.rate_limit_per_minute, (int(now // 60) + 1) * 60)
+
+
+def usage_identifier(headers) -> str | None:
+    """The API Gateway usage identifier for a request (infra/usage_plan.py): for an API key
+    (x-api-key, x-access-token, Bearer pk_..., or the key of Basic credentials) its SHA-256,
+    the value of that key's gateway twin; for anyone else the shared gateway key. No I/O: the
+    Lambda authorizer runs this on every request."""
+    import base64
+    import binascii
+
+    from chalicelib.core.secrets import KEY_PREFIX, hash_key
+    h = {str(k).lower(): v for k, v in (headers or {}).items()}
+    raw = (h.get('x-api-key') or h.get('x-access-token') or '').strip()
+    if not raw:
+        scheme, _, value = str(h.get('authorization') or '').strip().partition(' ')
+        value = value.strip()
+        if scheme.lower() == 'bearer' and value.startswith(KEY_PREFIX):
+            raw = value
+        elif scheme.lower() == 'basic':
+            try:
+                raw = base64.b64decode(value, validate=True).decode('utf-8').rpartition(':')[2]
+            except (binascii.Error, ValueError):
+                raw = ''
+    cfg = get_config()
+    if raw and cfg.usage_plan_id and len(raw) <= 512:
+        return hash_key(raw)
+    return cfg.gateway_shared_key
+

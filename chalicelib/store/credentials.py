@@ -1,37 +1,112 @@
-"""API keys at rest: only the SHA-256 of a key is stored (pk ``KEY#{hash}``); the user's keys
-are listed through the by_parent index (``KEYS#U#{userId}``)."""
+"""Credentials at rest, laid out so that authenticating is one strongly consistent read.
+
+The partition of a user (pk ``users#{userId}``, the user entity's own partition) holds:
+
+| sk             | item                                                                     |
+|----------------|--------------------------------------------------------------------------|
+| ``#``          | the user entity (written by the generic service)                          |
+| ``ACL``        | the user's roles: one attribute ``acl_{orgId}`` = role per membership,    |
+|                | changed in the same transaction as the membership (services/hooks/access) |
+| ``KEY#{hash}`` | one per API key: ``data`` = the key record (never the key itself)         |
+
+New keys name their user (``pk_{userId, base64url}_{secret}``, core/secrets.py), so an API-key
+request reads user, roles and key record with ONE BatchGetItem (three known keys, consistent
+reads). A pointer item ``KEY#{hash}`` / ``#`` (same record, ``ref`` = userId) finds the user of
+a key whose text does not name it (keys handed to bootstrap): one GetItem more. Only the
+SHA-256 of a key is ever stored.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from .table import ENTITY_SK, configure
+from .table import ENTITY_SK, Item, configure, entity_pk
+
+KEY_SK = 'KEY#'
+ACL_SK = 'ACL'
+ACL_ATTR = 'acl_'
+
+
+@dataclass
+class UserAccess:
+    user: dict[str, Any] | None                                   # None: no such user
+    roles: dict[str, str] = field(default_factory=dict)           # organization id -> role
+    key: dict[str, Any] | None = None                             # the asked-for key's record
+
+
+def user_access(user_id: str, key_hash: str | None = None) -> UserAccess:
+    """The user, their roles and (when ``key_hash`` is given) that key's record: one
+    BatchGetItem with strongly consistent reads."""
+    model = configure()
+    client = model._get_connection().connection.client
+    pk = {'S': entity_pk('users', user_id)}
+    keys = [{'pk': pk, 'sk': {'S': ENTITY_SK}}, {'pk': pk, 'sk': {'S': ACL_SK}}]
+    if key_hash is not None:
+        keys.append({'pk': pk, 'sk': {'S': f'{KEY_SK}{key_hash}'}})
+    request = {model.Meta.table_name: {'Keys': keys, 'ConsistentRead': True}}
+    raw_items: list[dict[str, Any]] = []
+    for _ in range(5):   # unprocessed keys come back under throttling: ask again
+        answer = client.batch_get_item(RequestItems=request)
+        raw_items += answer.get('Responses', {}).get(model.Meta.table_name, [])
+        request = answer.get('UnprocessedKeys') or {}
+        if not request:
+            break
+    else:
+        raise RuntimeError('credentials could not be read (throttled)')
+    access = UserAccess(user=None)
+    for raw in raw_items:
+        sk = raw['sk']['S']
+        if sk == ACL_SK:
+            access.roles = {name[len(ACL_ATTR):]: value['S'] for name, value in raw.items()
+                            if name.startswith(ACL_ATTR) and 'S' in value}
+            continue
+        item = Item.from_raw_data(raw)
+        data = item.data.as_dict() if item.data is not None else None
+        if sk == ENTITY_SK:
+            access.user = None if data is None or data.get('deleted') is True else data
+        else:
+            access.key = data
+    return access
+
+
+# ----------------------------------------------------------------------------- API keys
+
+def _items(key_hash: str, record: dict[str, Any]):
+    model = configure()
+    pointer = model(f'{KEY_SK}{key_hash}', ENTITY_SK, kind='apikey', data=record, ref=record['userId'])
+    owned = model(entity_pk('users', record['userId']), f'{KEY_SK}{key_hash}', kind='apikey', data=record)
+    return model, pointer, owned
 
 
 def put_key(key_hash: str, record: dict[str, Any]) -> None:
-    model = configure()
-    item = model(f'KEY#{key_hash}', ENTITY_SK, kind='apikey', data=record,
-                 ppk=f"KEYS#U#{record['userId']}", csk=f"{record['createdOn']}#{record['id']}")
-    item.save(condition=model.pk.does_not_exist())
+    from .repository import Op, commit
+    model, pointer, owned = _items(key_hash, record)
+    commit([Op('put', item=pointer, condition=model.pk.does_not_exist(), tag={'what': 'key'}),
+            Op('put', item=owned, condition=model.pk.does_not_exist(), tag={'what': 'key'})])
 
 
 def get_key(key_hash: str) -> dict[str, Any] | None:
+    """The record of a key by its hash (the pointer item): one GetItem."""
     model = configure()
     try:
-        item = model.get(f'KEY#{key_hash}', ENTITY_SK, consistent_read=True)
+        item = model.get(f'{KEY_SK}{key_hash}', ENTITY_SK, consistent_read=True)
     except model.DoesNotExist:
         return None
     return item.data.as_dict() if item.data is not None else None
 
 
 def keys_of(user_id: str) -> list[tuple[str, dict[str, Any]]]:
-    """(pk, record) of a user's keys, oldest first."""
+    """(hash, record) of a user's keys, from their partition (strongly consistent)."""
     model = configure()
-    return [(i.pk, i.data.as_dict()) for i in model.by_parent.query(f'KEYS#U#{user_id}') if i.data is not None]
+    found = [(i.sk[len(KEY_SK):], i.data.as_dict()) for i in model.query(
+        entity_pk('users', user_id), model.sk.startswith(KEY_SK), consistent_read=True) if i.data is not None]
+    return sorted(found, key=lambda pair: (pair[1].get('createdOn') or '', pair[1].get('id') or ''))
 
 
-def delete_key(pk: str) -> None:
-    model = configure()
-    model(pk, ENTITY_SK).delete()
+def delete_key(key_hash: str, record: dict[str, Any]) -> None:
+    from .repository import Op, commit
+    _, pointer, owned = _items(key_hash, record)
+    commit([Op('delete', item=pointer, tag={'what': 'key'}), Op('delete', item=owned, tag={'what': 'key'})])
 
 
 def user_id_for_email(email: str) -> str | None:
@@ -42,6 +117,32 @@ def user_id_for_email(email: str) -> str | None:
         return model.get(unique_key('users', 'ALL', 'email', email), ENTITY_SK, consistent_read=True).ref
     except model.DoesNotExist:
         return None
+
+
+# ----------------------------------------------------------------------------- roles (the ACL item)
+
+def _acl_item(user_id: str):
+    model = configure()
+    return model(entity_pk('users', user_id), ACL_SK)
+
+
+def acl_put(user_id: str, org_id: str, role: str):
+    """Transaction operation: the user holds ``role`` in ``org_id``."""
+    from pynamodb.expressions.operand import Path
+
+    from .repository import Op
+    model = configure()
+    return Op('update', item=_acl_item(user_id), tag={'what': 'acl'},
+              actions=[model.kind.set('acl'), Path(f'{ACL_ATTR}{org_id}').set(role)])
+
+
+def acl_delete(user_id: str, org_id: str):
+    """Transaction operation: the user no longer holds a role in ``org_id``."""
+    from pynamodb.expressions.operand import Path
+
+    from .repository import Op
+    return Op('update', item=_acl_item(user_id), tag={'what': 'acl'},
+              actions=[Path(f'{ACL_ATTR}{org_id}').remove()])
 
 
 # ----------------------------------------------------------------------------- API Gateway keys

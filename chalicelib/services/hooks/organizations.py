@@ -11,7 +11,7 @@ from chalicelib.core.errors import BadRequest
 from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import Family, family as family_of
 from chalicelib.services import access
-from chalicelib.store import repository as repo
+from chalicelib.store import credentials, repository as repo
 
 from . import Hook
 
@@ -58,7 +58,8 @@ class OrganizationHook(Hook):
                                 f'memberships#U#{principal.user_id}', 'MANAGE')
         return builtins + [repo.put_entity(item, None),
                 repo.claim_unique('memberships', data['id'], 'userId', principal.user_id, membership['id']),
-                repo.move_counter(memberships.path, data['id'], 1)]
+                repo.move_counter(memberships.path, data['id'], 1),
+                credentials.acl_put(principal.user_id, data['id'], 'MANAGE')]  # what auth reads
 
 
 HOOK = OrganizationHook()

@@ -1,0 +1,193 @@
+"""Rate limiting at the edge: the API Gateway usage plan, with the Lambda authorizer supplying
+the usage identifier key (API key source AUTHORIZER).
+
+Two layers, one set of figures (RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST_PER_SECOND, read here
+from .chalice/config.json, the same values the app reads at run time):
+
+* the app (chalicelib/services/ratelimit.py) enforces the contract exactly: 100 requests per
+  fixed minute per key, 20 per second, counted in DynamoDB across Lambda instances, with the
+  X-RateLimit-* headers on every response;
+* the gateway usage plan carries the same burst and rate (token bucket: BurstLimit = burst,
+  RateLimit = per_minute / 60 requests per second) and stops floods before they cost a Lambda
+  invocation. A token bucket refilling at 100/60 per second is not the same shape as "100 per
+  minute" (a client that spends 100 requests in ten seconds is throttled by the gateway after
+  roughly 20 + 17); it is the closest a usage plan can express, so the app's fixed windows are
+  what the contract promises and the gateway is the coarse outer guard.
+
+How a request finds its usage plan key: the REQUEST authorizer ``gateway_authorizer``
+(chalicelib/api/authorizer.py, no result caching, no I/O) returns ``usageIdentifierKey``:
+* for an API key (x-api-key, x-access-token, Bearer pk_..., Basic email:key): the key's
+  SHA-256, which is the value of the key's *twin* API Gateway key, created in the per-key plan
+  when the platform key is created and deleted when it is revoked (store/credentials.py; the
+  app does this when USAGE_PLAN_ID is set);
+* for everyone else (bearer JWTs, no credential, public routes): the shared key of the shared
+  plan (GATEWAY_SHARED_USAGE_KEY), whose throttle is SHARED_FACTOR times larger; per-user
+  limits of JWT callers are the app's.
+An unknown or revoked key has no twin, so the gateway answers INVALID_API_KEY: mapped below to
+the contract's 401. The gateway's own 429 (THROTTLED) carries the contract's error body and
+Retry-After, but not X-RateLimit-Remaining/Reset (the gateway does not expose them).
+
+Deploying (after ``chalice package --pkg-format cloudformation out/``):
+
+    PYTHONPATH=. python -m infra.usage_plan patch out/sam.json   # key source, authorizer, apiKeyRequired
+    aws cloudformation deploy ... --template-file out/sam.json        # the API
+    PYTHONPATH=. python -m infra.usage_plan template prod > usage-plan.json
+    aws cloudformation deploy --stack-name platform-prod-usage --template-file usage-plan.json \\
+        --parameter-overrides RestApiId=<id> SharedUsageKeyValue=<secret, 20+ chars> \\
+        AuthorizerFunctionArn=<gateway_authorizer ARN>
+then set USAGE_PLAN_ID (output PerKeyUsagePlanId) and GATEWAY_SHARED_USAGE_KEY in the stage's
+environment. Keys created before USAGE_PLAN_ID was set have no twin: re-create them (their
+hashes are known, so a one-off job can also create the twins).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_FACTOR = 20            # the shared plan serves every JWT and anonymous caller together
+AUTHORIZER = 'gatewayAuthorizer'
+AUTHORIZER_FUNCTION = 'GatewayAuthorizer'   # Chalice's CloudFormation name for gateway_authorizer
+ERROR_TEMPLATE = '{"error":"%s","message":"%s","status":%d}'
+
+
+def _chalice_config() -> dict[str, Any]:
+    return json.loads((ROOT / '.chalice' / 'config.json').read_text())
+
+
+def limits(stage: str = 'prod') -> tuple[int, int]:
+    """(per minute, burst per second) of a stage, from the app's own configuration."""
+    config = _chalice_config()
+    env = dict(config.get('environment_variables') or {})
+    env.update((config.get('stages', {}).get(stage, {}) or {}).get('environment_variables') or {})
+    return int(env.get('RATE_LIMIT_PER_MINUTE', 100)), int(env.get('RATE_LIMIT_BURST_PER_SECOND', 20))
+
+
+def api_stage_name(stage: str = 'prod') -> str:
+    return (_chalice_config().get('stages', {}).get(stage, {}) or {}).get('api_gateway_stage', stage)
+
+
+def _gateway_response(kind: str, status: int, error: str, message: str, headers: dict[str, str]) -> dict:
+    return {
+        'Type': 'AWS::ApiGateway::GatewayResponse',
+        'Properties': {
+            'RestApiId': {'Ref': 'RestApiId'},
+            'ResponseType': kind,
+            'StatusCode': str(status),
+            'ResponseParameters': {f'gatewayresponse.header.{k}': f"'{v}'" for k, v in headers.items()},
+            'ResponseTemplates': {'application/json': ERROR_TEMPLATE % (error, message, status)},
+        },
+    }
+
+
+def template(stage: str = 'prod') -> dict[str, Any]:
+    per_minute, burst = limits(stage)
+    rate = round(per_minute / 60, 4)
+    api_stage = [{'ApiId': {'Ref': 'RestApiId'}, 'Stage': {'Ref': 'StageName'}}]
+    return {
+        'AWSTemplateFormatVersion': '2010-09-09',
+        'Description': f'Platform API usage plans and gateway responses ({stage})',
+        'Parameters': {
+            'RestApiId': {'Type': 'String', 'Description': 'the API deployed by Chalice'},
+            'StageName': {'Type': 'String', 'Default': api_stage_name(stage)},
+            'SharedUsageKeyValue': {'Type': 'String', 'NoEcho': True, 'MinLength': 20,
+                                    'Description': 'GATEWAY_SHARED_USAGE_KEY of the stage'},
+            'AuthorizerFunctionArn': {'Type': 'String', 'Description': 'the gateway_authorizer function'},
+        },
+        'Resources': {
+            'PerKeyUsagePlan': {
+                'Type': 'AWS::ApiGateway::UsagePlan',
+                'Properties': {'UsagePlanName': f'platform-{stage}-per-key', 'ApiStages': api_stage,
+                               'Description': f'{per_minute}/min, burst {burst}/s per API key (twins)',
+                               'Throttle': {'BurstLimit': burst, 'RateLimit': rate}},
+            },
+            'SharedUsagePlan': {
+                'Type': 'AWS::ApiGateway::UsagePlan',
+                'Properties': {'UsagePlanName': f'platform-{stage}-shared', 'ApiStages': api_stage,
+                               'Description': 'bearer-token and anonymous callers together',
+                               'Throttle': {'BurstLimit': burst * SHARED_FACTOR,
+                                            'RateLimit': round(rate * SHARED_FACTOR, 4)}},
+            },
+            'SharedUsageKey': {
+                'Type': 'AWS::ApiGateway::ApiKey',
+                'Properties': {'Name': f'platform-{stage}-shared', 'Enabled': True,
+                               'Value': {'Ref': 'SharedUsageKeyValue'}},
+            },
+            'SharedUsagePlanKey': {
+                'Type': 'AWS::ApiGateway::UsagePlanKey',
+                'Properties': {'KeyId': {'Ref': 'SharedUsageKey'}, 'KeyType': 'API_KEY',
+                               'UsagePlanId': {'Ref': 'SharedUsagePlan'}},
+            },
+            'AuthorizerInvokePermission': {
+                'Type': 'AWS::Lambda::Permission',
+                'Properties': {'Action': 'lambda:InvokeFunction', 'Principal': 'apigateway.amazonaws.com',
+                               'FunctionName': {'Ref': 'AuthorizerFunctionArn'},
+                               'SourceArn': {'Fn::Sub': 'arn:${AWS::Partition}:execute-api:${AWS::Region}:'
+                                                        '${AWS::AccountId}:${RestApiId}/authorizers/*'}},
+            },
+            'ThrottledResponse': _gateway_response(
+                'THROTTLED', 429, 'Too Many Requests', 'Rate limit exceeded',
+                {'Retry-After': '1', 'X-RateLimit-Limit': str(per_minute)}),
+            'InvalidKeyResponse': _gateway_response(
+                'INVALID_API_KEY', 401, 'Unauthorized', 'Invalid API key',
+                {'WWW-Authenticate': 'Bearer, ApiKey header="x-api-key", Basic realm="platform"',
+                 'X-RateLimit-Limit': str(per_minute)}),
+        },
+        'Outputs': {
+            'PerKeyUsagePlanId': {'Value': {'Ref': 'PerKeyUsagePlan'}, 'Description': 'USAGE_PLAN_ID'},
+            'SharedUsagePlanId': {'Value': {'Ref': 'SharedUsagePlan'}},
+        },
+    }
+
+
+def authorizer_uri() -> dict[str, Any]:
+    return {'Fn::Sub': 'arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31'
+                       f'/functions/${{{AUTHORIZER_FUNCTION}.Arn}}/invocations'}
+
+
+def patch_swagger(swagger: dict[str, Any], is_service_route=None, uri: Any = None) -> dict[str, Any]:
+    """The API definition Chalice generates, with the key source AUTHORIZER, the REQUEST
+    authorizer, and every operation requiring the (authorizer-supplied) usage key. Routes the
+    app authenticates with the internal service token stay outside the usage plans."""
+    if is_service_route is None:
+        from chalicelib.api import policy
+        is_service_route = lambda path: policy.of(path) == 'service'  # noqa: E731
+    out = copy.deepcopy(swagger)
+    out['x-amazon-apigateway-api-key-source'] = 'AUTHORIZER'
+    definitions = out.setdefault('securityDefinitions', {})
+    definitions['api_key'] = {'type': 'apiKey', 'name': 'x-api-key', 'in': 'header'}
+    definitions[AUTHORIZER] = {
+        'type': 'apiKey', 'name': 'Authorization', 'in': 'header',
+        'x-amazon-apigateway-authtype': 'custom',
+        'x-amazon-apigateway-authorizer': {'type': 'request', 'authorizerResultTtlInSeconds': 0,
+                                           'authorizerUri': uri if uri is not None else authorizer_uri()},
+    }
+    for path, operations in out.get('paths', {}).items():
+        if is_service_route(path):
+            continue
+        for method, operation in operations.items():
+            if method in ('get', 'put', 'post', 'delete', 'patch', 'head') and isinstance(operation, dict):
+                operation['security'] = [{AUTHORIZER: [], 'api_key': []}]
+    return out
+
+
+def patch_package(sam_path: str) -> None:
+    """Patch the RestAPI definition inside ``chalice package`` CloudFormation output in place."""
+    path = Path(sam_path)
+    doc = json.loads(path.read_text())
+    api = doc['Resources']['RestAPI']['Properties']
+    api['DefinitionBody'] = patch_swagger(api['DefinitionBody'])
+    path.write_text(json.dumps(doc, indent=2))
+
+
+if __name__ == '__main__':
+    command = sys.argv[1] if len(sys.argv) > 1 else 'template'
+    if command == 'template':
+        print(json.dumps(template(sys.argv[2] if len(sys.argv) > 2 else 'prod'), indent=2))
+    elif command == 'patch':
+        patch_package(sys.argv[2])
+    else:
+        raise SystemExit('usage: python -m infra.usage_plan template [stage] | patch <sam.json>')

@@ -1,0 +1,403 @@
+"""Every route of the app × every kind of caller, generated from the route table (app.routes),
+so a route added later is covered without touching this file.
+
+Cases: no credential, unknown key, revoked key, expired key, expired JWT, JWT for another
+audience, JWT signed by a key the provider never published (all 401), a user of another
+organization (404 for the default organization's resources, lists without them), a VIEWER
+(reads pass, writes 403), and the right credential (a platform admin: 2xx; on GET routes also
+as a bearer JWT).
+
+Path parameters are filled with ids of real resources of the default organization, one of each
+family, created through the API once per module (one bootstrapped platform per module keeps
+the ~2,800 requests fast). Public routes and service routes are checked separately below.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+
+import app as app_module
+from chalicelib.api import policy
+from chalicelib.domain.registry import BY_PATH, FAMILIES, Family
+from tests.api.test_auth_credentials import EC, RSA, bearer
+from tests.conftest import ADMIN_KEY, Api
+from tests.support import sample
+from tests.unit.test_jwt_verify import AUDIENCE, ISSUER, JwksServer, Signer
+
+APP = app_module.app
+ROUTES = sorted((path, method) for path, methods in APP.routes.items() for method in methods)
+USER_ROUTES = [r for r in ROUTES if policy.of(r[0]) == 'user']
+PUBLIC_ROUTES = [r for r in ROUTES if policy.of(r[0]) == 'public']
+SERVICE_ROUTES = [r for r in ROUTES if policy.of(r[0]) == 'service']
+CATALOGUE = {'products', 'product-groups', 'product-project-templates'}
+PARAM = re.compile(r'^\{(\w+)\}$')
+UNAUTHENTICATED = ('no credential', 'unknown key', 'revoked key', 'expired key', 'expired JWT',
+                   'JWT wrong audience', 'JWT unknown signing key')
+CASES = UNAUTHENTICATED + ('other organization', 'viewer', 'right credential')
+
+# Custom (non-CRUD) routes: the body a caller sends. Anything not listed sends {}.
+# The right caller must get a 2xx on these; on a custom write not listed it must only not be
+# refused (not 401/403, no 5xx).
+CUSTOM_BODIES: dict[tuple[str, str], Callable[['World'], Any]] = {
+    ('PUT', '/api/tasks/{id}/status'): lambda w: {'statusSlug': w.task_status_slug},
+    ('POST', '/api/executions/{executionId}/cancel'): lambda w: None,
+}
+
+
+# ----------------------------------------------------------------------------- route shapes
+
+@dataclass(frozen=True)
+class Shape:
+    kind: str                    # crud | account | custom
+    op: str                      # list create get update delete sequence | read write
+    family: Family | None        # the family whose resource the path names (or lists)
+
+
+def shape(path: str, method: str) -> Shape:
+    parts = path.strip('/').split('/')
+    if parts[:3] == ['api', 'account', 'me']:
+        return Shape('account', 'read' if method == 'GET' else 'write', None)
+    family = BY_PATH.get(parts[1]) if len(parts) > 1 and parts[0] == 'api' else None
+    item = family is not None and len(parts) > 2 and PARAM.match(parts[2]) is not None
+    if family is not None and len(parts) == 2:
+        return Shape('crud', {'GET': 'list', 'POST': 'create'}[method], family)
+    if item and len(parts) == 3:
+        return Shape('crud', {'GET': 'get', 'PUT': 'update', 'DELETE': 'delete'}[method], family)
+    if item and len(parts) == 4 and parts[3] == 'sequence' and method == 'GET':
+        return Shape('crud', 'sequence', family)
+    return Shape('custom', 'read' if method == 'GET' else 'write', family if item else None)
+
+
+# ----------------------------------------------------------------------------- the platform
+
+@dataclass
+class World:
+    api: Api
+    org_id: str
+    admin_id: str
+    resources: dict[str, dict[str, Any]] = field(default_factory=dict)   # family -> a record
+    created: dict[str, str] = field(default_factory=dict)                # family -> id made by a case
+    callers: dict[str, tuple[str | None, dict[str, str]]] = field(default_factory=dict)
+    default_user_ids: set[str] = field(default_factory=set)
+    admin_key_id: str = ''
+    task_status_slug: str = ''
+
+    def as_caller(self, case: str) -> tuple[str | None, dict[str, str]]:
+        return self.callers[case]
+
+    # bodies ------------------------------------------------------------------------------
+    def create_body(self, family: Family, creates: bool = True) -> dict[str, Any]:
+        """A valid create body for the default organization. ``creates``: the caller may really
+        create it (a membership then needs a user who is not a member yet)."""
+        body: dict[str, Any] = {}
+        if family.scope == 'org':
+            body['organizationId'] = self.org_id
+        if family.scope == 'project':
+            body['projectId'] = self.resources['projects']['id']
+        for f in family.writable.values():
+            if not f.required:
+                continue
+            if family.path == 'memberships' and f.name == 'userId' and creates:
+                body['userId'] = self.new_user()['id']     # one membership per user and organization
+            elif f.ref:
+                body[f.name] = self.resources[f.ref]['id']
+            else:
+                body[f.name] = sample(f)
+        return body
+
+    def create(self, family: Family) -> dict[str, Any]:
+        r = self.api.post(f'/api/{family.path}', self.create_body(family))
+        assert r.status == 201, (family.path, r.status, r.json)
+        return r.json
+
+    def spare(self, family: Family) -> str:
+        """A resource the right caller may delete: one its create case made, else a new one."""
+        made = self.created.pop(family.path, None)
+        return made or self.create(family)['id']
+
+    def new_user(self) -> dict[str, Any]:
+        r = self.api.post('/api/users', {'email': f'm-{uuid.uuid4().hex[:10]}@example.com'})
+        assert r.status == 201, r.json
+        return r.json
+
+    def fill(self, path: str, fresh: bool = False) -> str:
+        """The route's path with ids of the default organization's resources (a new one when
+        ``fresh``: the right caller deletes or changes state without spoiling later cases)."""
+        parts = path.strip('/').split('/')
+        out = []
+        for i, part in enumerate(parts):
+            m = PARAM.match(part)
+            if not m:
+                out.append(part)
+                continue
+            family = BY_PATH.get(parts[i - 1]) if i > 0 else None
+            if parts[:3] == ['api', 'account', 'me']:
+                out.append(self.fresh_key_id() if fresh else self.admin_key_id)
+            elif family is not None and fresh and family.path == 'organizations':
+                out.append(self.system_org()['id'])
+            elif family is not None:
+                out.append(self.spare(family) if fresh and not family.read_only
+                           else self.resources[family.path]['id'])
+            else:
+                out.append('x')
+        return '/' + '/'.join(out)
+
+    def system_org(self) -> dict[str, Any]:
+        """An organization nobody belongs to (created as the system): the admin would otherwise
+        become its manager, and every later list of the admin would read one more tenant."""
+        from chalicelib.core.principal import set_current
+        from chalicelib.services.bootstrap import SYSTEM
+        from chalicelib.services.resources import create
+        set_current(SYSTEM)
+        try:
+            return create('organizations', json.dumps({'name': 'Fresh', 'slug': f'f-{uuid.uuid4().hex[:10]}'}).encode())
+        finally:
+            set_current(None)
+
+    def fresh_key_id(self) -> str:
+        return self.api.post('/api/account/me/api-keys', {'name': 'fresh'}).json['id']
+
+
+def _build(api: Api, org_id: str, admin_id: str) -> World:
+    from chalicelib.core.principal import set_current
+    from chalicelib.services.bootstrap import SYSTEM
+    from chalicelib.services.identity import create_api_key
+    from chalicelib.services.resources import create
+    # the admin's own key (it names its owner: one read to authenticate, as clients' keys do)
+    admin_key = create_api_key(admin_id, 'admin@example.com', 'matrix')['key']
+    api = api.as_key(admin_key)
+    world = World(api=api, org_id=org_id, admin_id=admin_id)
+    world.admin_key_id = api.get('/api/account/me/api-keys').json[0]['id']
+    # one record of every writable family, references first
+    pending = [f for f in FAMILIES if not f.read_only]
+    world.resources['organizations'] = api.get(f'/api/organizations/{org_id}').json
+    pending.remove(BY_PATH['organizations'])
+    while pending:
+        ready = [f for f in pending if all(
+            (not s.required or not s.ref or s.ref in world.resources or (f.path, s.name) == ('memberships', 'userId'))
+            for s in f.writable.values()) and (f.scope != 'project' or 'projects' in world.resources)]
+        assert ready, [f.path for f in pending]
+        for family in ready:
+            world.resources[family.path] = world.create(family)
+            pending.remove(family)
+    member = world.new_user()
+    assert api.post('/api/memberships', {'organizationId': org_id, 'userId': member['id'],
+                                         'role': 'MEMBER'}).status == 201
+    world.resources['users'] = member
+    for family in (f for f in FAMILIES if f.read_only):
+        listed = api.get(f'/api/{family.path}').json['content']
+        assert listed, f'no {family.path} record to address'
+        world.resources[family.path] = listed[0]
+    world.task_status_slug = api.post('/api/task-statuses', {
+        'organizationId': org_id, 'label': 'Review', 'slug': 'review-matrix', 'statusType': 'OPEN'}).json['slug']
+    # the callers
+    viewer = world.new_user()
+    assert api.post('/api/memberships', {'organizationId': org_id, 'userId': viewer['id'],
+                                         'role': 'VIEWER'}).status == 201
+    viewer_key = create_api_key(viewer['id'], viewer['email'], 'viewer')['key']
+    revoked = api.as_key(viewer_key).post('/api/account/me/api-keys', {'name': 'to revoke'}).json
+    assert api.as_key(viewer_key).delete(f"/api/account/me/api-keys/{revoked['id']}").status == 204
+    expired = create_api_key(viewer['id'], viewer['email'], 'old', expires_at='2020-01-01T00:00:00.000000Z')['key']
+    set_current(SYSTEM)
+    try:   # another organization the admin has no role in, managed by its own user
+        other_org = create('organizations', json.dumps({'name': 'Other', 'slug': 'other-matrix'}).encode())
+        other_email = 'other-manager@example.com'
+        other_user = create('users', json.dumps({'email': other_email}).encode())
+        create('memberships', json.dumps({'organizationId': other_org['id'], 'userId': other_user['id'],
+                                          'role': 'MANAGE'}).encode())
+    finally:
+        set_current(None)
+    other_key = create_api_key(other_user['id'], other_email, 'other')['key']
+    admin_email = api.get('/api/account/me').json['email']
+    now = int(time.time())
+    world.callers = {
+        'no credential': (None, {}),
+        'unknown key': ('pk_' + uuid.uuid4().hex * 2, {}),
+        'revoked key': (revoked['key'], {}),
+        'expired key': (expired, {}),
+        'expired JWT': (None, bearer(RSA.token(admin_email, exp=now - 3600, iat=now - 7200, nbf=now - 7200))),
+        'JWT wrong audience': (None, bearer(EC.token(admin_email, aud='another-api'))),
+        'JWT unknown signing key': (None, bearer(Signer('ES256').token(admin_email))),
+        'other organization': (other_key, {}),
+        'viewer': (viewer_key, {}),
+        'right credential': (admin_key, {}),
+        'right JWT': (None, bearer(RSA.token(admin_email, exp=now + 3600))),
+    }
+    world.default_user_ids = {admin_id, viewer['id'], member['id']}
+    return world
+
+
+@pytest.fixture(scope='module')
+def world():
+    """One bootstrapped platform for the whole module, on its own moto backend."""
+    from chalice.test import Client
+    from moto import mock_aws
+
+    from chalicelib.core import jwt_verify
+    from chalicelib.core.config import get_config, reset_config
+    from chalicelib.services.bootstrap import bootstrap
+    from chalicelib.store import table
+    mp = pytest.MonkeyPatch()
+    server = JwksServer(RSA, EC)
+    mp.setenv('COUNTER_SHARDS', '1')     # fewer counter items: moto copies the table per transaction
+    mp.setenv('AUTH_JWT_ISSUER', ISSUER)
+    mp.setenv('AUTH_JWT_AUDIENCE', AUDIENCE)
+    mp.setenv('AUTH_JWT_JWKS_URL', server.url)
+    reset_config()
+    get_config()  # read now: chalice.test.Client swaps os.environ during requests
+    table.reset()
+    table.boto3_table.cache_clear()
+    jwt_verify.reset_caches()
+    try:
+        with mock_aws():
+            platform = bootstrap(api_key=ADMIN_KEY)
+            with Client(APP) as client:
+                yield _build(Api(client, ADMIN_KEY), platform['organizationId'], platform['userId'])
+    finally:
+        server.close()
+        mp.undo()
+        reset_config()
+        table.reset()
+        table.boto3_table.cache_clear()
+        jwt_verify.reset_caches()
+
+
+# ----------------------------------------------------------------------------- expectations
+
+def expected(sh: Shape, method: str, path: str, case: str) -> set[int] | str:
+    """The statuses a case may get on a route: a set, 'ok' (any 2xx) or 'not-denied' (anything
+    but 401/403 and 5xx: a custom write this file has no valid body for, see CUSTOM_BODIES)."""
+    if case in UNAUTHENTICATED:
+        return {401}
+    if case in ('right credential', 'right JWT'):
+        if sh.kind == 'custom' and method != 'GET' and (method, path) not in CUSTOM_BODIES:
+            return 'not-denied'
+        return 'ok'
+    fam = sh.family.path if sh.family is not None else None
+    if sh.kind == 'account':
+        if method == 'DELETE':
+            return {404}                          # the admin's key id: not theirs
+        return 'ok'                               # their own account
+    read = method == 'GET'
+    if case == 'viewer':
+        return 'ok' if read else {403}
+    # another organization's user (a manager there, nothing here)
+    if sh.kind == 'custom':
+        return {404} if sh.family is not None else ('ok' if read else 'not-denied')
+    if sh.op == 'list':
+        return 'ok'
+    if sh.op == 'create':
+        if fam in CATALOGUE:
+            return {403}
+        if fam in ('organizations', 'users'):
+            return 'ok'                           # a manager elsewhere may create these
+        return {400}                              # the body names the default org/project: unknown to them
+    if fam in CATALOGUE:
+        return 'ok' if read else {403}            # the catalogue is everyone's to read
+    return {404}
+
+
+def _isolated(world: World, sh: Shape, reply) -> None:
+    """A list seen by another organization's user holds nothing of the default organization."""
+    content = reply.json['content'] if isinstance(reply.json, dict) else reply.json
+    assert isinstance(content, list)
+    fam = sh.family.path if sh.family else None
+    for item in content:
+        if fam == 'organizations':
+            assert item['id'] != world.org_id
+        elif fam == 'users':
+            assert item['id'] not in world.default_user_ids
+        elif fam not in CATALOGUE:
+            assert item.get('organizationId') != world.org_id, item
+
+
+def _call(world: World, path: str, method: str, case: str, fresh: bool):
+    sh = shape(path, method)
+    key, headers = world.as_caller(case)
+    url = world.fill(path, fresh=fresh)
+    body = None
+    if method in ('POST', 'PUT'):
+        if sh.kind == 'crud' and sh.op == 'create':
+            body = world.create_body(sh.family, creates=case == 'right credential')
+        elif (method, path) in CUSTOM_BODIES:
+            body = CUSTOM_BODIES[(method, path)](world)
+        elif sh.kind == 'account':
+            body = {'name': 'matrix'}
+        else:
+            body = {}
+    return sh, world.api.call(method, url, body, key=key, headers=headers)
+
+
+# Creating an organization makes its creator a member, and every later list of theirs reads one
+# more tenant: that route goes last (speed only; no case depends on another).
+_ORDERED = sorted(USER_ROUTES, key=lambda r: r == ('/api/organizations', 'POST'))
+MATRIX = [(path, method, case) for path, method in _ORDERED
+          for case in CASES + (('right JWT',) if method == 'GET' else ())]
+
+
+@pytest.mark.parametrize('path,method,case', MATRIX, ids=[f'{m} {p} | {c}' for p, m, c in MATRIX])
+def test_route_by_caller(world, path, method, case):
+    # the right caller deletes, or changes the state of, a resource of its own
+    fresh = case in ('right credential', 'right JWT') and method in ('DELETE', 'POST')
+    sh, r = _call(world, path, method, case, fresh)
+    if case == 'right credential' and sh.op == 'create' and r.status == 201:
+        world.created[sh.family.path] = r.json['id']      # its delete case may use it
+    want = expected(sh, method, path, case)
+    what = (case, method, path, r.status, r.json)
+    assert {'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'} <= set(r.headers), what
+    if want == 'ok':
+        assert 200 <= r.status < 300, what
+    elif want == 'not-denied':
+        assert r.status not in (401, 403) and r.status < 500, what
+    else:
+        assert r.status in want, what
+    if r.status >= 400:
+        assert r.json['status'] == r.status and r.json['error'] and r.json['message'], what
+    if r.status == 401:
+        assert 'www-authenticate' in r.headers, what
+    if case == 'other organization' and r.status == 200 and (sh.op == 'list' or sh.kind == 'custom'):
+        if isinstance(r.json, dict) and 'content' in r.json:
+            _isolated(world, sh, r)
+
+
+def test_every_user_route_is_in_the_matrix():
+    assert len(USER_ROUTES) > 200
+    families = {shape(p, m).family.path for p, m in USER_ROUTES if shape(p, m).family is not None}
+    assert families == {f.path for f in FAMILIES}
+    shapes = {(shape(p, m).kind, shape(p, m).op) for p, m in USER_ROUTES}
+    assert {('crud', op) for op in ('list', 'create', 'get', 'update', 'delete', 'sequence')} <= shapes
+
+
+# ----------------------------------------------------------------------------- public and service
+
+@pytest.mark.parametrize('path,method', PUBLIC_ROUTES, ids=[f'{m} {p}' for p, m in PUBLIC_ROUTES])
+def test_public_routes_need_no_credential(world, path, method):
+    for key, headers in ((None, {}), ('pk_unknown', {}), (None, {'authorization': 'Bearer junk'})):
+        r = world.api.call(method, path, key=key, headers=headers)
+        assert r.status == 200, (path, r.status)
+        assert 'x-ratelimit-limit' in r.headers
+
+
+@pytest.mark.parametrize('path,method', SERVICE_ROUTES, ids=[f'{m} {p}' for p, m in SERVICE_ROUTES])
+def test_service_routes_refuse_every_user_credential(world, path, method, monkeypatch):
+    from chalicelib.core.config import get_config, reset_config
+    for case in CASES + ('right JWT',):
+        key, headers = world.as_caller(case)
+        r = world.api.call(method, path, {}, key=key, headers=headers)
+        assert r.status == 401, (case, r.status)
+    monkeypatch.setenv('INTERNAL_SERVICE_TOKEN', 'matrix-service-token-0123456789')
+    reset_config()
+    get_config()
+    try:
+        r = world.api.call(method, path, {}, key=None, headers={'x-service-token': 'matrix-service-token-0123456789'})
+        assert r.status not in (401, 403) and r.status < 500, r.json
+    finally:
+        monkeypatch.undo()
+        reset_config()
+        get_config()

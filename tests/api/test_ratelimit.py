@@ -1,0 +1,222 @@
+"""Rate limits through HTTP with the contract's figures (100 per minute per key, burst 20 per
+second) and a fake clock for the limiter's windows."""
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.api.test_auth_credentials import idp  # noqa: F401 - the JWKS fixture, shared
+from tests.conftest import ADMIN_KEY, Api, make_user
+
+T0 = 1_800_000_000          # a minute boundary (divisible by 60)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class FakeClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    from chalicelib.core.config import get_config, reset_config
+    from chalicelib.services import ratelimit
+    monkeypatch.setenv('RATE_LIMIT_PER_MINUTE', '100')
+    monkeypatch.setenv('RATE_LIMIT_BURST_PER_SECOND', '20')
+    reset_config()
+    get_config()  # read now: chalice.test.Client swaps os.environ during requests
+    fake = FakeClock(T0 + 0.25)
+    monkeypatch.setattr(ratelimit, 'clock', fake)
+    yield fake
+    monkeypatch.undo()
+    reset_config()
+    get_config()  # read now: chalice.test.Client swaps os.environ during requests
+
+
+def limit_headers(r) -> tuple[int, int, int]:
+    return (int(r.headers['x-ratelimit-limit']), int(r.headers['x-ratelimit-remaining']),
+            int(r.headers['x-ratelimit-reset']))
+
+
+def test_the_101st_request_in_a_minute_is_429(api, clock):
+    for i in range(1, 101):
+        r = api.get('/api/account/me')
+        assert r.status == 200, (i, r.json)
+        assert limit_headers(r) == (100, 100 - i, T0 + 60)
+        clock.now += 0.5                       # 2 a second: the burst never binds
+    r = api.get('/api/account/me')
+    assert r.status == 429
+    assert r.json == {'error': 'Too Many Requests', 'status': 429, 'message': r.json['message']}
+    assert limit_headers(r) == (100, 0, T0 + 60)
+    assert int(r.headers['retry-after']) == math.ceil(T0 + 60 - clock.now) == 10
+    # refused requests do not use up quota, and the next minute starts afresh
+    clock.now = T0 + 60.1
+    r = api.get('/api/account/me')
+    assert r.status == 200 and limit_headers(r) == (100, 99, T0 + 120)
+
+
+def test_the_21st_request_in_one_second_is_429(api, clock):
+    for i in range(1, 21):
+        r = api.get('/api/account/me')
+        assert r.status == 200, i
+        assert limit_headers(r) == (100, 100 - i, T0 + 60)
+    r = api.get('/api/account/me')
+    assert r.status == 429 and r.json['status'] == 429
+    assert limit_headers(r) == (100, 0, T0 + 1)          # the burst window reopens next second
+    assert r.headers['retry-after'] == '1'
+    clock.now += 1
+    r = api.get('/api/account/me')
+    assert r.status == 200 and limit_headers(r) == (100, 79, T0 + 60)
+
+
+def test_limits_are_per_key(api, org_id, clock):
+    _, other_key = make_user(api, org_id, 'VIEWER')
+    other = api.as_key(other_key)
+    clock.now += 1
+    for _ in range(20):
+        assert api.get('/api/account/me').status == 200
+    assert api.get('/api/account/me').status == 429
+    r = other.get('/api/account/me')
+    assert r.status == 200 and limit_headers(r)[1] == 99
+    second = api.post('/api/account/me/api-keys', {'name': 'second'})
+    assert second.status == 429                            # the admin key is still over its burst
+    clock.now += 1
+    second = api.post('/api/account/me/api-keys', {'name': 'second'}).json['key']
+    r = api.as_key(second).get('/api/account/me')
+    assert r.status == 200 and limit_headers(r)[1] == 99   # a new key has its own counter
+
+
+def test_bearer_callers_are_limited_per_user(api, org_id, clock, idp):
+    from tests.api.test_auth_credentials import EC, RSA, bearer
+    user, _ = make_user(api, org_id, 'VIEWER')
+    clock.now += 1
+    for i in range(10):
+        assert api.get('/api/account/me', key=None, headers=bearer(RSA.token(user['email']))).status == 200
+        assert api.get('/api/account/me', key=None, headers=bearer(EC.token(user['email']))).status == 200
+    r = api.get('/api/account/me', key=None, headers=bearer(RSA.token(user['email'])))
+    assert r.status == 429                                 # 20 tokens, one user, one counter
+
+
+def test_requests_without_a_valid_credential_are_not_counted(api, clock):
+    for _ in range(30):                                     # more than the burst, in one second
+        for r in (api.get('/api/projects', key=None), api.get('/api/projects', key='pk_guess'),
+                  api.get('/v3/api-docs', key=None)):
+            assert r.status in (401, 200) and limit_headers(r) == (100, 100, T0 + 60)
+    r = api.get('/api/projects')                            # a valid key from the same client
+    assert r.status == 200 and limit_headers(r)[1] == 99
+
+
+def test_every_response_carries_the_headers(api, clock):
+    responses = {
+        'ok': api.get('/api/projects'),
+        'created': api.post('/api/labels', {'name': 'l'}),
+        'bad request': api.post('/api/labels', raw='[1]'),
+        'not found': api.get('/api/projects/00000000-0000-4000-8000-000000000000'),
+        'method not allowed': api.call('PATCH', '/api/projects'),
+        'unsupported media type': api.post('/api/labels', raw='x', headers={'content-type': 'text/plain'}),
+        'unauthorized': api.get('/api/projects', key=None),
+        'public': api.get('/v3/api-docs', key=None),
+    }
+    for name, r in responses.items():
+        assert {'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'} <= set(r.headers), name
+        assert r.headers['x-ratelimit-limit'] == '100', name
+    assert [r.status for r in responses.values()] == [200, 201, 400, 404, 405, 415, 401, 200]
+
+
+def test_the_window_is_one_item_with_both_counters_and_a_ttl(api, clock):
+    import boto3
+    api.get('/api/account/me')
+    clock.now += 1
+    api.get('/api/account/me')
+    api.get('/api/account/me')
+    items = boto3.client('dynamodb', region_name='us-east-1').scan(
+        TableName='platform-test', FilterExpression='begins_with(pk, :p)',
+        ExpressionAttributeValues={':p': {'S': 'RL#key:'}})['Items']
+    assert len(items) == 1
+    item = items[0]
+    assert item['pk']['S'].endswith(f'#{T0 // 60}')
+    assert item['cnt'] == {'N': '3'} and item['s00'] == {'N': '1'} and item['s01'] == {'N': '2'}
+    assert int(item['ttl']['N']) > T0 + 60
+
+
+def test_dynamodb_calls_of_one_authenticated_get_by_id(api, org_id, clock, idp):
+    """An API key names its owner: one BatchGetItem authenticates it (user, roles, key record),
+    one UpdateItem counts the request, one GetItem reads the resource. A key that names no owner
+    (the bootstrap key) needs a GetItem more, and so does a bearer token (e-mail -> user)."""
+    from tests.api.test_auth_credentials import RSA, bearer
+    from chalicelib.store import table
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    key = api.post('/api/account/me/api-keys', {'name': 'counted'}).json['key']
+    calls: list[str] = []
+    clients = {id(c): c for c in (table.configure()._get_connection().connection.client,
+                                  table.boto3_table().meta.client)}
+
+    def record(event_name, **kwargs):
+        calls.append(event_name.rsplit('.', 1)[1])
+
+    def count(caller: Api, headers=None) -> list[str]:
+        calls.clear()
+        for c in clients.values():
+            c.meta.events.register('before-call.dynamodb.*', record)
+        try:
+            assert caller.get(f'/api/projects/{project["id"]}', headers=headers).status == 200
+        finally:
+            for c in clients.values():
+                c.meta.events.unregister('before-call.dynamodb.*', record)
+        return list(calls)
+    assert count(api.as_key(key)) == ['BatchGetItem', 'UpdateItem', 'GetItem']
+    assert count(api) == ['GetItem', 'BatchGetItem', 'UpdateItem', 'GetItem']
+    email = api.get('/api/account/me').json['email']
+    assert count(api.as_key(None), bearer(RSA.token(email))) == ['GetItem', 'BatchGetItem', 'UpdateItem', 'GetItem']
+
+
+def test_the_limiter_fails_open(api, clock, monkeypatch):
+    from chalicelib.store import ratelimit as store
+
+    def broken(*args, **kwargs):
+        raise RuntimeError('table unavailable')
+    monkeypatch.setattr(store, 'hit', broken)
+    r = api.get('/api/account/me')
+    assert r.status == 200 and limit_headers(r) == (100, 100, T0 + 60)
+
+
+def _second_app():
+    """A second, separate Chalice app object built from app.py with fresh blueprint modules (as
+    another Lambda instance would build it), on the same moto backend. The first app's modules
+    are put back afterwards."""
+    import sys
+    saved = {name: mod for name, mod in sys.modules.items()
+             if name == 'chalicelib.api' or name.startswith('chalicelib.api.')}
+    for name in saved:
+        del sys.modules[name]
+    try:
+        spec = importlib.util.spec_from_file_location('app_second_instance', ROOT / 'app.py')
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        for name in [n for n in sys.modules if n == 'chalicelib.api' or n.startswith('chalicelib.api.')]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+        sys.modules['chalicelib'].api = saved['chalicelib.api']
+    return module.app
+
+
+def test_the_counter_holds_across_two_app_instances(client, clock):
+    from chalice.test import Client
+    import app as first
+    second_app = _second_app()
+    assert second_app is not first.app
+    with Client(second_app) as second_client:
+        a, b = Api(client, ADMIN_KEY), Api(second_client, ADMIN_KEY)
+        for i in range(1, 101):
+            r = (a if i % 2 else b).get('/api/account/me')
+            assert r.status == 200 and limit_headers(r)[1] == 100 - i, i
+            clock.now += 0.5
+        assert a.get('/api/account/me').status == 429
+        assert b.get('/api/account/me').status == 429
