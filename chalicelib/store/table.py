@@ -5,7 +5,9 @@
 | entity        | ``{family}#{id}``           | ``#``     | tpk/ppk + csk/usk/nsk (see below)|
 | unique value  | ``UQ#{family}#{scope}#{field}#{value}`` | ``#`` |                        |
 | counter shard | ``CNT#{family}#{tenant}``   | shard no. |                                  |
-| API key       | ``KEY#{sha256(key)}``       | ``#``     | ppk ``KEYS#U#{userId}``          |
+| user ACL      | ``users#{userId}``          | ``ACL``   | (roles per org; store/credentials)|
+| API key       | ``users#{userId}``          | ``KEY#{sha256(key)}`` | (store/credentials.py)|
+| key pointer   | ``KEY#{sha256(key)}``       | ``#``     | keys without the user id in them |
 | rate window   | ``RL#{subject}#{window}``   | ``#``     | expires by TTL                   |
 
 Entity index attributes (removed when an entity is soft-deleted, so it leaves every list):

@@ -114,6 +114,6 @@ def test_errors_are_json_everywhere(server):
 def test_ctrl_c_stops_the_server_and_moto(server):
     proc = server['proc']
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=20) is not None
+    assert proc.wait(timeout=60) is not None
     with socket.socket() as s:
         assert s.connect_ex(('127.0.0.1', server['moto_port'])) != 0
