@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench fuzz clean
+.PHONY: run test bench fuzz lint clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -20,6 +20,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	PYTHONPATH=. $(PY) bench/run_all.py
+
+# the layer contracts (.importlinter) and ruff (ruff.toml); `make test` runs both too
+lint: $(STAMP)
+	PYTHONPATH=. $(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
 
 # schemathesis against the local server (its own moto), driven by /v3/api-docs; ~2-4 min.
 fuzz: $(STAMP)

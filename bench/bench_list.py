@@ -27,9 +27,10 @@ import statistics
 import sys
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -91,10 +92,11 @@ def seed(org_id: str, project_id: str, user_id: str, n: int) -> list[str]:
     """n tasks in one project, written as the create service writes them; returns their ids."""
     from chalicelib.core.clock import iso
     from chalicelib.core.config import get_config
+    from chalicelib.store import model as store_model
     from chalicelib.store import repository as repo
     from chalicelib.store import table
-    model = table.configure()
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    model = store_model.configure()
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     ids = []
     with model.batch_write() as batch:
         for i in range(n):
@@ -104,11 +106,12 @@ def seed(org_id: str, project_id: str, user_id: str, n: int) -> list[str]:
                     'createdByUserId': user_id, 'organizationId': org_id, 'projectId': project_id,
                     'title': f'{WORDS[i % len(WORDS)]} task {i}', 'description': f'seeded task number {i}',
                     'statusSlug': ('open', 'done', 'blocked')[i % 3], 'priority': i % 5}
-            batch.save(repo.entity_item('tasks', data, 1, org_id, org_id, f'tasks#P#{project_id}', data['title']))
+            batch.save(repo.entity_item('tasks', data, seq=1, org=org_id, tenant=org_id,
+                                        parent=table.project_pk('tasks', project_id), name_value=data['title']))
             ids.append(data['id'])
         shards = get_config().counter_shards
         for shard in range(shards):  # the create service spreads +1s over random shards
-            batch.save(model(f'CNT#{table.tenant_pk("tasks", org_id)}', str(shard),
+            batch.save(model(table.counter_pk('tasks', org_id), str(shard),
                              cnt=n // shards + (1 if shard < n % shards else 0)))
     return ids
 
@@ -142,11 +145,10 @@ def run_size(n: int, repeat: int) -> dict[str, Any]:
 
     from chalicelib.core.config import get_config, reset_config
     from chalicelib.services import listing
-    from chalicelib.store import table
+    from chalicelib.store import model
 
     reset_config()
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
     out: dict[str, Any] = {'n': n, 'rows': {}, 'floor': {}}
     with mock_aws():
         from app import app
@@ -154,8 +156,8 @@ def run_size(n: int, repeat: int) -> dict[str, Any]:
         platform = bootstrap(api_key=ADMIN_KEY)
         org_id = platform['organizationId']
         recorder = Recorder()
-        recorder.attach(table.configure()._get_connection().connection.client.meta.events)
-        recorder.attach(table.boto3_table().meta.client.meta.events)
+        recorder.attach(model.configure()._get_connection().connection.client.meta.events)
+        recorder.attach(model.boto3_table().meta.client.meta.events)
         real_list = listing.list_resources
         listing.list_resources = recorder.wrap(real_list)
         try:
@@ -186,7 +188,7 @@ def run_size(n: int, repeat: int) -> dict[str, Any]:
                     calls = list(recorder.calls)
                     assert not [op for op, _ in calls if op == 'Scan']
                     heavy = sum(read for _, read in calls) > 2000  # timed once: the counted call
-                    ms = first_ms if heavy else median_ms(lambda: get(path), repeat)
+                    ms = first_ms if heavy else median_ms(lambda p=path: get(p), repeat)
                     out['rows'][label] = {'calls': len(calls), 'items': sum(read for _, read in calls), 'ms': ms,
                                           'total': body['totalElements'], 'ops': calls}
 
@@ -196,7 +198,8 @@ def run_size(n: int, repeat: int) -> dict[str, Any]:
                 get(f'/api/tasks/{ids[n // 2]}')
                 out['auth_calls'] = recorder.all_calls - before - 1   # minus the GetItem of the task
                 name = get_config().table_name
-                out['floor']['raw boto3 get_item'] = median_ms(lambda: raw.get_item(TableName=name, Key=key), repeat * 3)
+                out['floor']['raw boto3 get_item'] = median_ms(lambda: raw.get_item(TableName=name, Key=key),
+                                                               repeat * 3)
                 out['floor']['raw boto3 Query GSI, Limit 10'] = median_ms(lambda: raw.query(
                     TableName=name, IndexName='by_created', Limit=10, KeyConditionExpression='tpk = :t',
                     ExpressionAttributeValues={':t': {'S': f'tasks#{org_id}'}}), repeat)
@@ -204,8 +207,7 @@ def run_size(n: int, repeat: int) -> dict[str, Any]:
                 out['floor']['GET /api/tasks (page 0)'] = median_ms(lambda: get('/api/tasks?pageSize=10'), repeat)
         finally:
             listing.list_resources = real_list
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
     return out
 
 
@@ -233,7 +235,8 @@ def report(results: list[dict[str, Any]]) -> str:
         cells = ''.join(f'| {_fmt(r["rows"][label])} ' for r in results)
         a, b = small['rows'][label], large['rows'][label]
         if a and b:
-            ratio = f"| {_ratio(a['calls'], b['calls']):>6} {_ratio(a['items'], b['items']):>7} {_ratio(a['ms'], b['ms']):>7}"
+            ratio = (f"| {_ratio(a['calls'], b['calls']):>6} {_ratio(a['items'], b['items']):>7} "
+                     f"{_ratio(a['ms'], b['ms']):>7}")
         else:
             ratio = f"| {'-':>6} {'-':>7} {'-':>7}  (not on every size)"
         lines.append(f'{label:<30}' + cells + ratio)

@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from chalicelib.store.table import Item
+from chalicelib.store.model import Item
 
 
 def _table(name: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ def start_moto() -> tuple[subprocess.Popen, str]:
             return proc, url
         except Exception:  # noqa: BLE001 - not up yet
             if proc.poll() is not None:
-                raise SystemExit('moto server failed to start')
+                raise SystemExit('moto server failed to start') from None
             time.sleep(0.1)
     proc.kill()
     raise SystemExit('moto server did not start within 30 s')
@@ -51,10 +51,11 @@ def prepare_environment() -> subprocess.Popen | None:
 
 def create_resources() -> None:
     import boto3
+
     from chalicelib.core.config import get_config
-    from chalicelib.store.table import create_table
+    from chalicelib.store.table import ensure_table
     cfg = get_config()
-    create_table()
+    ensure_table()
     s3 = boto3.client('s3', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
     try:
         s3.create_bucket(Bucket=cfg.bucket_name)

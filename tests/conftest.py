@@ -67,21 +67,19 @@ class Api:
     def delete(self, path, **kw):
         return self.call('DELETE', path, **kw)
 
-    def as_key(self, key: str | None) -> 'Api':
+    def as_key(self, key: str | None) -> Api:
         return Api(self._client, key)
 
 
 @pytest.fixture
 def aws():
     from chalicelib.core.config import reset_config
-    from chalicelib.store import table
+    from chalicelib.store import model
     reset_config()
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
     with mock_aws():
         yield
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
 
 
 @pytest.fixture
@@ -94,6 +92,7 @@ def platform(aws):
 @pytest.fixture
 def client(platform):
     from chalice.test import Client
+
     from app import app
     with Client(app) as c:
         yield c

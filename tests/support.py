@@ -6,7 +6,8 @@ import uuid
 from typing import Any
 
 from chalicelib.domain.fields import ENUMS, Field
-from chalicelib.domain.registry import FAMILIES, Family, family as family_of
+from chalicelib.domain.registry import FAMILIES, Family
+from chalicelib.domain.registry import family as family_of
 
 FAMILY_PATHS = [f.path for f in FAMILIES]
 

@@ -6,40 +6,31 @@ from __future__ import annotations
 
 from chalice import Blueprint
 
-from .http import ANY_CONTENT, JSON_CONTENT, created, no_content, raw_body
+from .http import ANY_CONTENT, JSON_CONTENT, body, caller, created, no_content
 
 bp = Blueprint(__name__)
 
 
 @bp.route('/api/account/me', methods=['GET'], name='getAccountMe', content_types=ANY_CONTENT)
 def me():
-    from chalicelib.core.principal import current
-    from chalicelib.services.resources import get
-    principal = current()
-    user = principal.user if principal.user is not None else get('users', principal.user_id)
-    return {**user, 'memberships': [{'organizationId': o, 'role': r} for o, r in sorted(principal.memberships.items())],
-            'platformAdmin': principal.platform_admin}
+    from chalicelib.services import identity  # noqa: PLC0415 - lazy: cold start
+    return identity.account(caller())
 
 
 @bp.route('/api/account/me/api-keys', methods=['GET'], name='listMyApiKeys', content_types=ANY_CONTENT)
 def list_keys():
-    from chalicelib.core.principal import current
-    from chalicelib.services.identity import list_api_keys
-    return list_api_keys(current().user_id)
+    from chalicelib.services import identity  # noqa: PLC0415 - lazy: cold start
+    return identity.list_api_keys(caller().user_id)
 
 
 @bp.route('/api/account/me/api-keys', methods=['POST'], name='createMyApiKey', content_types=JSON_CONTENT)
 def create_key():
-    from chalicelib.core import jsonbody
-    from chalicelib.core.principal import current
-    from chalicelib.services.identity import create_own_api_key
-    principal = current()
-    return created(create_own_api_key(principal.user_id, principal.email, jsonbody.loads_object(raw_body())))
+    from chalicelib.services import identity  # noqa: PLC0415 - lazy: cold start
+    return created(identity.create_own_api_key(body(), caller()))
 
 
 @bp.route('/api/account/me/api-keys/{id}', methods=['DELETE'], name='revokeMyApiKey', content_types=ANY_CONTENT)
 def revoke_key(id):
-    from chalicelib.core.principal import current
-    from chalicelib.services.identity import revoke_api_key
-    revoke_api_key(current().user_id, id)
+    from chalicelib.services import identity  # noqa: PLC0415 - lazy: cold start
+    identity.revoke_api_key(caller().user_id, id)
     return no_content()

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from chalice import Blueprint
 
+from chalicelib.core.secrets import usage_identifier
+
 bp = Blueprint(__name__)
 
 
 @bp.lambda_function(name='gateway_authorizer')
 def gateway_authorizer(event, context):
-    from chalicelib.services.ratelimit import usage_identifier
     answer = {
         'principalId': 'platform-caller',
         'policyDocument': {'Version': '2012-10-17', 'Statement': [{

@@ -11,12 +11,15 @@ that needs them (and kept for the life of the process), never at import.
 """
 from __future__ import annotations
 
+import json
 import threading
-from functools import lru_cache
+from functools import cache
 
 from chalice import Blueprint, Response
 
-from . import policy
+from chalicelib.core.config import get_config
+
+from . import docmeta, policy, resources
 from .docmeta import describe
 from .http import ANY_CONTENT
 
@@ -31,21 +34,16 @@ ASSET_CACHE = 'public, max-age=86400'
 
 def document(app) -> dict:
     """The OpenAPI document of ``app`` as a dict (built on every call)."""
-    from chalicelib.core.config import get_config
-    from chalicelib.services import openapi
-
-    from . import docmeta, resources
+    from chalicelib.services import openapi  # noqa: PLC0415 - lazy: the generator is for this route only
     return openapi.build(app.routes, openapi.registry_index(resources.operation_name), policy.of,
                          docmeta.OPERATIONS, docmeta.SCHEMAS, get_config().public_url)
 
 
 def document_text(app) -> str:
     """The document as JSON text, built once per process (per app, route count and public URL)."""
-    from chalicelib.core.config import get_config
     key = (id(app), sum(len(m) for m in app.routes.values()), get_config().public_url)
     text = _documents.get(key)
     if text is None:
-        import json
         with _lock:
             text = _documents.get(key)
             if text is None:
@@ -95,9 +93,9 @@ INITIALIZER = """window.addEventListener('load', function () {
 """
 
 
-@lru_cache(maxsize=None)
+@cache
 def _asset(name: str) -> str:
-    from swagger_ui_bundle import swagger_ui_path
+    from swagger_ui_bundle import swagger_ui_path  # noqa: PLC0415 - lazy: assets for the docs page only
     text = (swagger_ui_path / name).read_text(encoding='utf-8')
     # The source maps are not served: drop the reference so browsers do not ask for them.
     lines = text.rstrip('\n').split('\n')

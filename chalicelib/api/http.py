@@ -1,9 +1,13 @@
-"""Small helpers shared by the blueprints: the current request's parts and typical responses."""
+"""Small helpers shared by the blueprints: the current request's parts, parsed (the strict
+JSON rules of core/jsonbody.py, the caller set by the middleware), and typical responses."""
 from __future__ import annotations
 
 from typing import Any
 
 from chalice import Response
+
+from chalicelib.core import jsonbody
+from chalicelib.core.principal import Principal, current
 
 ANY_CONTENT = ['*/*']
 JSON_CONTENT = ['application/json']
@@ -29,6 +33,16 @@ def params() -> dict[str, list[str]]:
 
 def raw_body() -> bytes | None:
     return request().raw_body
+
+
+def body() -> dict[str, Any]:
+    """The request body as a JSON object (strict parsing: 400 for anything else)."""
+    return jsonbody.loads_object(raw_body())
+
+
+def caller() -> Principal:
+    """The authenticated principal of this request (401 when there is none)."""
+    return current()
 
 
 def created(body: Any) -> Response:

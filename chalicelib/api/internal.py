@@ -9,7 +9,7 @@ from __future__ import annotations
 from chalice import Blueprint
 
 from . import policy
-from .http import JSON_CONTENT, created, raw_body
+from .http import JSON_CONTENT, body, caller, created
 
 bp = Blueprint(__name__)
 
@@ -17,5 +17,5 @@ bp = Blueprint(__name__)
 @bp.route(policy.service('/api/v2/internal/activities'), methods=['POST'], name='startActivityInternal',
           content_types=JSON_CONTENT)
 def start_activity():
-    from chalicelib.services.internal import start_activity as start
-    return created(start(raw_body()))
+    from chalicelib.services import internal  # noqa: PLC0415 - lazy: cold start
+    return created(internal.start_activity(body(), caller()))

@@ -8,7 +8,7 @@ from chalice import Blueprint
 
 from chalicelib.domain.registry import FAMILIES, Family
 
-from .http import ANY_CONTENT, JSON_CONTENT, created, no_content, params, raw_body
+from .http import ANY_CONTENT, JSON_CONTENT, body, caller, created, no_content, params
 
 bp = Blueprint(__name__)
 
@@ -30,33 +30,33 @@ def operation_name(family: Family, op: str) -> str:
 
 
 def _register(family: Family) -> None:
-    path = family.path
-    base, item = f'/api/{path}', f'/api/{path}/{{{family.id_param}}}'
+    base, item = f'/api/{family.path}', f'/api/{family.path}/{{{family.id_param}}}'
 
+    # lazy imports below: the services load pynamodb and pydantic; `import app` must not (cold start)
     def list_view():
-        from chalicelib.services.listing import list_resources
-        return list_resources(path, params())
+        from chalicelib.services import listing  # noqa: PLC0415 - lazy: cold start
+        return listing.list_resources(family, listing.parse_request(family, params()), caller())
 
     def get_view(**ids):
-        from chalicelib.services.resources import get
-        return get(path, ids[family.id_param])
+        from chalicelib.services import resources  # noqa: PLC0415 - lazy: cold start
+        return resources.get(family, ids[family.id_param], caller())
 
     def create_view():
-        from chalicelib.services.resources import create
-        return created(create(path, raw_body()))
+        from chalicelib.services import resources  # noqa: PLC0415 - lazy: cold start
+        return created(resources.create(family, body(), caller()))
 
     def update_view(**ids):
-        from chalicelib.services.resources import update
-        return update(path, ids[family.id_param], raw_body())
+        from chalicelib.services import resources  # noqa: PLC0415 - lazy: cold start
+        return resources.update(family, ids[family.id_param], body(), principal=caller())
 
     def delete_view(**ids):
-        from chalicelib.services.resources import delete
-        delete(path, ids[family.id_param])
+        from chalicelib.services import resources  # noqa: PLC0415 - lazy: cold start
+        resources.delete(family, ids[family.id_param], caller())
         return no_content()
 
     def sequence_view(**ids):
-        from chalicelib.services.resources import sequence
-        return sequence(path, ids[family.id_param])
+        from chalicelib.services import resources  # noqa: PLC0415 - lazy: cold start
+        return resources.sequence(family, ids[family.id_param], caller())
 
     routes = [('list', base, 'GET', list_view, ANY_CONTENT),
               ('get', item, 'GET', get_view, ANY_CONTENT),

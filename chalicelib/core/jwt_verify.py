@@ -21,7 +21,8 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 LEEWAY_SECONDS = 30
 FETCH_TIMEOUT_SECONDS = 3
@@ -61,8 +62,8 @@ def _fetch_jwks(url: str) -> dict[str, Any]:
 
 def _parse_keys(document: Any) -> dict[str | None, Any]:
     """kid -> PyJWK for the usable signing keys of a JWKS document (others are skipped)."""
-    from jwt import PyJWK
-    from jwt.exceptions import PyJWKError
+    from jwt import PyJWK  # noqa: PLC0415 - lazy: pyjwt + cryptography only for bearer tokens
+    from jwt.exceptions import PyJWKError  # noqa: PLC0415 - lazy, as above
     keys: dict[str | None, Any] = {}
     entries = document.get('keys') if isinstance(document, dict) else None
     for entry in entries if isinstance(entries, list) else []:
@@ -157,7 +158,7 @@ def reset_caches() -> None:
 
 def verify(token: str, *, issuer: str, audience: str, jwks_url: str) -> dict[str, Any]:
     """The verified claims of ``token``. Raises InvalidToken or KeysUnavailable."""
-    import jwt
+    import jwt  # noqa: PLC0415 - lazy: pyjwt + cryptography only for bearer tokens
     if not token or len(token) > MAX_TOKEN_BYTES:
         raise InvalidToken('The token is malformed')
     try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import contextvars
 from dataclasses import dataclass, field
 
+from .errors import Unauthorized
+
 ROLE_ORDER = ('VIEWER', 'MEMBER', 'MANAGE', 'PLATFORM_ADMIN')
 
 
@@ -44,6 +46,5 @@ def set_current(principal: Principal | None) -> None:
 def current() -> Principal:
     principal = _current.get()
     if principal is None:  # a route that needs a caller ran without one: refuse, never guess
-        from .errors import Unauthorized
         raise Unauthorized()
     return principal

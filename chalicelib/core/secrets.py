@@ -4,6 +4,9 @@ API keys look like ``pk_{owner}_{secret}``: ``owner`` is the user's id (16 bytes
 22 characters; not a secret), ``secret`` 256 random bits. Naming the owner lets authentication
 read the owner's partition directly (store/credentials.py) instead of first looking the key
 up. Keys without an owner part (``pk_`` + anything, e.g. a key handed to bootstrap) work too.
+
+``usage_identifier`` derives, without I/O, the API Gateway usage key the Lambda authorizer
+returns for a request (infra/usage_plan.py).
 """
 from __future__ import annotations
 
@@ -13,6 +16,9 @@ import hashlib
 import hmac
 import secrets
 import uuid
+from collections.abc import Mapping
+
+from .config import get_config
 
 KEY_PREFIX = 'pk_'
 _OWNER_LEN = 22
@@ -53,3 +59,27 @@ def same(a: str | None, b: str | None) -> bool:
     if a is None or b is None:
         return False
     return hmac.compare_digest(a.encode('utf-8'), b.encode('utf-8'))
+
+
+def usage_identifier(headers: Mapping[str, str] | None) -> str | None:
+    """The API Gateway usage identifier for a request (infra/usage_plan.py): for an API key
+    (x-api-key, x-access-token, Bearer pk_..., or the key of Basic credentials) its SHA-256,
+    the value of that key's gateway twin; for anyone else the shared gateway key. No I/O: the
+    Lambda authorizer runs this on every request."""
+    h = {str(k).lower(): v for k, v in (headers or {}).items()}
+    raw = (h.get('x-api-key') or h.get('x-access-token') or '').strip()
+    if not raw:
+        scheme, _, value = str(h.get('authorization') or '').strip().partition(' ')
+        value = value.strip()
+        if scheme.lower() == 'bearer' and value.startswith(KEY_PREFIX):
+            raw = value
+        elif scheme.lower() == 'basic':
+            try:
+                raw = base64.b64decode(value, validate=True).decode('utf-8').rpartition(':')[2]
+            except (binascii.Error, ValueError):
+                raw = ''
+    cfg = get_config()
+    if raw and cfg.usage_plan_id and len(raw) <= 512:
+        return hash_key(raw)
+    return cfg.gateway_shared_key
+

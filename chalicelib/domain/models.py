@@ -8,16 +8,27 @@ int32 integers, canonical date-times, enumerations with their accepted aliases.
 from __future__ import annotations
 
 import uuid
-from functools import lru_cache
-from typing import Annotated, Any, Literal, Optional, Union
+from functools import cache
+from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field as PField,
-                      StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, create_model)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    create_model,
+)
+from pydantic import Field as PField
 
 from chalicelib.core.clock import normalize_instant
 
 from .fields import ENUM_ALIASES, ENUMS, INT32, Field
-from .registry import COMMON_FIELDS, Family
+from .registry import COMMON_FIELDS, FAMILIES, Family
 
 MAX_STRING = 100_000
 
@@ -47,7 +58,7 @@ def python_type(f: Field) -> Any:
         'string': Annotated[StrictStr, PField(max_length=MAX_STRING)],
         'bool': StrictBool,
         'int': Annotated[StrictInt, PField(ge=INT32[0], le=INT32[1])],
-        'number': Union[StrictInt, StrictFloat],
+        'number': StrictInt | StrictFloat,
         'datetime': Annotated[StrictStr, AfterValidator(_instant)],
         'object': dict[str, Any],
         'any': Any,
@@ -75,7 +86,6 @@ def always_present(family: Family) -> tuple[str, ...]:
 def embedded_family(f: Field) -> Family | None:
     if f.type != 'object':
         return None
-    from .registry import FAMILIES
     for family in FAMILIES:
         if family.entity[0].lower() + family.entity[1:] == f.name:
             return family
@@ -90,7 +100,7 @@ def _uuid_text(value: str) -> str:
     return value
 
 
-@lru_cache(maxsize=None)
+@cache
 def embedded_model(family: Family) -> type[BaseModel]:
     required = {'id'}  # the server resolves the rest from the stored record (services/resources.py)
     fields: dict[str, Any] = {}
@@ -99,7 +109,7 @@ def embedded_model(family: Family) -> type[BaseModel]:
         if name == 'id' or f.ref:
             type_ = Annotated[StrictStr, AfterValidator(_uuid_text)]
         if f.nullable:
-            type_ = Optional[type_]
+            type_ = type_ | None
         fields[name] = (type_, ...) if name in required else (type_, None)
     return create_model(f'{family.entity}Embedded', __config__=ConfigDict(extra='allow'), **fields)
 
@@ -115,7 +125,7 @@ def _embedded_type(family: Family) -> Any:
     return Annotated[dict[str, Any], AfterValidator(check)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def input_model(family: Family) -> type[BaseModel]:
-    fields = {f.name: (Optional[python_type(f)], None) for f in family.writable.values()}
+    fields = {f.name: (python_type(f) | None, None) for f in family.writable.values()}
     return create_model(f'{family.entity}Input', __config__=ConfigDict(extra='ignore'), **fields)

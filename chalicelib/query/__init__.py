@@ -13,7 +13,7 @@ from .errors import FilterError
 from .evaluate import evaluate
 from .parser import MAX_DEPTH, MAX_LENGTH, parse
 from .render import render
-from .schema import DictSchema, FilterContext, FilterSchema, NULL_CONTEXT, NullContext, Resolved
+from .schema import NULL_CONTEXT, DictSchema, FilterContext, FilterSchema, NullContext, Resolved
 
 __all__ = [
     'And', 'Compare', 'DictSchema', 'FilterContext', 'FilterError', 'FilterSchema', 'IsNull',

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import decimal
 from dataclasses import dataclass, field
-from typing import Union
 
 from .schema import ANY, Resolved
 
-Scalar = Union[str, int, decimal.Decimal, bool]
+Scalar = str | int | decimal.Decimal | bool
 
 EQ, NE, GT, GE, LT, LE = '==', '!=', '>', '>=', '<', '<='
 LIKE, IN, MATCH = '=like=', '=in=', '~~'
@@ -58,7 +57,7 @@ class Not:
     item: Node
 
 
-Node = Union[Compare, IsNull, And, Or, Not]
+Node = Compare | IsNull | And | Or | Not
 
 
 def target_of(leaf: Compare | IsNull) -> Resolved:

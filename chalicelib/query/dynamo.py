@@ -33,7 +33,7 @@ from __future__ import annotations
 import decimal
 import operator
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from boto3.dynamodb.conditions import Attr, ConditionBase, ConditionExpressionBuilder
 

@@ -35,7 +35,8 @@ from __future__ import annotations
 import decimal
 import functools
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from . import ast
 from .ast import And, Compare, IsNull, Not, Or

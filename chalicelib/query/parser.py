@@ -261,7 +261,7 @@ def _number(text: str, pos: int):
     raise FilterError(f'number at position {pos} cannot be stored exactly', pos)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parser() -> Lark:
     return Lark(_GRAMMAR, parser='lalr', lexer='basic', transformer=_Build(),
                 maybe_placeholders=False)

@@ -16,8 +16,9 @@ below them) and accepts every operator and literal.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Protocol
 
 STRING, BOOLEAN, INTEGER, NUMBER, DATETIME, ANY, LIST = (
     'string', 'boolean', 'integer', 'number', 'datetime', 'any', 'list')
@@ -79,8 +80,8 @@ class DictSchema:
     """
 
     def __init__(self, fields: Mapping[str, str],
-                 references: Mapping[str, 'DictSchema'] | None = None,
-                 collections: Mapping[str, 'DictSchema'] | None = None):
+                 references: Mapping[str, DictSchema] | None = None,
+                 collections: Mapping[str, DictSchema] | None = None):
         self.fields = {}
         for name, type_name in fields.items():
             if type_name not in _TYPE_ALIASES:

@@ -20,9 +20,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from chalicelib.core.errors import BadRequest, Forbidden, NotFound
+from chalicelib.core.errors import BadRequest, Forbidden
 from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import Family
+from chalicelib.domain.registry import family as family_of
+from chalicelib.store import table
+
+from . import records
 
 # Named permissions: name -> (category, description).
 PERMISSIONS: dict[str, tuple[str, str]] = {
@@ -72,12 +76,9 @@ def can_see_org(principal: Principal, org_id: str | None) -> bool:
     return principal.platform_admin or (org_id is not None and org_id in principal.memberships)
 
 
-def require_visible(principal: Principal, family: Family, org_id: str | None, id_: str) -> None:
-    """404 unless the caller may see a resource of ``family`` owned by ``org_id``."""
-    if family.scope == 'global' and family.path != 'organizations':
-        return  # users are checked by their hook; the catalogue is readable by everyone
-    if not can_see_org(principal, org_id):
-        raise NotFound(f'No {family.entity} with id {id_}')
+def shares_organization(principal: Principal, user_id: str) -> bool:
+    """Is the user a member of one of the caller's organizations? (one Query)"""
+    return bool(set(table.memberships_of(user_id)) & set(principal.memberships))
 
 
 def require_write(principal: Principal, family: Family, org_id: str | None) -> None:
@@ -134,18 +135,12 @@ def builtin_records(org_id: str) -> dict[str, list[dict[str, Any]]]:
     return {'roles': roles, 'permissions': permissions}
 
 
-def builtin_ops(org_id: str, created_by: str | None) -> list:
+def builtin_ops(org_id: str, principal: Principal) -> list:
     """Transaction operations that store an organization's built-in roles and permissions."""
-    from chalicelib.core.clock import now_iso
-    from chalicelib.store import repository as repo
-    now = now_iso()
     ops = []
-    for family, records in builtin_records(org_id).items():
-        for record in records:
-            data = {**record, 'uuid': record['id'], 'createdOn': now, 'updatedOn': now, 'changeSequence': 1,
-                    'organizationId': org_id, 'createdByUserId': created_by}
-            item = repo.entity_item(family, data, 1, org_id, org_id, None, data['name'])
-            ops.append(repo.put_entity(item, None))
-            ops.append(repo.claim_unique(family, org_id, 'slug', data['slug'], data['id']))
-        ops.append(repo.move_counter(family, org_id, len(records)))
+    for path, derived in builtin_records(org_id).items():
+        family = family_of(path)
+        made = [records.new_record(family, {k: v for k, v in record.items() if k != 'id'}, principal=principal,
+                                   org=org_id, id_=record['id']) for record in derived]
+        ops += records.create_ops(family, made, principal)
     return ops

@@ -4,11 +4,16 @@ filter schema, related records for references (``project.name``) and collections
 in-memory residual."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from chalicelib.core.errors import BadRequest
-from chalicelib.domain.registry import Family, family as family_of
+from chalicelib.domain.registry import Family
+from chalicelib.domain.registry import family as family_of
+from chalicelib.query import And, Compare, FilterError, Not, Or, Resolved, compile_filter, evaluate, parse
+from chalicelib.query.ast import make_and
+from chalicelib.store import table
 
 _TYPES = {'string': 'string', 'bool': 'boolean', 'int': 'integer', 'number': 'number',
           'datetime': 'datetime', 'object': 'any', 'any': 'any', 'strings': 'list', 'array': 'list'}
@@ -22,7 +27,6 @@ class RegistrySchema:
         self.nested = nested
 
     def _field(self, path: tuple[str, ...]):
-        from chalicelib.query import Resolved
         spec = self.family.fields.get(path[0])
         if spec is None:
             return None
@@ -32,7 +36,6 @@ class RegistrySchema:
         return Resolved('field', kind, path[0], tuple(path[1:]))
 
     def resolve(self, path: tuple[str, ...]):
-        from chalicelib.query import Resolved
         found = self._field(path)
         if found is not None or not self.nested or len(path) < 2:
             return found
@@ -55,28 +58,22 @@ class RelatedRecords:
     _collections: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
 
     def reference(self, item: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
-        from chalicelib.store import repository as repo
         id_field, target = self.family.references[name]
         ref_id = item.get(id_field)
         if not isinstance(ref_id, str):
             return None
         key = (target, ref_id)
         if key not in self._refs:
-            stored = repo.get(target, ref_id, consistent=False)
+            stored = table.get(target, ref_id, consistent=False)
             self._refs[key] = stored.data if stored is not None else None
         return self._refs[key]
 
     def collection(self, item: Mapping[str, Any], name: str) -> Iterable[Mapping[str, Any]]:
         if name not in self._collections:
-            from boto3.dynamodb.conditions import Attr
-
-            from .listing import _query_index
-            from chalicelib.store.table import tenant_pk
             target, fk = self.family.collections[name]
             groups: dict[str, list[dict[str, Any]]] = {}
             for tenant in self.tenants:
-                for member in _query_index('tenant_all', 'tpk', tenant_pk(target, tenant),
-                                           Attr(f'data.{fk}').exists()):
+                for member in table.query_tenant(target, tenant, has_field=fk):
                     groups.setdefault(member[fk], []).append(member)
             self._collections[name] = groups
         return self._collections[name].get(item.get('id'), [])
@@ -101,18 +98,15 @@ class FilterPlan:
         node = self.residual if pushed_down else self.node
         if node is None:
             return True
-        from chalicelib.query import evaluate
         return evaluate(node, item, self.context)
 
     def only_pins(self, name: str) -> bool:
         """Is the whole filter one ``name == '...'`` comparison (redundant once pinned)?"""
-        from chalicelib.query import Compare
         return (isinstance(self.node, Compare) and self.node.op == '==' and self.node.path == (name,)
                 and isinstance(self.node.value, str))
 
     def pinned(self, name: str) -> str | None:
         """The value of a top-level ``name == '...'`` conjunct (it selects one partition)."""
-        from chalicelib.query import And, Compare
         leaves = self.node.items if isinstance(self.node, And) else (self.node,)
         for leaf in leaves:
             if (isinstance(leaf, Compare) and leaf.op == '==' and leaf.path == (name,)
@@ -124,8 +118,6 @@ class FilterPlan:
 def plan_for(family: Family, filters: list[str]) -> FilterPlan:
     if not filters:
         return FilterPlan()
-    from chalicelib.query import And, FilterError, compile_filter, parse
-    from chalicelib.query.ast import make_and
     schema = RegistrySchema(family)
     nodes = []
     for index, text in enumerate(filters):
@@ -151,7 +143,6 @@ MAX_DOCUMENT_DEPTH = 32
 
 def _depth(node) -> int:
     """The longest field path in ``node``."""
-    from chalicelib.query import And, Not, Or
     if isinstance(node, (And, Or)):
         return max(_depth(child) for child in node.items)
     if isinstance(node, Not):

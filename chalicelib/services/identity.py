@@ -20,14 +20,18 @@ import base64
 import binascii
 import logging
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from chalicelib.core import jwt_verify
 from chalicelib.core.clock import iso, now, now_iso, parse_instant
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ApiError, BadRequest, Conflict, NotFound, Unauthorized
 from chalicelib.core.principal import Principal
 from chalicelib.core.secrets import KEY_PREFIX, hash_key, key_hint, key_owner, new_api_key
 from chalicelib.store import credentials
+
+from . import resources
 
 log = logging.getLogger('platform.auth')
 
@@ -54,7 +58,7 @@ def authenticate(headers: Mapping[str, str]) -> Principal:
                        'a bearer token or Basic credentials')
 
 
-def principal_for(access: credentials.UserAccess, user_id: str, credential: str, rate_key: str,
+def principal_for(access: credentials.UserAccess, user_id: str, *, credential: str, rate_key: str,
                   expected_email: str | None = None) -> Principal:
     user = access.user
     if user is None or user.get('active') is False:
@@ -93,7 +97,7 @@ def _key_access(raw: str) -> tuple[credentials.UserAccess, str, dict[str, Any]]:
 
 def principal_from_api_key(raw: str) -> Principal:
     access, owner, record = _key_access(raw)
-    return principal_for(access, owner, 'api-key', f'key:{record["id"]}')
+    return principal_for(access, owner, credential='api-key', rate_key=f'key:{record["id"]}')
 
 
 def principal_from_basic(value: str) -> Principal:
@@ -107,11 +111,10 @@ def principal_from_basic(value: str) -> Principal:
     if not sep or not email or not key:
         raise Unauthorized('Invalid Basic credentials')
     access, owner, record = _key_access(key)
-    return principal_for(access, owner, 'basic', f'key:{record["id"]}', expected_email=email)
+    return principal_for(access, owner, credential='basic', rate_key=f'key:{record["id"]}', expected_email=email)
 
 
 def principal_from_jwt(token: str) -> Principal:
-    from chalicelib.core import jwt_verify
     cfg = get_config()
     if not (cfg.jwt_issuer and cfg.jwt_audience and cfg.jwt_jwks_url):
         raise Unauthorized('Bearer tokens are not accepted by this deployment')
@@ -131,7 +134,7 @@ def principal_from_jwt(token: str) -> Principal:
     user_id = credentials.user_id_for_email(email.strip().lower())
     if user_id is None:
         raise Unauthorized('No user has the e-mail address of this token')
-    return principal_for(credentials.user_access(user_id), user_id, 'jwt', f'user:{user_id}')
+    return principal_for(credentials.user_access(user_id), user_id, credential='jwt', rate_key=f'user:{user_id}')
 
 
 # ----------------------------------------------------------------------------- API keys
@@ -141,7 +144,7 @@ def _public(record: dict[str, Any]) -> dict[str, Any]:
 
 
 
-def create_api_key(user_id: str, email: str, name: str, expires_at: str | None = None,
+def create_api_key(user_id: str, email: str, name: str, *, expires_at: str | None = None,
                    raw: str | None = None) -> dict[str, Any]:
     """Store a new key (hashed) and return its record with the raw key, shown this once."""
     raw = raw or new_api_key(user_id)
@@ -153,11 +156,18 @@ def create_api_key(user_id: str, email: str, name: str, expires_at: str | None =
     return {**_public(record), 'key': raw}
 
 
-def create_own_api_key(user_id: str, email: str, body: dict[str, Any]) -> dict[str, Any]:
+def create_own_api_key(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     name, expires = parse_key_request(body)
-    if len(credentials.keys_of(user_id)) >= MAX_KEYS_PER_USER:
+    if len(credentials.keys_of(principal.user_id)) >= MAX_KEYS_PER_USER:
         raise Conflict(f'A user may hold at most {MAX_KEYS_PER_USER} API keys; revoke one first')
-    return create_api_key(user_id, email, name, expires)
+    return create_api_key(principal.user_id, principal.email, name, expires_at=expires)
+
+
+def account(principal: Principal) -> dict[str, Any]:
+    """GET /api/account/me: the caller's user record, memberships and platform-admin flag."""
+    user = principal.user if principal.user is not None else resources.get('users', principal.user_id, principal)
+    return {**user, 'memberships': [{'organizationId': o, 'role': r} for o, r in sorted(principal.memberships.items())],
+            'platformAdmin': principal.platform_admin}
 
 
 def list_api_keys(user_id: str) -> list[dict[str, Any]]:

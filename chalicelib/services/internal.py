@@ -8,14 +8,17 @@ It is not rate limited (no ``rate_key``): it is our own back end.
 """
 from __future__ import annotations
 
-import json
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import BadRequest, Unauthorized
 from chalicelib.core.principal import Principal
 from chalicelib.core.secrets import same
+from chalicelib.store import table
+
+from . import resources
 
 SERVICE_USER = '00000000-0000-0000-0000-000000000000'
 SERVICE = Principal(user_id=SERVICE_USER, email='service@internal', platform_admin=True,
@@ -41,24 +44,19 @@ def _uuid_field(body: dict[str, Any], name: str) -> str:
         raise BadRequest(f"Field '{name}' refers to a record that does not exist: {value[:64]}") from None
 
 
-def start_activity(raw_body: bytes | None) -> dict[str, Any]:
+def start_activity(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     """POST /api/v2/internal/activities: create a PENDING activity of an activity plan.
 
     The organization comes from the project (a caller-supplied organizationId is ignored, as
     for every project-scoped create); the only check is that the plan is bound to the project.
     """
-    from chalicelib.core import jsonbody
-    from chalicelib.store import repository as repo
-
-    from . import resources
-    body = jsonbody.loads_object(raw_body)
     project_id = _uuid_field(body, 'projectId')
     plan_id = _uuid_field(body, 'activityPlanId')
-    if repo.get('projects', project_id) is None:
+    if table.get('projects', project_id) is None:
         raise BadRequest(f"Field 'projectId' refers to a project that does not exist: {project_id}")
-    plan = repo.get('activity-plans', plan_id)
+    plan = table.get('activity-plans', plan_id)
     if plan is None or plan.data.get('projectId') != project_id:
         raise BadRequest(f'Activity plan {plan_id} is not bound to project {project_id}')
     activity = {k: v for k, v in body.items() if k not in ('organizationId', 'status')}
     activity.update(projectId=project_id, activityPlanId=plan_id, status='PENDING')
-    return resources.create('activities', json.dumps(activity).encode('utf-8'))
+    return resources.create('activities', activity, principal)

@@ -31,34 +31,36 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from chalicelib.core.errors import BadRequest
-from chalicelib.core.principal import Principal, current
-from chalicelib.domain.registry import Family, family as family_of
-from chalicelib.store import repository as repo
+from chalicelib.core.principal import Principal
+from chalicelib.domain.registry import Family
+from chalicelib.domain.registry import family as family_of
+from chalicelib.query import Compare, evaluate
 from chalicelib.store import table
 
 from . import access
-from .hooks import hook_for
+from .filtering import FilterPlan, RelatedRecords, plan_for
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 10
 MAX_PAGE = 1_000_000
 SORTABLE_TYPES = {'string', 'bool', 'int', 'number', 'datetime'}
-INDEXED_SORTS = {'createdOn': 'by_created', 'updatedOn': 'by_updated'}
+INDEXED_SORTS = ('createdOn', 'updatedOn')
 _INTEGER = re.compile(r'-?[0-9]{1,12}')
 
 
 @dataclass
 class ListRequest:
-    page: int
-    size: int
-    sort: list[tuple[str, bool]]        # (field, descending)
-    query: str | None
-    filters: list[str]
+    """A list request as parsed values (``parse_request`` builds one from query parameters)."""
+    page: int = 0
+    size: int = DEFAULT_PAGE_SIZE
+    sort: list[tuple[str, bool]] = field(default_factory=list)   # (field, descending)
+    query: str | None = None
+    filters: list[str] = field(default_factory=list)
     summary: bool = False
 
 
@@ -115,17 +117,17 @@ def _view(params: dict[str, list[str]]) -> bool:
     return view == 'summary'
 
 
-def list_resources(path: str, params: dict[str, list[str]]) -> dict[str, Any]:
-    family = family_of(path)
-    req = parse_request(family, params)
-    page = _list(family, current(), req)
+def list_resources(family: Family | str, req: ListRequest, principal: Principal) -> dict[str, Any]:
+    """One page of the records of ``family`` the caller may see."""
+    family = family_of(family) if isinstance(family, str) else family
+    page = _list(family, principal, req)
     if req.summary and family.summary_omit:
         page['content'] = [{k: v for k, v in i.items() if k not in family.summary_omit} for i in page['content']]
     return page
 
 
 def _list(family: Family, principal: Principal, req: ListRequest) -> dict[str, Any]:
-    plan = _filter_plan(family, req.filters)
+    plan = plan_for(family, req.filters)
     tenants, project = _tenants(family, principal, plan)
     if tenants is None:  # the filter pins a tenant the caller cannot see, or no id at all
         return envelope([], 0, req)
@@ -134,9 +136,8 @@ def _list(family: Family, principal: Principal, req: ListRequest) -> dict[str, A
         walked = _index_walk(family, tenants[0], req)
         if walked is not None:
             return walked
-    from .filtering import RelatedRecords
     plan.bind(RelatedRecords(family, tenants if isinstance(tenants, list) else principal.org_ids))
-    items, pushed_down = _read_candidates(family, principal, tenants, project, plan)
+    items, pushed_down = _read_candidates(family, principal, tenants, project=project, plan=plan)
     items = [i for i in items if plan.matches(i, pushed_down) and _text_match(family, i, req.query)]
     items.sort(key=_sort_key(family, req.sort))
     start = req.page * req.size
@@ -160,7 +161,7 @@ def _is_id(value: str) -> bool:
         return False
 
 
-def _tenants(family: Family, principal: Principal, plan) -> tuple[list[str] | str | None, str | None]:
+def _tenants(family: Family, principal: Principal, plan: FilterPlan) -> tuple[list[str] | str | None, str | None]:
     """(tenant partitions to read, or 'members'/'member-orgs' for the two visibility-shaped
     lists, or None for "nothing can match"; the pinned project id, if any)."""
     if family.scope == 'global':
@@ -176,7 +177,7 @@ def _tenants(family: Family, principal: Principal, plan) -> tuple[list[str] | st
     if any(p is not None and not _is_id(p) for p in (pinned_org, pinned_project)):
         return None, None
     if pinned_project is not None:
-        project = repo.get('projects', pinned_project, consistent=False)
+        project = table.get('projects', pinned_project, consistent=False)
         if project is not None:
             if (pinned_org is not None and pinned_org != project.org) or not access.can_see_org(principal, project.org):
                 return None, None
@@ -192,66 +193,37 @@ def _index_walk(family: Family, tenant: str, req: ListRequest) -> dict[str, Any]
         return None
     name, desc = req.sort[0] if req.sort else ('createdOn', False)
     if name in INDEXED_SORTS:
-        index = getattr(table.configure(), INDEXED_SORTS[name])
+        order = name
     elif name == family.name_field and family.fields[name].type == 'string':
-        index = table.configure().by_name
+        order = 'name'
     else:
         return None
     want = (req.page + 1) * req.size
-    total = repo.count(family.path, tenant)
+    total = table.count(family.path, tenant)
     if req.page * req.size >= total:
         return envelope([], total, req)
-    keys = [k.pk.split('#', 1)[1] for k in index.query(
-        table.tenant_pk(family.path, tenant), scan_index_forward=not desc, limit=want,
-        page_size=min(want, 2000))]
-    page_ids = keys[req.page * req.size:want]
-    found = repo.batch_get((family.path, i) for i in page_ids)
+    page_ids = table.walk_index(family.path, tenant, order=order, descending=desc, limit=want)
+    page_ids = page_ids[req.page * req.size:want]
+    found = table.batch_get((family.path, i) for i in page_ids)
     return envelope([found[i].data for i in page_ids if i in found], total, req)
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _query_index(index: str, key_attr: str, key: str, condition) -> list[dict[str, Any]]:
-    from boto3.dynamodb.conditions import Key
-    kwargs: dict[str, Any] = {'IndexName': index, 'KeyConditionExpression': Key(key_attr).eq(key)}
-    if condition is not None:
-        kwargs['FilterExpression'] = condition
-    out: list[dict[str, Any]] = []
-    tbl = table.boto3_table()
-    while True:
-        page = tbl.query(**kwargs)
-        out.extend(_plain(i['data']) for i in page.get('Items', []) if 'data' in i)
-        if 'LastEvaluatedKey' not in page:
-            return out
-        kwargs['ExclusiveStartKey'] = page['LastEvaluatedKey']
-
-
-def _read_candidates(family: Family, principal: Principal, tenants, project: str | None,
-                     plan) -> tuple[list[dict[str, Any]], bool]:
+def _read_candidates(family: Family, principal: Principal, tenants, *, project: str | None,
+                     plan: FilterPlan) -> tuple[list[dict[str, Any]], bool]:
     """(candidate items, whether the DynamoDB part of the filter was applied to them)."""
     if tenants == 'member-orgs':
-        return [s.data for s in repo.batch_get(('organizations', o) for o in principal.org_ids).values()], False
+        return [s.data for s in table.batch_get(('organizations', o) for o in principal.org_ids).values()], False
     if tenants == 'members':
-        user_ids = set()
+        user_ids = {principal.user_id}
         for org in principal.org_ids:
-            user_ids.update(m['userId'] for m in _query_index(
-                'tenant_all', 'tpk', table.tenant_pk('memberships', org), None))
-        user_ids.add(principal.user_id)
-        return [s.data for s in repo.batch_get(('users', u) for u in user_ids).values()], False
+            user_ids |= table.member_user_ids(org)
+        return [s.data for s in table.batch_get(('users', u) for u in user_ids).values()], False
     if project is not None:
-        items = _query_index('by_parent', 'ppk', f'{family.path}#P#{project}', plan.condition)
+        items = table.query_project(family.path, project, plan.condition)
         return [i for i in items if i.get('organizationId') in tenants], True
     out: list[dict[str, Any]] = []
     for tenant in tenants:
-        out.extend(_query_index('tenant_all', 'tpk', table.tenant_pk(family.path, tenant), plan.condition))
+        out.extend(table.query_tenant(family.path, tenant, plan.condition))
     return out, True
 
 
@@ -261,7 +233,6 @@ def _text_match(family: Family, item: dict[str, Any], query: str | None) -> bool
     """``query`` as the filter language's ``~~`` on any searchable field."""
     if query is None:
         return True
-    from chalicelib.query import Compare, evaluate
     return any(evaluate(Compare((name,), '~~', query), item) for name in family.searchable)
 
 
@@ -299,13 +270,9 @@ class _Reverse:
     def __init__(self, value: Any) -> None:
         self.value = value
 
-    def __lt__(self, other: '_Reverse') -> bool:
+    def __lt__(self, other: _Reverse) -> bool:
         return other.value < self.value
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Reverse) and other.value == self.value
 
-
-def _filter_plan(family: Family, filters: list[str]):
-    from .filtering import plan_for
-    return plan_for(family, filters)

@@ -14,7 +14,8 @@ the view-name index of registry operations and the policy lookup.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from chalicelib.domain.fields import ENUMS, Field
 from chalicelib.domain.models import MAX_STRING, always_present, embedded_family

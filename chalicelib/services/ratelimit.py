@@ -20,11 +20,12 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import TooManyRequests
+from chalicelib.store import ratelimit as store
 
 log = logging.getLogger('platform.ratelimit')
 
@@ -54,7 +55,6 @@ class Decision:
 
 def check(subject: str) -> Decision:
     """Count one request of ``subject`` and decide; fails open if the table cannot answer."""
-    from chalicelib.store import ratelimit as store
     cfg = get_config()
     per_minute, burst = cfg.rate_limit_per_minute, cfg.rate_limit_burst_per_second
     now = clock()
@@ -62,7 +62,8 @@ def check(subject: str) -> Decision:
     second = int(now) % 60
     minute_end = (minute + 1) * 60
     try:
-        counts = store.hit(subject, minute, second, per_minute, burst, minute_end + TTL_GRACE_SECONDS)
+        counts = store.hit(subject, minute=minute, second=second, minute_limit=per_minute, second_limit=burst,
+                           expires_at=minute_end + TTL_GRACE_SECONDS)
     except Exception:  # noqa: BLE001 - an outage of the limiter must not become an outage of the API
         log.exception('rate limiter unavailable; request admitted')
         return untracked()
@@ -80,31 +81,4 @@ def untracked() -> Decision:
     cfg = get_config()
     now = clock()
     return Decision(True, cfg.rate_limit_per_minute, cfg.rate_limit_per_minute, (int(now // 60) + 1) * 60)
-
-
-def usage_identifier(headers) -> str | None:
-    """The API Gateway usage identifier for a request (infra/usage_plan.py): for an API key
-    (x-api-key, x-access-token, Bearer pk_..., or the key of Basic credentials) its SHA-256,
-    the value of that key's gateway twin; for anyone else the shared gateway key. No I/O: the
-    Lambda authorizer runs this on every request."""
-    import base64
-    import binascii
-
-    from chalicelib.core.secrets import KEY_PREFIX, hash_key
-    h = {str(k).lower(): v for k, v in (headers or {}).items()}
-    raw = (h.get('x-api-key') or h.get('x-access-token') or '').strip()
-    if not raw:
-        scheme, _, value = str(h.get('authorization') or '').strip().partition(' ')
-        value = value.strip()
-        if scheme.lower() == 'bearer' and value.startswith(KEY_PREFIX):
-            raw = value
-        elif scheme.lower() == 'basic':
-            try:
-                raw = base64.b64decode(value, validate=True).decode('utf-8').rpartition(':')[2]
-            except (binascii.Error, ValueError):
-                raw = ''
-    cfg = get_config()
-    if raw and cfg.usage_plan_id and len(raw) <= 512:
-        return hash_key(raw)
-    return cfg.gateway_shared_key
 

@@ -3,56 +3,46 @@ cancel an execution, read a task group's history. Each is a change through the g
 service (same permission, locking and audit path as PUT)."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from chalicelib.core import jsonbody
 from chalicelib.core.errors import BadRequest, Conflict
-from chalicelib.domain.registry import family as family_of
+from chalicelib.core.principal import Principal
 from chalicelib.store import table
 
 from . import resources
+from .listing import ListRequest, list_resources
 
 TERMINAL_EXECUTION = {'SUCCEEDED', 'FAILED', 'CANCELLED'}
 
 
-def task_status_exists(org_id: str, slug: str) -> bool:
-    from chalicelib.store.repository import unique_key
-    model = table.configure()
-    try:
-        model.get(unique_key('task-statuses', org_id, 'slug', slug), '#', consistent_read=True)
-        return True
-    except model.DoesNotExist:
-        return False
-
-
-def set_task_status(task_id: str, raw_body: bytes | None) -> dict[str, Any]:
-    body = jsonbody.loads_object(raw_body)
+def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
+    """``{statusSlug (or status / slug), changeSequence?}``: the slug must be one of the
+    organization's task statuses."""
     slug = body.get('statusSlug', body.get('status', body.get('slug')))
     if not isinstance(slug, str) or not slug:
         raise BadRequest("Field 'statusSlug' is required")
-    task = resources.load_visible(family_of('tasks'), task_id)
-    if not task_status_exists(task.org, slug):
+    task = resources.load_visible('tasks', task_id, principal)
+    if not table.unique_exists('task-statuses', scope=task.org, field_name='slug', value=slug):
         raise BadRequest(f"Field 'statusSlug' refers to a task status that does not exist: {slug}")
     change: dict[str, Any] = {'statusSlug': slug}
     if 'changeSequence' in body:
         change['changeSequence'] = body['changeSequence']
-    return resources.update('tasks', task_id, json.dumps(change).encode())
+    return resources.update('tasks', task_id, change, principal=principal)
 
 
-def cancel_execution(execution_id: str) -> dict[str, Any]:
-    execution = resources.load_visible(family_of('executions'), execution_id)
+def cancel_execution(execution_id: str, principal: Principal) -> dict[str, Any]:
+    execution = resources.load_visible('executions', execution_id, principal)
     status = execution.data.get('status')
     if status in TERMINAL_EXECUTION:
         raise Conflict(f'Execution is already {status}')
-    return resources.update('executions', execution_id, json.dumps(
-        {'status': 'CANCELLED', 'changeSequence': execution.seq}).encode())
+    return resources.update('executions', execution_id, {'status': 'CANCELLED', 'changeSequence': execution.seq},
+                            principal=principal)
 
 
-def task_group_history(group_id: str, params: dict[str, list[str]]) -> dict[str, Any]:
-    from .listing import list_resources
-    group = resources.load_visible(family_of('task-groups'), group_id)
-    params = dict(params)
-    params['filter'] = list(params.get('filter') or []) + [f"taskGroupId == '{group.id}'"]
-    params.setdefault('sort', ['createdOn:desc'])
-    return list_resources('task-group-history', params)
+def task_group_history(group_id: str, req: ListRequest, principal: Principal) -> dict[str, Any]:
+    """The history page of one task group (newest first unless ``req`` sorts otherwise)."""
+    group = resources.load_visible('task-groups', group_id, principal)
+    req.filters = [*req.filters, f"taskGroupId == '{group.id}'"]
+    if not req.sort:
+        req.sort = [('createdOn', True)]
+    return list_resources('task-group-history', req, principal)

@@ -20,7 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .table import ENTITY_SK, Item, configure, entity_pk
+from pynamodb.expressions.operand import Path
+
+from chalicelib.core.config import get_config
+
+from .model import Item, client, configure
+from .repository import Op, commit, update_item
+from .table import ENTITY_SK, GLOBAL_TENANT, entity_pk, unique_owner
 
 KEY_SK = 'KEY#'
 ACL_SK = 'ACL'
@@ -38,7 +44,7 @@ def user_access(user_id: str, key_hash: str | None = None) -> UserAccess:
     """The user, their roles and (when ``key_hash`` is given) that key's record: one
     BatchGetItem with strongly consistent reads."""
     model = configure()
-    client = model._get_connection().connection.client
+    ddb = client()
     pk = {'S': entity_pk('users', user_id)}
     keys = [{'pk': pk, 'sk': {'S': ENTITY_SK}}, {'pk': pk, 'sk': {'S': ACL_SK}}]
     if key_hash is not None:
@@ -46,7 +52,7 @@ def user_access(user_id: str, key_hash: str | None = None) -> UserAccess:
     request = {model.Meta.table_name: {'Keys': keys, 'ConsistentRead': True}}
     raw_items: list[dict[str, Any]] = []
     for _ in range(5):   # unprocessed keys come back under throttling: ask again
-        answer = client.batch_get_item(RequestItems=request)
+        answer = ddb.batch_get_item(RequestItems=request)
         raw_items += answer.get('Responses', {}).get(model.Meta.table_name, [])
         request = answer.get('UnprocessedKeys') or {}
         if not request:
@@ -79,7 +85,6 @@ def _items(key_hash: str, record: dict[str, Any]):
 
 
 def put_key(key_hash: str, record: dict[str, Any]) -> None:
-    from .repository import Op, commit
     model, pointer, owned = _items(key_hash, record)
     commit([Op('put', item=pointer, condition=model.pk.does_not_exist(), tag={'what': 'key'}),
             Op('put', item=owned, condition=model.pk.does_not_exist(), tag={'what': 'key'})])
@@ -104,45 +109,27 @@ def keys_of(user_id: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def delete_key(key_hash: str, record: dict[str, Any]) -> None:
-    from .repository import Op, commit
     _, pointer, owned = _items(key_hash, record)
     commit([Op('delete', item=pointer, tag={'what': 'key'}), Op('delete', item=owned, tag={'what': 'key'})])
 
 
 def user_id_for_email(email: str) -> str | None:
     """The id of the user with this (already lowercased) e-mail: one GetItem on its unique item."""
-    from .repository import unique_key
-    model = configure()
-    try:
-        return model.get(unique_key('users', 'ALL', 'email', email), ENTITY_SK, consistent_read=True).ref
-    except model.DoesNotExist:
-        return None
+    return unique_owner('users', scope=GLOBAL_TENANT, field_name='email', value=email)
 
 
 # ----------------------------------------------------------------------------- roles (the ACL item)
 
-def _acl_item(user_id: str):
-    model = configure()
-    return model(entity_pk('users', user_id), ACL_SK)
-
-
-def acl_put(user_id: str, org_id: str, role: str):
+def acl_put(user_id: str, org_id: str, role: str) -> Op:
     """Transaction operation: the user holds ``role`` in ``org_id``."""
-    from pynamodb.expressions.operand import Path
-
-    from .repository import Op
     model = configure()
-    return Op('update', item=_acl_item(user_id), tag={'what': 'acl'},
-              actions=[model.kind.set('acl'), Path(f'{ACL_ATTR}{org_id}').set(role)])
+    return update_item(entity_pk('users', user_id), ACL_SK,
+                       [model.kind.set('acl'), Path(f'{ACL_ATTR}{org_id}').set(role)], what='acl')
 
 
-def acl_delete(user_id: str, org_id: str):
+def acl_delete(user_id: str, org_id: str) -> Op:
     """Transaction operation: the user no longer holds a role in ``org_id``."""
-    from pynamodb.expressions.operand import Path
-
-    from .repository import Op
-    return Op('update', item=_acl_item(user_id), tag={'what': 'acl'},
-              actions=[Path(f'{ACL_ATTR}{org_id}').remove()])
+    return update_item(entity_pk('users', user_id), ACL_SK, [Path(f'{ACL_ATTR}{org_id}').remove()], what='acl')
 
 
 # ----------------------------------------------------------------------------- API Gateway keys
@@ -153,15 +140,13 @@ def acl_delete(user_id: str, org_id: str):
 # it: the API's key source is AUTHORIZER.
 
 def _apigateway():
-    import boto3
-    from chalicelib.core.config import get_config
+    import boto3  # noqa: PLC0415 - lazy: only key creation and revocation talk to API Gateway
     cfg = get_config()
     return boto3.client('apigateway', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
 
 
 def provision_gateway_key(key_hash: str, record: dict[str, Any]) -> None:
     """Create the gateway twin of a new key (no-op without a usage plan); sets gatewayKeyId."""
-    from chalicelib.core.config import get_config
     plan = get_config().usage_plan_id
     if not plan:
         return

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .table import ENTITY_SK, configure
+from .model import client, table_name
+from .table import ENTITY_SK
 
 
 @dataclass(frozen=True)
@@ -29,14 +30,13 @@ def window_key(subject: str, minute: int) -> str:
     return f'RL#{subject}#{minute}'
 
 
-def hit(subject: str, minute: int, second: int, minute_limit: int, second_limit: int,
+def hit(subject: str, *, minute: int, second: int, minute_limit: int, second_limit: int,
         expires_at: int) -> WindowCounts:
-    model = configure()
-    client = model._get_connection().connection.client
+    ddb = client()
     second_attr = f's{second:02d}'
     try:
-        answer = client.update_item(
-            TableName=model.Meta.table_name,
+        answer = ddb.update_item(
+            TableName=table_name(),
             Key={'pk': {'S': window_key(subject, minute)}, 'sk': {'S': ENTITY_SK}},
             UpdateExpression='ADD #m :one, #s :one SET #t = :ttl',
             ConditionExpression='(attribute_not_exists(#m) OR #m < :mlim) AND '
@@ -46,7 +46,7 @@ def hit(subject: str, minute: int, second: int, minute_limit: int, second_limit:
                                        ':mlim': {'N': str(minute_limit)}, ':slim': {'N': str(second_limit)}},
             ReturnValues='UPDATED_NEW',
             ReturnValuesOnConditionCheckFailure='ALL_OLD')
-    except client.exceptions.ConditionalCheckFailedException as exc:
+    except ddb.exceptions.ConditionalCheckFailedException as exc:
         old = exc.response.get('Item') or {}
         return WindowCounts(False, _number(old.get('cnt')), _number(old.get(second_attr)))
     new = answer.get('Attributes') or {}

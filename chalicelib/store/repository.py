@@ -1,47 +1,37 @@
-"""Entity persistence: one GetItem per read, one TransactWriteItems per multi-item write.
+"""Writes: one conditional PutItem/DeleteItem, or one TransactWriteItems.
 
-Services describe a write as a list of operations (entity put, unique claims and releases,
-reference checks, counter moves); ``commit`` runs them as a single transaction, or as a
-single conditional PutItem/DeleteItem when there is only one, and turns a cancellation into
-a ``WriteConflict`` naming the operation that failed.
+Services describe a write as a list of operations (entity put or delete, unique claims and
+releases, reference checks, counter moves, attribute updates) built by the functions below;
+``commit`` runs them as a single transaction (or a single conditional call when there is
+only one put/delete) and turns a cancellation into a ``WriteConflict`` naming the operation
+that failed, so the service can explain it (409 for a unique value, 400 for a reference...).
+Reads live in store/table.py.
 """
 from __future__ import annotations
 
-import hashlib
 import random
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from pynamodb.exceptions import DeleteError, PutError, TransactWriteError, UpdateError
+from pynamodb.exceptions import DeleteError, PutError, TransactWriteError
 from pynamodb.expressions.condition import Condition
 
 from chalicelib.core.config import get_config
 
-from .table import ENTITY_SK, Item, configure, entity_pk, name_sort_key, tenant_pk
-
-
-UNIQUE_VALUE_BYTES = 1024  # longer unique values are keyed by their SHA-256
-
-
-@dataclass
-class Stored:
-    """A stored entity: its resource body (``data``) and bookkeeping."""
-    family: str
-    data: dict[str, Any]
-    seq: int
-    org: str | None
-
-    @property
-    def id(self) -> str:
-        return self.data['id']
+from .model import Item, configure
+from .table import ENTITY_SK, counter_pk, entity_pk, name_sort_key, tenant_pk, unique_key
 
 
 class WriteConflict(Exception):
-    def __init__(self, op: 'Op | None', code: str) -> None:
+    def __init__(self, op: Op | None, code: str) -> None:
         super().__init__(code)
         self.op = op
         self.code = code
+
+
+class InvalidItem(Exception):
+    """DynamoDB refused the item itself (over 400 KB, a value it cannot hold)."""
 
 
 @dataclass
@@ -55,43 +45,15 @@ class Op:
     tag: dict[str, Any] = field(default_factory=dict)  # what the service needs to explain a failure
 
 
-def _from_item(item: Item) -> Stored | None:
-    if item is None or item.data is None:
-        return None
-    data = item.data.as_dict()
-    if data.get('deleted') is True:
-        return None
-    return Stored(family=item.kind, data=data, seq=int(item.seq or 0), org=item.org)
+# ----------------------------------------------------------------------------- entities
 
-
-def get(family: str, id_: str, consistent: bool = True) -> Stored | None:
-    model = configure()
-    try:
-        item = model.get(entity_pk(family, id_), ENTITY_SK, consistent_read=consistent)
-    except model.DoesNotExist:
-        return None
-    return _from_item(item)
-
-
-def batch_get(keys: Iterable[tuple[str, str]]) -> dict[str, Stored]:
-    """Entities by (family, id); missing or deleted ones are absent from the answer."""
-    model = configure()
-    wanted = [(entity_pk(f, i), ENTITY_SK) for f, i in keys]
-    out: dict[str, Stored] = {}
-    for start in range(0, len(wanted), 100):
-        for item in model.batch_get(wanted[start:start + 100]):
-            stored = _from_item(item)
-            if stored is not None:
-                out[stored.id] = stored
-    return out
-
-
-def entity_item(family: str, data: dict[str, Any], seq: int, org: str | None, tenant: str | None,
+def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None, tenant: str | None,
                 parent: str | None, name_value: Any) -> Item:
+    """The item of an entity; ``tenant`` None leaves it out of every list (soft delete)."""
     model = configure()
     id_ = data['id']
     item = model(entity_pk(family, id_), ENTITY_SK, kind=family, data=data, seq=seq, org=org)
-    if tenant is not None:  # listed entities carry index keys; soft-deleted ones do not
+    if tenant is not None:
         item.tpk = tenant_pk(family, tenant)
         item.csk = f"{data['createdOn']}#{id_}"
         item.usk = f"{data['updatedOn']}#{id_}"
@@ -102,6 +64,8 @@ def entity_item(family: str, data: dict[str, Any], seq: int, org: str | None, te
 
 
 def put_entity(item: Item, expected_seq: int | None, **tag: Any) -> Op:
+    """Write an entity: new (must not exist) when ``expected_seq`` is None, else only over
+    that sequence (optimistic locking)."""
     model = configure()
     cond = model.pk.does_not_exist() if expected_seq is None else (model.seq == expected_seq)
     return Op('put', item=item, condition=cond, tag={'what': 'entity', **tag})
@@ -111,26 +75,6 @@ def delete_entity(family: str, id_: str, expected_seq: int, **tag: Any) -> Op:
     model = configure()
     item = model(entity_pk(family, id_), ENTITY_SK)
     return Op('delete', item=item, condition=(model.seq == expected_seq), tag={'what': 'entity', **tag})
-
-
-def unique_key(family: str, scope: str, field_name: str, value: Any) -> str:
-    text = str(value)
-    if len(text.encode('utf-8', 'surrogatepass')) > UNIQUE_VALUE_BYTES:  # a partition key stops at 2048 bytes
-        text = 'sha256:' + hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()
-    return f'UQ#{family}#{scope}#{field_name}#{text}'
-
-
-def claim_unique(family: str, scope: str, field_name: str, value: Any, owner_id: str) -> Op:
-    model = configure()
-    item = model(unique_key(family, scope, field_name, value), ENTITY_SK, kind='unique', ref=owner_id)
-    return Op('put', item=item, condition=model.pk.does_not_exist(),
-              tag={'what': 'unique', 'field': field_name, 'value': value})
-
-
-def release_unique(family: str, scope: str, field_name: str, value: Any) -> Op:
-    model = configure()
-    return Op('delete', item=model(unique_key(family, scope, field_name, value), ENTITY_SK),
-              tag={'what': 'unique-release'})
 
 
 def check_exists(family: str, id_: str, org: str | None, **tag: Any) -> Op:
@@ -143,43 +87,50 @@ def check_exists(family: str, id_: str, org: str | None, **tag: Any) -> Op:
               tag={'what': 'reference', **tag})
 
 
+# ----------------------------------------------------------------------------- unique values, counters
+
+def claim_unique(family: str, *, scope: str, field_name: str, value: Any, owner_id: str) -> Op:
+    model = configure()
+    key = unique_key(family, scope=scope, field_name=field_name, value=value)
+    item = model(key, ENTITY_SK, kind='unique', ref=owner_id)
+    return Op('put', item=item, condition=model.pk.does_not_exist(),
+              tag={'what': 'unique', 'field': field_name, 'value': value})
+
+
+def release_unique(family: str, *, scope: str, field_name: str, value: Any) -> Op:
+    model = configure()
+    key = unique_key(family, scope=scope, field_name=field_name, value=value)
+    return Op('delete', item=model(key, ENTITY_SK),
+              tag={'what': 'unique-release'})
+
+
 def move_counter(family: str, tenant: str, amount: int) -> Op:
     """Counters are sharded: concurrent creates in one tenant touch different items."""
     model = configure()
     shard = str(random.randrange(get_config().counter_shards))
-    return Op('add', item=model(f'CNT#{tenant_pk(family, tenant)}', shard), amount=amount,
-              tag={'what': 'counter'})
+    return Op('add', item=model(counter_pk(family, tenant), shard), amount=amount, tag={'what': 'counter'})
 
 
-def count(family: str, tenant: str) -> int:
+def update_item(pk: str, sk: str, actions: list[Any], *, condition: Condition | None = None, **tag: Any) -> Op:
+    """Apply pynamodb update actions to any item (ACL attributes and the like)."""
     model = configure()
-    return sum(int(i.cnt or 0) for i in model.query(f'CNT#{tenant_pk(family, tenant)}'))
+    return Op('update', item=model(pk, sk), actions=actions, condition=condition, tag=tag)
 
+
+# ----------------------------------------------------------------------------- commit
 
 def _invalid(exc: Exception) -> None:
-    """DynamoDB refused the item itself (over 400 KB, a value it cannot hold): the client's
-    data is at fault, so it is a 400, not a 500."""
+    """DynamoDB refused the item itself: the caller's data is at fault (the service answers 400)."""
     if getattr(exc, 'cause_response_code', None) == 'ValidationException':
-        from chalicelib.core.errors import BadRequest
-        raise BadRequest(f'The resource cannot be stored: {getattr(exc, "cause_response_message", "")}') from None
+        raise InvalidItem(getattr(exc, 'cause_response_message', '') or 'invalid item') from None
 
 
 def commit(ops: list[Op]) -> None:
-    model = configure()
     if len(ops) == 1 and ops[0].kind in ('put', 'delete'):
-        op = ops[0]
-        try:
-            if op.kind == 'put':
-                op.item.save(condition=op.condition)
-            else:
-                op.item.delete(condition=op.condition)
-        except (PutError, DeleteError) as exc:
-            if exc.cause_response_code == 'ConditionalCheckFailedException':
-                raise WriteConflict(op, 'ConditionalCheckFailed') from None
-            _invalid(exc)
-            raise
+        _commit_one(ops[0])
         return
-    from pynamodb.transactions import TransactWrite
+    from pynamodb.transactions import TransactWrite  # noqa: PLC0415 - lazy: only multi-item writes need it
+    model = configure()
     try:
         with TransactWrite(connection=model._get_connection().connection,
                            client_request_token=str(uuid.uuid4())) as tx:
@@ -199,12 +150,23 @@ def commit(ops: list[Op]) -> None:
         # pynamodb sends condition checks, then deletes, puts and updates: reasons follow that order.
         sent = [op for kind in ('check', 'delete', 'put') for op in ops if op.kind == kind] + \
             [op for op in ops if op.kind in ('add', 'update')]
-        for op, reason in zip(sent, reasons):
+        for op, reason in zip(sent, reasons, strict=False):
             if reason is not None and reason.code not in (None, 'None'):
                 raise WriteConflict(op, reason.code) from None
         if exc.cause_response_code in ('TransactionConflictException', 'TransactionCanceledException'):
             raise WriteConflict(None, 'TransactionConflict') from None
         _invalid(exc)
         raise
-    except UpdateError:
+
+
+def _commit_one(op: Op) -> None:
+    try:
+        if op.kind == 'put':
+            op.item.save(condition=op.condition)
+        else:
+            op.item.delete(condition=op.condition)
+    except (PutError, DeleteError) as exc:
+        if exc.cause_response_code == 'ConditionalCheckFailedException':
+            raise WriteConflict(op, 'ConditionalCheckFailed') from None
+        _invalid(exc)
         raise

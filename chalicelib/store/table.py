@@ -1,35 +1,44 @@
-"""The single DynamoDB table, as a pynamodb model, and its key layout.
+"""The single-table layout: every key shape, and every named read (access pattern).
 
-| item          | pk                          | sk        | indexes                          |
-|---------------|-----------------------------|-----------|----------------------------------|
-| entity        | ``{family}#{id}``           | ``#``     | tpk/ppk + csk/usk/nsk (see below)|
-| unique value  | ``UQ#{family}#{scope}#{field}#{value}`` | ``#`` |                        |
-| counter shard | ``CNT#{family}#{tenant}``   | shard no. |                                  |
-| user ACL      | ``users#{userId}``          | ``ACL``   | (roles per org; store/credentials)|
-| API key       | ``users#{userId}``          | ``KEY#{sha256(key)}`` | (store/credentials.py)|
-| key pointer   | ``KEY#{sha256(key)}``       | ``#``     | keys without the user id in them |
-| rate window   | ``RL#{subject}#{window}``   | ``#``     | expires by TTL                   |
+| item          | pk                                      | sk                    | notes                      |
+|---------------|-----------------------------------------|-----------------------|----------------------------|
+| entity        | ``{family}#{id}``                       | ``#``                 | index keys: see below      |
+| unique value  | ``UQ#{family}#{scope}#{field}#{value}`` | ``#``                 | ``ref`` = owner id         |
+| counter shard | ``CNT#{family}#{tenant}``               | shard no.             | ``cnt``; summed on read    |
+| user ACL      | ``users#{userId}``                      | ``ACL``               | store/credentials.py       |
+| API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | store/credentials.py       |
+| key pointer   | ``KEY#{sha256(key)}``                   | ``#``                 | keys not naming their user |
+| rate window   | ``RL#{subject}#{minute}``               | ``#``                 | store/ratelimit.py; TTL    |
 
 Entity index attributes (removed when an entity is soft-deleted, so it leaves every list):
   tpk  ``{family}#{tenant}``  tenant partition: organization id, or ``ALL`` for global families
-  ppk  ``{family}#P#{projectId}`` (project-scoped) or ``memberships#U#{userId}``
-  csk  ``{createdOn}#{id}``   usk ``{updatedOn}#{id}``   nsk name sort key (see name_sort_key)
+  ppk  ``{family}#P#{projectId}`` (project-scoped) or ``memberships#U#{userId}`` (memberships)
+  csk  ``{createdOn}#{id}``   usk ``{updatedOn}#{id}``   nsk ``name_sort_key(name, id)``
 
-GSIs: by_created / by_updated / by_name are KEYS_ONLY (deep pages walk keys, then BatchGet the
-page); tenant_all and by_parent project everything (filtered lists read items there).
+GSIs (store/model.py): by_created / by_updated / by_name are KEYS_ONLY (deep pages walk keys,
+then BatchGet the page); tenant_all and by_parent project everything (filtered lists read
+items there).
+
+Reads are named for what they serve (``query_tenant``, ``walk_index``, ``memberships_of``...):
+services never see a key condition, an index name or a client.
 """
 from __future__ import annotations
 
-from functools import lru_cache
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
-from pynamodb.attributes import MapAttribute, NumberAttribute, UnicodeAttribute
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
-from pynamodb.models import Model
-
-from chalicelib.core.config import get_config
+from .model import Item, boto3_table, configure, create_table
 
 ENTITY_SK = '#'
+UNIQUE_VALUE_BYTES = 1024  # longer unique values are keyed by their SHA-256
+GLOBAL_TENANT = 'ALL'
+WALKABLE = {'createdOn': 'by_created', 'updatedOn': 'by_updated', 'name': 'by_name'}
 
+
+# ----------------------------------------------------------------------------- key shapes
 
 def entity_pk(family: str, id_: str) -> str:
     return f'{family}#{id_}'
@@ -39,11 +48,33 @@ def tenant_pk(family: str, tenant: str) -> str:
     return f'{family}#{tenant}'
 
 
+def project_pk(family: str, project_id: str) -> str:
+    """Partition of one project's records of a project-scoped family (by_parent)."""
+    return f'{family}#P#{project_id}'
+
+
+def member_pk(user_id: str) -> str:
+    """Partition of one user's memberships (by_parent)."""
+    return f'memberships#U#{user_id}'
+
+
+def counter_pk(family: str, tenant: str) -> str:
+    return f'CNT#{tenant_pk(family, tenant)}'
+
+
+def unique_key(family: str, *, scope: str, field_name: str, value: Any) -> str:
+    text = str(value)
+    if len(text.encode('utf-8', 'surrogatepass')) > UNIQUE_VALUE_BYTES:  # a partition key stops at 2048 bytes
+        text = 'sha256:' + hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()
+    return f'UQ#{family}#{scope}#{field_name}#{text}'
+
+
 def name_sort_key(value: object, id_: str) -> str:
     """Sort key for ordering by name: missing first, then case-insensitive text, then id.
 
     ``\\x01`` separates name and id so that "ab" sorts before "ab c" (it is below every
-    printable character); the in-memory sort uses the same order (query/sorting.py).
+    printable character); the in-memory sort of lists uses the same order
+    (services/listing.py ``_value_key``).
     """
     if value is None or value == '':
         return f'0\x01{id_}'
@@ -52,89 +83,146 @@ def name_sort_key(value: object, id_: str) -> str:
     return f'1{name}\x01{id_}'
 
 
-def _index(name: str, hash_attr: str, range_attr: str, keys_only: bool):
-    class Meta:
-        index_name = name
-        projection = KeysOnlyProjection() if keys_only else AllProjection()
-    attrs = {
-        'Meta': Meta,
-        hash_attr: UnicodeAttribute(hash_key=True),
-        range_attr: UnicodeAttribute(range_key=True),
-    }
-    return type(f'{name}_index', (GlobalSecondaryIndex,), attrs)()
+def ensure_table() -> None:
+    """Create the table, its indexes and TTL if missing (local run, tests, first deploy)."""
+    create_table()
 
 
-class Item(Model):
-    class Meta:
-        table_name = 'platform-local'
-        region = 'us-east-1'
-        billing_mode = 'PAY_PER_REQUEST'
-        # Fail fast inside API Gateway's 29 s: a stuck connection must not hold a request.
-        connect_timeout_seconds = 2
-        read_timeout_seconds = 8
-        max_retry_attempts = 3
-        max_pool_connections = 64
+# ----------------------------------------------------------------------------- entities
 
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
-    kind = UnicodeAttribute(null=True)
-    data = MapAttribute(null=True)
-    seq = NumberAttribute(null=True)
-    org = UnicodeAttribute(null=True)
-    tpk = UnicodeAttribute(null=True)
-    ppk = UnicodeAttribute(null=True)
-    csk = UnicodeAttribute(null=True)
-    usk = UnicodeAttribute(null=True)
-    nsk = UnicodeAttribute(null=True)
-    cnt = NumberAttribute(null=True)
-    ref = UnicodeAttribute(null=True)
-    ttl = NumberAttribute(null=True)
+@dataclass
+class Stored:
+    """A stored entity: its resource body (``data``) and bookkeeping."""
+    family: str
+    data: dict[str, Any]
+    seq: int
+    org: str | None
 
-    by_created = _index('by_created', 'tpk', 'csk', keys_only=True)
-    by_updated = _index('by_updated', 'tpk', 'usk', keys_only=True)
-    by_name = _index('by_name', 'tpk', 'nsk', keys_only=True)
-    tenant_all = _index('tenant_all', 'tpk', 'csk', keys_only=False)
-    by_parent = _index('by_parent', 'ppk', 'csk', keys_only=False)
+    @property
+    def id(self) -> str:
+        return self.data['id']
 
 
-@lru_cache(maxsize=1)
-def configure() -> type[Item]:
-    """Point the model at the configured table and endpoint (once per process)."""
-    cfg = get_config()
-    Item.Meta.table_name = cfg.table_name
-    Item.Meta.region = cfg.region
-    Item.Meta.host = cfg.endpoint_url
-    Item._connection = None
-    for idx in (Item.by_created, Item.by_updated, Item.by_name, Item.tenant_all, Item.by_parent):
-        idx._connection = None
-    return Item
+def stored_from(item: Item | None) -> Stored | None:
+    if item is None or item.data is None:
+        return None
+    data = item.data.as_dict()
+    if data.get('deleted') is True:
+        return None
+    return Stored(family=item.kind, data=data, seq=int(item.seq or 0), org=item.org)
 
 
-def reset() -> None:
-    configure.cache_clear()
-
-
-@lru_cache(maxsize=1)
-def boto3_table():
-    """The same table through boto3's resource API: list queries pass boto3 condition objects
-    (compiled by chalicelib/query/dynamo.py) as FilterExpression."""
-    import boto3
-    from botocore.config import Config
-    cfg = get_config()
-    client_config = Config(connect_timeout=2, read_timeout=8, max_pool_connections=64,
-                           retries={'max_attempts': 3, 'mode': 'standard'})
-    return boto3.resource('dynamodb', region_name=cfg.region, endpoint_url=cfg.endpoint_url,
-                          config=client_config).Table(cfg.table_name)
-
-
-def create_table() -> None:
-    """Create the table, its GSIs and TTL if missing (local run, tests, first deploy)."""
+def get(family: str, id_: str, consistent: bool = True) -> Stored | None:
+    """One entity by id (GetItem); a missing or soft-deleted one is None."""
     model = configure()
-    if not model.exists():
-        model.create_table(wait=True, billing_mode='PAY_PER_REQUEST')
-        try:
-            model._get_connection().connection.client.update_time_to_live(
-                TableName=model.Meta.table_name,
-                TimeToLiveSpecification={'Enabled': True, 'AttributeName': 'ttl'})
-        except Exception:  # TTL is an optimisation (rate windows expire); never block start-up
-            pass
+    try:
+        item = model.get(entity_pk(family, id_), ENTITY_SK, consistent_read=consistent)
+    except model.DoesNotExist:
+        return None
+    return stored_from(item)
+
+
+def batch_get(keys: Iterable[tuple[str, str]]) -> dict[str, Stored]:
+    """Entities by (family, id), in BatchGetItem calls of 100; missing or deleted ones are absent."""
+    model = configure()
+    wanted = list(dict.fromkeys((entity_pk(f, i), ENTITY_SK) for f, i in keys))
+    out: dict[str, Stored] = {}
+    for start in range(0, len(wanted), 100):
+        for item in model.batch_get(wanted[start:start + 100]):
+            stored = stored_from(item)
+            if stored is not None:
+                out[stored.id] = stored
+    return out
+
+
+# ----------------------------------------------------------------------------- lists
+
+def plain(value: Any) -> Any:
+    """boto3's Decimals back to int/float, recursively."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def _query_data(index: str, key_attr: str, key: str, condition) -> list[dict[str, Any]]:
+    from boto3.dynamodb.conditions import Key  # noqa: PLC0415 - lazy: boto3 only for lists
+    kwargs: dict[str, Any] = {'IndexName': index, 'KeyConditionExpression': Key(key_attr).eq(key)}
+    if condition is not None:
+        kwargs['FilterExpression'] = condition
+    out: list[dict[str, Any]] = []
+    tbl = boto3_table()
+    while True:
+        page = tbl.query(**kwargs)
+        out.extend(plain(i['data']) for i in page.get('Items', []) if 'data' in i)
+        if 'LastEvaluatedKey' not in page:
+            return out
+        kwargs['ExclusiveStartKey'] = page['LastEvaluatedKey']
+
+
+def _has_field(name: str):
+    from boto3.dynamodb.conditions import Attr  # noqa: PLC0415 - lazy: boto3 only for lists
+    return Attr(f'data.{name}').exists()
+
+
+def query_tenant(family: str, tenant: str, condition=None, *, has_field: str | None = None) -> list[dict[str, Any]]:
+    """Every listed record of ``family`` in one tenant (tenant_all), filtered by ``condition``
+    (a boto3 condition on ``data.*``, from chalicelib.query) and/or the presence of a field."""
+    if has_field is not None:
+        extra = _has_field(has_field)
+        condition = extra if condition is None else condition & extra
+    return _query_data('tenant_all', 'tpk', tenant_pk(family, tenant), condition)
+
+
+def query_project(family: str, project_id: str, condition=None) -> list[dict[str, Any]]:
+    """Every listed record of a project-scoped ``family`` in one project (by_parent)."""
+    return _query_data('by_parent', 'ppk', project_pk(family, project_id), condition)
+
+
+def walk_index(family: str, tenant: str, *, order: str, descending: bool, limit: int) -> list[str]:
+    """Ids of the first ``limit`` records of a tenant in ``order`` ('createdOn', 'updatedOn' or
+    'name'), read from a KEYS_ONLY index: keys only, never the items."""
+    index = getattr(configure(), WALKABLE[order])
+    return [k.pk.split('#', 1)[1] for k in index.query(
+        tenant_pk(family, tenant), scan_index_forward=not descending, limit=limit,
+        page_size=min(limit, 2000))]
+
+
+def count(family: str, tenant: str) -> int:
+    """Records of ``family`` in a tenant: the sum of its counter shards (one Query)."""
+    return sum(int(i.cnt or 0) for i in configure().query(counter_pk(family, tenant)))
+
+
+# ----------------------------------------------------------------------------- memberships, unique values
+
+def memberships_of(user_id: str) -> dict[str, str]:
+    """organization id -> role, from the user's membership partition (one Query)."""
+    out: dict[str, str] = {}
+    for item in configure().by_parent.query(member_pk(user_id)):
+        data = item.data.as_dict() if item.data is not None else {}
+        if item.org and data.get('role'):
+            out[item.org] = data['role']
+    return out
+
+
+def member_user_ids(org_id: str) -> set[str]:
+    """Ids of the users holding a membership of an organization."""
+    return {m['userId'] for m in query_tenant('memberships', org_id) if m.get('userId')}
+
+
+def unique_owner(family: str, *, scope: str, field_name: str, value: Any) -> str | None:
+    """Id of the record holding a unique value, or None (one consistent GetItem)."""
+    model = configure()
+    try:
+        key = unique_key(family, scope=scope, field_name=field_name, value=value)
+        return model.get(key, ENTITY_SK, consistent_read=True).ref
+    except model.DoesNotExist:
+        return None
+
+
+def unique_exists(family: str, *, scope: str, field_name: str, value: Any) -> bool:
+    return unique_owner(family, scope=scope, field_name=field_name, value=value) is not None
+

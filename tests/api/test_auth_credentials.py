@@ -150,12 +150,12 @@ def test_expired_key_is_401(api, org_id, monkeypatch):
     from chalicelib.services import identity
     _, key = make_user(api, org_id, 'MEMBER')
     member = api.as_key(key)
-    soon = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=5)).isoformat()
+    soon = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)).isoformat()
     made = member.post('/api/account/me/api-keys', {'name': 'short', 'expiresAt': soon})
     assert made.status == 201 and made.json['expiresAt'].endswith('Z')
     short = api.as_key(made.json['key'])
     assert short.get('/api/account/me').status == 200
-    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=6)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=6)
     monkeypatch.setattr(identity, 'now', lambda: later)
     r = short.get('/api/account/me')
     assert_401(r)

@@ -13,12 +13,12 @@ the ~2,800 requests fast). Public routes and service routes are checked separate
 """
 from __future__ import annotations
 
-import json
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -44,7 +44,7 @@ CASES = UNAUTHENTICATED + ('other organization', 'viewer', 'right credential')
 # Custom (non-CRUD) routes: the body a caller sends. Anything not listed sends {}.
 # The right caller must get a 2xx on these; on a custom write not listed it must only not be
 # refused (not 401/403, no 5xx).
-CUSTOM_BODIES: dict[tuple[str, str], Callable[['World'], Any]] = {
+CUSTOM_BODIES: dict[tuple[str, str], Callable[[World], Any]] = {
     ('PUT', '/api/tasks/{id}/status'): lambda w: {'statusSlug': w.task_status_slug},
     ('POST', '/api/executions/{executionId}/cancel'): lambda w: None,
 }
@@ -151,21 +151,15 @@ class World:
     def system_org(self) -> dict[str, Any]:
         """An organization nobody belongs to (created as the system): the admin would otherwise
         become its manager, and every later list of the admin would read one more tenant."""
-        from chalicelib.core.principal import set_current
         from chalicelib.services.bootstrap import SYSTEM
         from chalicelib.services.resources import create
-        set_current(SYSTEM)
-        try:
-            return create('organizations', json.dumps({'name': 'Fresh', 'slug': f'f-{uuid.uuid4().hex[:10]}'}).encode())
-        finally:
-            set_current(None)
+        return create('organizations', {'name': 'Fresh', 'slug': f'f-{uuid.uuid4().hex[:10]}'}, SYSTEM)
 
     def fresh_key_id(self) -> str:
         return self.api.post('/api/account/me/api-keys', {'name': 'fresh'}).json['id']
 
 
 def _build(api: Api, org_id: str, admin_id: str) -> World:
-    from chalicelib.core.principal import set_current
     from chalicelib.services.bootstrap import SYSTEM
     from chalicelib.services.identity import create_api_key
     from chalicelib.services.resources import create
@@ -204,15 +198,11 @@ def _build(api: Api, org_id: str, admin_id: str) -> World:
     revoked = api.as_key(viewer_key).post('/api/account/me/api-keys', {'name': 'to revoke'}).json
     assert api.as_key(viewer_key).delete(f"/api/account/me/api-keys/{revoked['id']}").status == 204
     expired = create_api_key(viewer['id'], viewer['email'], 'old', expires_at='2020-01-01T00:00:00.000000Z')['key']
-    set_current(SYSTEM)
-    try:   # another organization the admin has no role in, managed by its own user
-        other_org = create('organizations', json.dumps({'name': 'Other', 'slug': 'other-matrix'}).encode())
-        other_email = 'other-manager@example.com'
-        other_user = create('users', json.dumps({'email': other_email}).encode())
-        create('memberships', json.dumps({'organizationId': other_org['id'], 'userId': other_user['id'],
-                                          'role': 'MANAGE'}).encode())
-    finally:
-        set_current(None)
+    # another organization the admin has no role in, managed by its own user
+    other_org = create('organizations', {'name': 'Other', 'slug': 'other-matrix'}, SYSTEM)
+    other_email = 'other-manager@example.com'
+    other_user = create('users', {'email': other_email}, SYSTEM)
+    create('memberships', {'organizationId': other_org['id'], 'userId': other_user['id'], 'role': 'MANAGE'}, SYSTEM)
     other_key = create_api_key(other_user['id'], other_email, 'other')['key']
     admin_email = api.get('/api/account/me').json['email']
     now = int(time.time())
@@ -242,7 +232,7 @@ def world():
     from chalicelib.core import jwt_verify
     from chalicelib.core.config import get_config, reset_config
     from chalicelib.services.bootstrap import bootstrap
-    from chalicelib.store import table
+    from chalicelib.store import model
     mp = pytest.MonkeyPatch()
     server = JwksServer(RSA, EC)
     mp.setenv('COUNTER_SHARDS', '1')     # fewer counter items: moto copies the table per transaction
@@ -251,8 +241,7 @@ def world():
     mp.setenv('AUTH_JWT_JWKS_URL', server.url)
     reset_config()
     get_config()  # read now: chalice.test.Client swaps os.environ during requests
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
     jwt_verify.reset_caches()
     try:
         with mock_aws():
@@ -263,8 +252,7 @@ def world():
         server.close()
         mp.undo()
         reset_config()
-        table.reset()
-        table.boto3_table.cache_clear()
+        model.reset()
         jwt_verify.reset_caches()
 
 

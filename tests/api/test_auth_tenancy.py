@@ -13,20 +13,13 @@ from tests.conftest import make_org
 @pytest.fixture
 def other_org(api):
     """A second organization whose manager has no role in the default one."""
-    from chalicelib.core.principal import set_current
     from chalicelib.services.bootstrap import SYSTEM
     from chalicelib.services.identity import create_api_key
     from chalicelib.services.resources import create
-    import json
-    set_current(SYSTEM)
-    try:
-        org = create('organizations', json.dumps({'name': 'Other', 'slug': f'o-{uuid.uuid4().hex[:8]}'}).encode())
-        email = f'other-{uuid.uuid4().hex[:8]}@example.com'
-        user = create('users', json.dumps({'email': email}).encode())
-        create('memberships', json.dumps({'organizationId': org['id'], 'userId': user['id'],
-                                          'role': 'MANAGE'}).encode())
-    finally:
-        set_current(None)
+    org = create('organizations', {'name': 'Other', 'slug': f'o-{uuid.uuid4().hex[:8]}'}, SYSTEM)
+    email = f'other-{uuid.uuid4().hex[:8]}@example.com'
+    user = create('users', {'email': email}, SYSTEM)
+    create('memberships', {'organizationId': org['id'], 'userId': user['id'], 'role': 'MANAGE'}, SYSTEM)
     return {'org': org, 'user': user, 'api': api.as_key(create_api_key(user['id'], email, 't')['key'])}
 
 
@@ -197,7 +190,8 @@ def test_a_caller_supplied_organization_never_moves_a_resource(api, org_id, user
 def test_a_member_of_two_organizations_writes_only_where_permitted(api, org_id, other_org, users):
     from chalicelib.services.identity import create_api_key
     user = api.post('/api/users', {'email': f'two{uuid.uuid4().hex[:6]}@example.com'}).json
-    assert api.post('/api/memberships', {'organizationId': org_id, 'userId': user['id'], 'role': 'VIEWER'}).status == 201
+    membership = {'organizationId': org_id, 'userId': user['id'], 'role': 'VIEWER'}
+    assert api.post('/api/memberships', membership).status == 201
     assert other_org['api'].post('/api/memberships', {'organizationId': other_org['org']['id'],
                                                       'userId': user['id'], 'role': 'MEMBER'}).status == 201
     two = api.as_key(create_api_key(user['id'], user['email'], 'k')['key'])

@@ -5,7 +5,6 @@ Each test names the finding: the request the fuzzer sent, what went wrong, what 
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
@@ -67,7 +66,7 @@ def test_over_long_object_key_is_400(api, org_id):
 @pytest.mark.parametrize('number', ['1e-200', '-5.866948504489758e-262', '1e126', '-2.5e300'])
 def test_number_outside_dynamodb_range_is_400(api, org_id, number):
     """Floats DynamoDB cannot store (magnitude below 1E-130 or from 1E+126) reached the store."""
-    raw = '{"organizationId": "%s", "name": "p", "options": {"x": %s}}' % (org_id, number)
+    raw = f'{{"organizationId": "{org_id}", "name": "p", "options": {{"x": {number}}}}}'
     r = api.post('/api/projects', raw=raw)
     assert r.status == 400, r.json
     assert 'out of range' in r.json['message']
@@ -75,7 +74,7 @@ def test_number_outside_dynamodb_range_is_400(api, org_id, number):
 
 @pytest.mark.parametrize('number', ['0.0', '-0.0', '1.5', '1e-130', '9.99e125', '-3.25e-7'])
 def test_number_inside_dynamodb_range_is_kept(api, org_id, number):
-    raw = '{"organizationId": "%s", "name": "p", "options": {"x": %s}}' % (org_id, number)
+    raw = f'{{"organizationId": "{org_id}", "name": "p", "options": {{"x": {number}}}}}'
     r = api.post('/api/projects', raw=raw)
     assert r.status == 201, r.json
     assert r.json['options']['x'] == json.loads(number)
@@ -113,7 +112,8 @@ def test_embedded_document_status_round_trips(api, org_id):
     assert family.status == 201, family.json
     stored = family.json['documentStatus']
     assert stored == status.json
-    again = api.put(f"/api/document-families/{family.json['id']}", api.get(f"/api/document-families/{family.json['id']}").json)
+    path = f"/api/document-families/{family.json['id']}"
+    again = api.put(path, api.get(path).json)
     assert again.status == 200 and again.json['documentStatus'] == stored
 
 

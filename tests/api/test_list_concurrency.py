@@ -16,12 +16,9 @@ is cancelled with TransactionConflict for that item and changes nothing.
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-
-import pytest
 
 N = 40
 THREADS = 8
@@ -71,7 +68,7 @@ class SerialDynamo:
 
 
 def _create_concurrently(platform, org_id, n=N, threads=THREADS) -> list[BaseException]:
-    from chalicelib.core.principal import Principal, set_current
+    from chalicelib.core.principal import Principal
     from chalicelib.services import resources
     admin = Principal(user_id=platform['userId'], email='admin@example.com',
                       memberships={org_id: 'PLATFORM_ADMIN'}, platform_admin=True)
@@ -79,14 +76,12 @@ def _create_concurrently(platform, org_id, n=N, threads=THREADS) -> list[BaseExc
     errors: list[BaseException] = []
 
     def worker(index: int) -> None:
-        set_current(admin)
         start.wait()
         for i in range(index, n, threads):
             try:
-                resources.create('labels', json.dumps({'organizationId': org_id, 'name': f'label {i}'}).encode())
+                resources.create('labels', {'organizationId': org_id, 'name': f'label {i}'}, admin)
             except BaseException as exc:  # noqa: BLE001 - every failure counts
                 errors.append(exc)
-        set_current(None)
 
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(worker, range(threads)))
@@ -96,10 +91,10 @@ def _create_concurrently(platform, org_id, n=N, threads=THREADS) -> list[BaseExc
 def _counts(api, org_id) -> tuple[int, int, int]:
     """(totalElements of the unfiltered list (the counter), of a filtered list (the index),
     the counter shards in use)."""
-    from chalicelib.store import table
+    from chalicelib.store.model import configure
     counter = api.get('/api/labels?pageSize=1').json['totalElements']
     indexed = api.get("/api/labels?pageSize=1&filter=name=like='label *'").json['totalElements']
-    shards = list(table.configure().query(f'CNT#labels#{org_id}'))
+    shards = list(configure().query(f'CNT#labels#{org_id}'))
     return counter, indexed, len([s for s in shards if s.cnt])
 
 

@@ -80,10 +80,9 @@ def _post(api: Api, family: str, body: dict) -> dict:
 @pytest.fixture(scope='module')
 def env():
     from chalicelib.core.config import reset_config
-    from chalicelib.store import table
+    from chalicelib.store import model
     reset_config()
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
     with mock_aws():
         from chalice.test import Client
 
@@ -114,8 +113,7 @@ def env():
                                                 'statusSlug': 'open', 'priority': 1})['id']
             e.names = {v: k for k, v in e.ids.items()}
             yield e
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
 
 
 # ----------------------------------------------------------------------------- operators

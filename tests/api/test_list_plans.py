@@ -124,10 +124,9 @@ class Env:
 def env():
     from chalicelib.core.config import reset_config
     from chalicelib.services import listing
-    from chalicelib.store import table
+    from chalicelib.store import model
     reset_config()
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
     with mock_aws(), pytest.MonkeyPatch.context() as patch:
         from chalice.test import Client
 
@@ -135,8 +134,8 @@ def env():
         from chalicelib.services.bootstrap import bootstrap
         platform = bootstrap(api_key=ADMIN_KEY)
         recorder = Recorder()
-        recorder.attach(table.configure()._get_connection().connection.client.meta.events)
-        recorder.attach(table.boto3_table().meta.client.meta.events)
+        recorder.attach(model.configure()._get_connection().connection.client.meta.events)
+        recorder.attach(model.boto3_table().meta.client.meta.events)
         # the list route imports list_resources when called: only its own calls are recorded
         patch.setattr(listing, 'list_resources', recorder.wrap(listing.list_resources))
         with Client(app) as client:
@@ -155,8 +154,7 @@ def env():
             for t in e.tasks[::4]:  # updatedOn order differs from createdOn order
                 assert api.put(f"/api/tasks/{t['id']}", {'description': 'touched'}).status == 200
             yield e
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
 
 
 def _ids(body) -> list[str]:
@@ -221,8 +219,8 @@ def test_walk_order_is_the_in_memory_order(env, sort):
 
 
 def test_total_of_an_unfiltered_list_is_the_counter(env):
-    from chalicelib.store import table
-    tbl = table.boto3_table()
+    from chalicelib.store import model
+    tbl = model.boto3_table()
     key = {'pk': f'CNT#tasks#{env.org_id}', 'sk': '0'}
     tbl.update_item(Key=key, UpdateExpression='ADD cnt :n', ExpressionAttributeValues={':n': 1000})
     try:

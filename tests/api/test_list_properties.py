@@ -30,7 +30,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from moto import mock_aws
 
 from chalicelib.domain.registry import family as family_of
@@ -145,10 +146,9 @@ def _build(env: Env) -> None:
 @pytest.fixture(scope='module')
 def env():
     from chalicelib.core.config import reset_config
-    from chalicelib.store import table
+    from chalicelib.store import model
     reset_config()
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
     with mock_aws():
         from chalice.test import Client
 
@@ -159,8 +159,7 @@ def env():
             e = Env(Api(client, ADMIN_KEY), platform['organizationId'])
             _build(e)
             yield e
-    table.reset()
-    table.boto3_table.cache_clear()
+    model.reset()
 
 
 # ----------------------------------------------------------------------------- the oracle

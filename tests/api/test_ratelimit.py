@@ -92,11 +92,11 @@ def test_limits_are_per_key(api, org_id, clock):
     assert r.status == 200 and limit_headers(r)[1] == 99   # a new key has its own counter
 
 
-def test_bearer_callers_are_limited_per_user(api, org_id, clock, idp):
+def test_bearer_callers_are_limited_per_user(api, org_id, clock, idp):  # noqa: F811 - shared fixture
     from tests.api.test_auth_credentials import EC, RSA, bearer
     user, _ = make_user(api, org_id, 'VIEWER')
     clock.now += 1
-    for i in range(10):
+    for _ in range(10):
         assert api.get('/api/account/me', key=None, headers=bearer(RSA.token(user['email']))).status == 200
         assert api.get('/api/account/me', key=None, headers=bearer(EC.token(user['email']))).status == 200
     r = api.get('/api/account/me', key=None, headers=bearer(RSA.token(user['email'])))
@@ -145,17 +145,17 @@ def test_the_window_is_one_item_with_both_counters_and_a_ttl(api, clock):
     assert int(item['ttl']['N']) > T0 + 60
 
 
-def test_dynamodb_calls_of_one_authenticated_get_by_id(api, org_id, clock, idp):
+def test_dynamodb_calls_of_one_authenticated_get_by_id(api, org_id, clock, idp):  # noqa: F811 - shared fixture
     """An API key names its owner: one BatchGetItem authenticates it (user, roles, key record),
     one UpdateItem counts the request, one GetItem reads the resource. A key that names no owner
     (the bootstrap key) needs a GetItem more, and so does a bearer token (e-mail -> user)."""
+    from chalicelib.store import model
     from tests.api.test_auth_credentials import RSA, bearer
-    from chalicelib.store import table
     project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
     key = api.post('/api/account/me/api-keys', {'name': 'counted'}).json['key']
     calls: list[str] = []
-    clients = {id(c): c for c in (table.configure()._get_connection().connection.client,
-                                  table.boto3_table().meta.client)}
+    clients = {id(c): c for c in (model.configure()._get_connection().connection.client,
+                                  model.boto3_table().meta.client)}
 
     def record(event_name, **kwargs):
         calls.append(event_name.rsplit('.', 1)[1])
@@ -209,6 +209,7 @@ def _second_app():
 
 def test_the_counter_holds_across_two_app_instances(client, clock):
     from chalice.test import Client
+
     import app as first
     second_app = _second_app()
     assert second_app is not first.app

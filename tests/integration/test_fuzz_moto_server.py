@@ -92,8 +92,8 @@ def test_concurrent_transactions_all_succeed(dynamodb):
                 client.transact_write_items(TransactItems=[
                     {'Put': {'TableName': TABLE, 'Item': _key(str(uuid.uuid4())),
                              'ConditionExpression': 'attribute_not_exists(pk)'}},
-                    {'Update': {'TableName': TABLE, 'Key': _key(f'CNT#{i % 4}'),
-                                'UpdateExpression': 'ADD cnt :one', 'ExpressionAttributeValues': {':one': {'N': '1'}}}}])
+                    {'Update': {'TableName': TABLE, 'Key': _key(f'CNT#{i % 4}'), 'UpdateExpression': 'ADD cnt :one',
+                                'ExpressionAttributeValues': {':one': {'N': '1'}}}}])
             except Exception as exc:  # noqa: BLE001 - collected and asserted below
                 errors.append(repr(exc)[:200])
     threads = [threading.Thread(target=writer) for _ in range(4)]

@@ -6,11 +6,25 @@ import time
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from chalicelib.query import (And, Compare, DictSchema, FilterError, IsNull, MAX_DEPTH,
-                              MAX_LENGTH, NULL_CONTEXT, Not, Or, Resolved, evaluate, parse,
-                              render)
+from chalicelib.query import (
+    MAX_DEPTH,
+    MAX_LENGTH,
+    NULL_CONTEXT,
+    And,
+    Compare,
+    DictSchema,
+    FilterError,
+    IsNull,
+    Not,
+    Or,
+    Resolved,
+    evaluate,
+    parse,
+    render,
+)
 
 PROJECT = DictSchema({'name': 'string', 'slug': 'string', 'budget': 'number'})
 MEMBER = DictSchema({'statusSlug': 'string', 'points': 'integer', 'labels': 'list'})

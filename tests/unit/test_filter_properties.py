@@ -12,12 +12,12 @@ from decimal import Decimal
 
 import boto3
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from moto import mock_aws
 
 from chalicelib.core.clock import normalize_instant
-from chalicelib.query import (And, Compare, DictSchema, IsNull, Not, Or, compile_filter,
-                              evaluate, parse, render)
+from chalicelib.query import And, Compare, DictSchema, IsNull, Not, Or, compile_filter, evaluate, parse, render
 
 SCHEMA = DictSchema(
     {'name': 'string', 'count': 'integer', 'score': 'number', 'active': 'boolean',

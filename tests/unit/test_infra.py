@@ -3,7 +3,7 @@ the resources the template creates."""
 import json
 from pathlib import Path
 
-from chalicelib.store.table import Item
+from chalicelib.store.model import Item
 from infra.stack import template
 
 ROOT = Path(__file__).resolve().parents[2]

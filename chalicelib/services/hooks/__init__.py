@@ -10,7 +10,8 @@ from typing import Any
 
 from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import Family
-from chalicelib.store.repository import Op, Stored
+from chalicelib.store.repository import Op
+from chalicelib.store.table import Stored
 
 
 class Hook:

@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import re
 import secrets
-import uuid
 from typing import Any
 
-from chalicelib.core.clock import now_iso
 from chalicelib.core.errors import BadRequest
 from chalicelib.core.principal import Principal
-from chalicelib.domain.registry import Family, family as family_of
-from chalicelib.services import access
-from chalicelib.store import credentials, repository as repo
+from chalicelib.domain.registry import Family
+from chalicelib.domain.registry import family as family_of
+from chalicelib.services import access, records
 
 from . import Hook
 
@@ -45,21 +43,14 @@ class OrganizationHook(Hook):
             new['slug'] = normalize_slug(new['slug'])
 
     def extra_create_ops(self, family, principal, data):
-        builtins = access.builtin_ops(data['id'], principal.user_id)  # built-in roles and permissions
+        ops = access.builtin_ops(data['id'], principal)  # built-in roles and permissions
         if principal.credential in ('system', 'service'):
-            return builtins  # no user behind the call
+            return ops  # no user behind the call
         # The creator manages the new organization (a platform admin too: it is then in their lists).
         memberships = family_of('memberships')
-        now = now_iso()
-        membership = {'id': str(uuid.uuid4()), 'uuid': str(uuid.uuid4()), 'createdOn': now, 'updatedOn': now,
-                      'changeSequence': 1, 'organizationId': data['id'], 'userId': principal.user_id,
-                      'role': 'MANAGE', 'createdByUserId': principal.user_id}
-        item = repo.entity_item('memberships', membership, 1, data['id'], data['id'],
-                                f'memberships#U#{principal.user_id}', 'MANAGE')
-        return builtins + [repo.put_entity(item, None),
-                repo.claim_unique('memberships', data['id'], 'userId', principal.user_id, membership['id']),
-                repo.move_counter(memberships.path, data['id'], 1),
-                credentials.acl_put(principal.user_id, data['id'], 'MANAGE')]  # what auth reads
+        membership = records.new_record(memberships, {'userId': principal.user_id, 'role': 'MANAGE'},
+                                        principal=principal, org=data['id'])
+        return ops + records.create_ops(memberships, [membership], principal)
 
 
 HOOK = OrganizationHook()

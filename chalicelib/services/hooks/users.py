@@ -28,12 +28,10 @@ class UserHook(Hook):
         return principal.platform_admin or (op == 'update' and stored.id == principal.user_id)
 
     def visible(self, family, principal, stored):
-        # Yourself, a platform admin, or a member of one of your organizations (users.py in
-        # services resolves shared membership for lists; a single get checks it directly).
+        # Yourself, a platform admin, or a member of one of your organizations.
         if principal.platform_admin or stored.id == principal.user_id:
             return True
-        from chalicelib.services.users import shares_organization
-        return shares_organization(principal, stored.id)
+        return access.shares_organization(principal, stored.id)
 
 
 HOOK = UserHook()

@@ -1,0 +1,139 @@
+"""The items a write of a record touches, assembled in one place.
+
+A record of any family is stored as its entity item plus, in the same transaction, the
+unique-value items of its unique fields, a counter shard of its tenant, and whatever its
+family hook adds (memberships: the member's ACL item; task groups: a history entry;
+organizations: built-in roles and the creator's membership). ``create_ops``, ``update_ops``
+and ``delete_ops`` build those operations; hooks that create further records (a membership,
+a history entry, built-in roles) call ``new_record`` + ``create_ops`` again, so every record
+is written the same way whoever creates it.
+
+The rules deciding *whether* a write may happen (validation, permissions, locking) live in
+services/resources.py; this module only knows the shape of the write.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from chalicelib.core.clock import now_iso
+from chalicelib.core.errors import BadRequest
+from chalicelib.core.principal import Principal
+from chalicelib.domain.registry import Family
+from chalicelib.store import repository as repo
+from chalicelib.store import table
+from chalicelib.store.repository import InvalidItem, Op
+from chalicelib.store.table import Stored
+
+from .hooks import hook_for
+
+
+def record_org(family: Family, data: dict[str, Any]) -> str | None:
+    """The organization a record belongs to (an organization belongs to itself)."""
+    if family.path == 'organizations':
+        return data['id']
+    return data.get('organizationId') if family.scope in ('org', 'project') else None
+
+
+def tenant(family: Family, org: str | None) -> str:
+    return table.GLOBAL_TENANT if family.scope == 'global' else org
+
+
+def unique_scope(family: Family, data: dict[str, Any], org: str | None) -> str:
+    if family.scope == 'global':
+        return table.GLOBAL_TENANT
+    if family.scope == 'project':
+        return data['projectId']
+    return org
+
+
+def _parent(family: Family, data: dict[str, Any]) -> str | None:
+    if family.scope == 'project':
+        return table.project_pk(family.path, data['projectId'])
+    if family.path == 'memberships':
+        return table.member_pk(data['userId'])
+    return None
+
+
+def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, listed: bool = True):
+    """The entity item of a record; ``listed=False`` keeps it out of every list (soft delete)."""
+    return repo.entity_item(family.path, data, seq=seq, org=org, tenant=tenant(family, org) if listed else None,
+                            parent=_parent(family, data), name_value=data.get(family.name_field))
+
+
+def new_record(family: Family, values: dict[str, Any], *, principal: Principal, org: str | None = None,
+               project_id: str | None = None, id_: str | None = None) -> dict[str, Any]:
+    """A new record's body: the bookkeeping fields, its ownership, then ``values``.
+
+    ``id_`` gives a derived record (built-in roles) a stable id; it is its uuid as well."""
+    now = now_iso()
+    rid = id_ or str(uuid.uuid4())
+    data: dict[str, Any] = {'id': rid, 'uuid': rid if id_ else str(uuid.uuid4()), 'createdOn': now,
+                            'updatedOn': now, 'changeSequence': 1, 'createdByUserId': principal.user_id}
+    if family.scope in ('org', 'project'):
+        data['organizationId'] = org
+    if project_id is not None:
+        data['projectId'] = project_id
+    data.update(values)
+    return data
+
+
+def create_ops(family: Family, records: list[dict[str, Any]], principal: Principal) -> list[Op]:
+    """Operations storing new records of one family: entities, unique claims, one counter move
+    for all of them (a transaction may touch a counter shard once), and the hook's items."""
+    hook = hook_for(family)
+    ops: list[Op] = []
+    for data in records:
+        org = record_org(family, data)
+        ops.append(repo.put_entity(entity(family, data, seq=1, org=org), None))
+        scope = unique_scope(family, data, org)
+        ops += [repo.claim_unique(family.path, scope=scope, field_name=name, value=data[name], owner_id=data['id'])
+                for name in family.unique if data.get(name) is not None]
+    by_tenant: dict[str, int] = {}
+    for data in records:
+        key = tenant(family, record_org(family, data))
+        by_tenant[key] = by_tenant.get(key, 0) + 1
+    ops += [repo.move_counter(family.path, key, n) for key, n in by_tenant.items()]
+    for data in records:
+        ops += hook.extra_create_ops(family, principal, data)
+        ops += hook.audit_ops(family, principal, 'CREATE', data, None)
+    return ops
+
+
+def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal: Principal) -> list[Op]:
+    """Operations replacing ``stored`` by ``new`` (locked on the stored sequence)."""
+    ops = [repo.put_entity(entity(family, new, seq=new['changeSequence'], org=stored.org), stored.seq)]
+    scope = unique_scope(family, new, stored.org)
+    for name in family.unique:
+        old_value, new_value = stored.data.get(name), new.get(name)
+        if old_value != new_value:
+            if new_value is not None:
+                ops.append(repo.claim_unique(family.path, scope=scope, field_name=name, value=new_value,
+                                             owner_id=new['id']))
+            if old_value is not None:
+                ops.append(repo.release_unique(family.path, scope=scope, field_name=name, value=old_value))
+    ops += hook_for(family).audit_ops(family, principal, 'UPDATE', new, stored)
+    return ops
+
+
+def delete_ops(family: Family, stored: Stored, principal: Principal, *, soft: dict[str, Any] | None = None) -> list[Op]:
+    """Operations deleting ``stored``; ``soft`` is the record as kept by a soft delete (unlisted)."""
+    if soft is not None:
+        ops = [repo.put_entity(entity(family, soft, seq=soft['changeSequence'], org=stored.org, listed=False),
+                               stored.seq)]
+    else:
+        ops = [repo.delete_entity(family.path, stored.id, stored.seq)]
+    scope = unique_scope(family, stored.data, stored.org)
+    ops += [repo.release_unique(family.path, scope=scope, field_name=name, value=stored.data[name])
+            for name in family.unique if stored.data.get(name) is not None]
+    ops.append(repo.move_counter(family.path, tenant(family, stored.org), -1))
+    ops += hook_for(family).audit_ops(family, principal, 'DELETE', stored.data, stored)
+    return ops
+
+
+def commit(ops: list[Op]) -> None:
+    """Run the operations as one write; an item DynamoDB refuses is the caller's data: 400."""
+    try:
+        repo.commit(ops)
+    except InvalidItem as exc:
+        raise BadRequest(f'The resource cannot be stored: {exc}') from None

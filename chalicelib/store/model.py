@@ -1,0 +1,138 @@
+"""The single DynamoDB table as a pynamodb model, and the clients that reach it.
+
+Nothing outside ``chalicelib/store`` imports this module (an import-linter contract says so):
+services name what they want through the access patterns of ``store/table.py`` and the write
+operations of ``store/repository.py``.
+
+One client style per purpose:
+
+* **the pynamodb model** (``Item``) for entity items: typed attributes, condition
+  expressions and TransactWriteItems built from the same attribute objects, so a write and
+  its conditions cannot disagree on an attribute name;
+* **the low-level botocore client** under that model (``client()``) where a call's exact
+  shape matters more than typing: the credential BatchGetItem (three keys, consistent reads)
+  and the rate-window UpdateItem (``ReturnValuesOnConditionCheckFailure``), both on every
+  request's hot path, and raw-item reads that skip pynamodb's deserialisation;
+* **the boto3 Table resource** (``boto3_table()``) for list queries only: the filter language
+  compiles to boto3 condition objects (chalicelib/query/dynamo.py), which only the resource
+  API accepts as FilterExpression. It is created on the first list, never at import.
+
+All three share the endpoint, region and timeouts of the configuration (short timeouts and
+bounded retries: a request must fail inside API Gateway's 29 s, never hang).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pynamodb.attributes import MapAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
+from pynamodb.models import Model
+
+from chalicelib.core.config import get_config
+
+CONNECT_TIMEOUT = 2
+READ_TIMEOUT = 8
+MAX_ATTEMPTS = 3
+MAX_POOL = 64
+
+
+def _index(name: str, hash_attr: str, range_attr: str, keys_only: bool):
+    class Meta:
+        index_name = name
+        projection = KeysOnlyProjection() if keys_only else AllProjection()
+    attrs = {
+        'Meta': Meta,
+        hash_attr: UnicodeAttribute(hash_key=True),
+        range_attr: UnicodeAttribute(range_key=True),
+    }
+    return type(f'{name}_index', (GlobalSecondaryIndex,), attrs)()
+
+
+class Item(Model):
+    class Meta:
+        table_name = 'platform-local'
+        region = 'us-east-1'
+        billing_mode = 'PAY_PER_REQUEST'
+        # Fail fast inside API Gateway's 29 s: a stuck connection must not hold a request.
+        connect_timeout_seconds = CONNECT_TIMEOUT
+        read_timeout_seconds = READ_TIMEOUT
+        max_retry_attempts = MAX_ATTEMPTS
+        max_pool_connections = MAX_POOL
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    kind = UnicodeAttribute(null=True)
+    data = MapAttribute(null=True)
+    seq = NumberAttribute(null=True)
+    org = UnicodeAttribute(null=True)
+    tpk = UnicodeAttribute(null=True)
+    ppk = UnicodeAttribute(null=True)
+    csk = UnicodeAttribute(null=True)
+    usk = UnicodeAttribute(null=True)
+    nsk = UnicodeAttribute(null=True)
+    cnt = NumberAttribute(null=True)
+    ref = UnicodeAttribute(null=True)
+    ttl = NumberAttribute(null=True)
+
+    by_created = _index('by_created', 'tpk', 'csk', keys_only=True)
+    by_updated = _index('by_updated', 'tpk', 'usk', keys_only=True)
+    by_name = _index('by_name', 'tpk', 'nsk', keys_only=True)
+    tenant_all = _index('tenant_all', 'tpk', 'csk', keys_only=False)
+    by_parent = _index('by_parent', 'ppk', 'csk', keys_only=False)
+
+
+INDEXES = ('by_created', 'by_updated', 'by_name', 'tenant_all', 'by_parent')
+
+
+@lru_cache(maxsize=1)
+def configure() -> type[Item]:
+    """Point the model at the configured table and endpoint (once per process)."""
+    cfg = get_config()
+    Item.Meta.table_name = cfg.table_name
+    Item.Meta.region = cfg.region
+    Item.Meta.host = cfg.endpoint_url
+    Item._connection = None
+    for name in INDEXES:
+        getattr(Item, name)._connection = None
+    return Item
+
+
+def client():
+    """The botocore DynamoDB client under the model (shares its connection pool)."""
+    return configure()._get_connection().connection.client
+
+
+def table_name() -> str:
+    return configure().Meta.table_name
+
+
+@lru_cache(maxsize=1)
+def boto3_table():
+    """The same table through boto3's resource API (list queries with boto3 conditions)."""
+    import boto3  # noqa: PLC0415 - lazy: the resource API costs ~100 ms; only lists need it
+    from botocore.config import Config  # noqa: PLC0415 - lazy, with boto3
+    cfg = get_config()
+    client_config = Config(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
+                           max_pool_connections=MAX_POOL,
+                           retries={'max_attempts': MAX_ATTEMPTS, 'mode': 'standard'})
+    return boto3.resource('dynamodb', region_name=cfg.region, endpoint_url=cfg.endpoint_url,
+                          config=client_config).Table(cfg.table_name)
+
+
+def reset() -> None:
+    """Forget the configured clients (tests change the environment between cases)."""
+    configure.cache_clear()
+    boto3_table.cache_clear()
+
+
+def create_table() -> None:
+    """Create the table, its GSIs and TTL if missing (local run, tests, first deploy)."""
+    model = configure()
+    if model.exists():
+        return
+    model.create_table(wait=True, billing_mode='PAY_PER_REQUEST')
+    try:
+        client().update_time_to_live(TableName=model.Meta.table_name,
+                                     TimeToLiveSpecification={'Enabled': True, 'AttributeName': 'ttl'})
+    except Exception:  # noqa: BLE001 - TTL is an optimisation (rate windows expire); never block start-up
+        pass
