@@ -22,14 +22,17 @@ def _error_response(status: int, message: str, headers: dict[str, str] | None = 
                     headers={'Content-Type': 'application/json', **(headers or {})})
 
 
-def _translate_chalice_error(response: Response) -> Response:
-    """Chalice answers some errors itself with {"Code", "Message"}: reshape them."""
+def _translate_chalice_error(response: Response, request_id: str) -> Response:
+    """Chalice answers some errors itself with {"Code", "Message"}: reshape them. Its 500 is an
+    exception a view raised (Chalice catches those before middleware sees them, and logs the
+    traceback): the answer names the request id, and so does our log line."""
     if response.status_code < 400 or not isinstance(response.body, dict) or 'Code' not in response.body:
         return response
     status = response.status_code
     message = str(response.body.get('Message', ''))
     if status >= 500:
-        message = 'An internal error occurred'
+        log.error('unhandled error in a view, request %s (traceback above)', request_id)
+        message = f'An internal error occurred (request {request_id})'
     headers = {k: v for k, v in (response.headers or {}).items() if k.lower() != 'content-type'}
     return _error_response(status, message, headers)
 
@@ -41,14 +44,13 @@ def _admit(event, mode: str):
     credential, and a public route, is answered without touching the counters (headers still
     state the limit): counting them would turn every garbage request into a DynamoDB write;
     floods of those are for the gateway's throttling to absorb (infra/usage_plan.py)."""
-    from chalicelib.services import ratelimit
+    # lazy: the services load pynamodb; `import app` must not (cold start)
+    from chalicelib.services import identity, internal, ratelimit  # noqa: PLC0415
     try:
         if mode == 'user':
-            from chalicelib.services.identity import authenticate
-            principal = authenticate(event.headers)
+            principal = identity.authenticate(event.headers)
         elif mode == 'service':
-            from chalicelib.services.internal import authenticate_service
-            principal = authenticate_service(event.headers)
+            principal = internal.authenticate_service(event.headers)
         else:
             principal = None
     except ApiError as exc:
@@ -71,7 +73,8 @@ class _Refused(Exception):
 def install(app) -> None:
     @app.middleware('http')
     def platform_middleware(event, get_response):
-        request_id = str(uuid.uuid4())
+        # API Gateway's request id when there is one (it is what its access logs show)
+        request_id = (event.context or {}).get('requestId') or str(uuid.uuid4())
         decision = None
         try:
             route = (event.context or {}).get('resourcePath')
@@ -89,9 +92,9 @@ def install(app) -> None:
             response = _error_response(500, f'An internal error occurred (request {request_id})')
         finally:
             set_current(None)
-        response = _translate_chalice_error(response)
+        response = _translate_chalice_error(response, request_id)
         if decision is None:  # failed before the limiter could answer: still say what the limit is
-            from chalicelib.services.ratelimit import untracked
+            from chalicelib.services.ratelimit import untracked  # noqa: PLC0415 - lazy: cold start
             decision = untracked()
         response.headers.update(decision.headers())
         return response
