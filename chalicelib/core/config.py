@@ -2,9 +2,12 @@
 by localdev/ when running locally)."""
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -24,11 +27,32 @@ class Config:
     counter_shards: int
     usage_plan_id: str | None = None        # API Gateway usage plan that per-key gateway keys join
     gateway_shared_key: str | None = None   # gateway key value for callers without a per-key one
+    # host names the egress fence lets reach private addresses (development and tests only)
+    egress_private_host_allowlist: frozenset[str] = frozenset()
 
 
 def _int(name: str, default: int) -> int:
     raw = os.environ.get(name)
     return int(raw) if raw not in (None, '') else default
+
+
+def _host_allowlist(name: str) -> frozenset[str]:
+    """Comma-separated exact host names, compared lowercased and without a trailing dot (an IPv6
+    literal may be written with or without brackets). An entry with ``*`` or ``/`` would be a
+    wildcard or a range, which this setting does not have: it is ignored with a warning, so a
+    mistaken entry opens nothing and does not stop the service."""
+    hosts: set[str] = set()
+    for entry in os.environ.get(name, '').split(','):
+        host = entry.strip().lower().rstrip('.')
+        if host.startswith('[') and host.endswith(']'):
+            host = host[1:-1]
+        if not host:
+            continue
+        if '*' in host or '/' in host:
+            log.warning('%s: ignoring %r (exact host names only, no wildcards or ranges)', name, entry)
+            continue
+        hosts.add(host)
+    return frozenset(hosts)
 
 
 @lru_cache(maxsize=1)
@@ -50,6 +74,7 @@ def get_config() -> Config:
         counter_shards=_int('COUNTER_SHARDS', 4),
         usage_plan_id=env.get('USAGE_PLAN_ID') or None,
         gateway_shared_key=env.get('GATEWAY_SHARED_USAGE_KEY') or None,
+        egress_private_host_allowlist=_host_allowlist('BRIDGE_EGRESS_PRIVATE_HOST_ALLOWLIST'),
     )
 
 
