@@ -360,3 +360,12 @@ def test_the_switch_answers_loopback_callers_only():
                       lambda status, headers: statuses.append(status))
     assert statuses == ['403 Forbidden'] and 'loopback' in json.loads(b''.join(body))['error']
 
+
+def test_make_run_switches_chaos_on_after_set_up_from_a_clean_count(stack):
+    from localdev.run import switch_on_chaos
+    switch(stack, seed=5)
+    get(stack, 'before')
+    line = switch_on_chaos(stack.url, 0.3)
+    assert line.startswith('chaos: 0.3 of calls to dynamodb,s3,sqs faulted') and 'CHAOS_SEED=5' in line
+    state = chaos.remote_state(stack.url)
+    assert state['settings']['rate'] == 0.3 and state['calls'] == 0
