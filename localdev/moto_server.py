@@ -12,6 +12,9 @@ uses for every write:
   proportion to the table: after a few thousand items a create takes seconds and clients time
   out. Under the lock nothing else runs, so a snapshot that shares the untouched items and
   deep-copies only the targeted ones rolls back exactly as well.
+
+Around both sits the chaos switch (localdev/chaos.py, CHAOS_* variables, ``/_chaos``): it is
+outside the lock, so an injected error never waits for it and a slow answer does not hold it.
 """
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ import threading
 import types
 from collections import defaultdict
 from typing import Any
+
+from localdev import chaos
 
 _state = threading.local()
 
@@ -105,6 +110,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('-H', '--host', default='127.0.0.1')
     parser.add_argument('-p', '--port', type=int, default=5000)
     args = parser.parse_args(argv)
+    try:
+        settings = chaos.settings_from_env(os.environ)
+    except ValueError as err:
+        parser.error(str(err))
     os.environ.setdefault('MOTO_PORT', str(args.port))
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
@@ -112,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     from werkzeug.serving import run_simple
 
     patch_moto()
-    app = serialized(DomainDispatcherApplication(create_backend_app))
+    app = chaos.Chaos(serialized(DomainDispatcherApplication(create_backend_app)), settings)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)
 

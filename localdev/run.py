@@ -1,5 +1,10 @@
 """`make run`: moto server on loopback (unless AWS_ENDPOINT_URL points elsewhere), AWS
-resources, bootstrap admin, then the API on http://127.0.0.1:${PORT:-8000}. Ctrl-C stops all."""
+resources, bootstrap admin, then the API on http://127.0.0.1:${PORT:-8000}. Ctrl-C stops all.
+
+The CHAOS_* variables reach the moto server through its environment, except CHAOS_RATE: the
+server starts with chaos off so that creating the resources and the bootstrap admin cannot
+fail, and the rate is switched on (``POST /_chaos``, counters reset) just before the API
+serves."""
 from __future__ import annotations
 
 import os
@@ -9,6 +14,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from localdev import chaos
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,8 +28,9 @@ def _free_port() -> int:
 
 def start_moto() -> tuple[subprocess.Popen, str]:
     port = int(os.environ.get('MOTO_PORT') or _free_port())
+    env = {**os.environ, 'CHAOS_RATE': '0'}  # set-up runs clean; see switch_on_chaos
     proc = subprocess.Popen([sys.executable, '-m', 'localdev.moto_server', '-H', '127.0.0.1', '-p', str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f'http://127.0.0.1:{port}'
     import urllib.request
     deadline = time.time() + 30
@@ -36,6 +44,23 @@ def start_moto() -> tuple[subprocess.Popen, str]:
             time.sleep(0.1)
     proc.kill()
     raise SystemExit('moto server did not start within 30 s')
+
+
+def chaos_settings() -> chaos.Settings:
+    """The CHAOS_* settings, checked before anything starts."""
+    try:
+        return chaos.settings_from_env(os.environ)
+    except ValueError as err:
+        raise SystemExit(f'bad CHAOS_* setting: {err}') from None
+
+
+def switch_on_chaos(endpoint_url: str, rate: float) -> str:
+    """Switch the moto server's chaos on at ``rate`` from a clean count; the line to print."""
+    chaos.remote_configure(endpoint_url, rate=rate)
+    settings = chaos.remote_reset(endpoint_url)['settings']
+    return (f'chaos: {settings["rate"]:g} of calls to {",".join(settings["services"])} faulted '
+            f'({",".join(settings["kinds"])}; slow answers {settings["slowSeconds"]:g} s; '
+            f'CHAOS_SEED={settings["seed"]}); counters at {endpoint_url}/_chaos')
 
 
 def prepare_environment() -> subprocess.Popen | None:
@@ -72,6 +97,7 @@ def create_resources() -> None:
 def main() -> None:
     sys.path.insert(0, str(ROOT))
     os.chdir(ROOT)
+    rate = chaos_settings().rate
     moto = prepare_environment()
     try:
         create_resources()
@@ -90,6 +116,11 @@ def main() -> None:
         from localdev.server import serve
         port = int(os.environ.get('PORT') or 8000)
         server = serve(app, '127.0.0.1', port)
+        if rate and moto is not None:
+            print(switch_on_chaos(os.environ['AWS_ENDPOINT_URL'], rate), flush=True)
+        elif rate:
+            print('chaos: CHAOS_RATE ignored, no local moto server (AWS_ENDPOINT_URL is set); '
+                  'switch it with POST /_chaos on that server', flush=True)
         print(f'platform API on http://127.0.0.1:{port}  (storage: {os.environ["AWS_ENDPOINT_URL"]})', flush=True)
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         try:
