@@ -34,9 +34,10 @@ Refused addresses (``classify``): loopback, unspecified, RFC 1918 private, link-
 reserved; IPv6 loopback, unique-local fc00::/7, link-local, site-local, multicast, discard-only,
 Teredo, IETF protocol assignments, documentation, local-use NAT64 64:ff9b:1::/48; the
 IPv4-mapped, IPv4-compatible, 6to4 and NAT64 forms of any refused IPv4 address; and, as a net
-under all of that, whatever ``ipaddress`` calls reserved or not global. ``BRIDGE_EGRESS_PRIVATE_HOST_ALLOWLIST`` (read by core/config.py) names hosts, by
-exact name, whose addresses are not classified: for development and tests only. The scheme and
-credential rules still apply to them, and their hop is still resolved once and pinned.
+under all of that, whatever ``ipaddress`` calls reserved or not global.
+``BRIDGE_EGRESS_PRIVATE_HOST_ALLOWLIST`` (read by core/config.py) names hosts, by exact name,
+whose addresses are not classified: for development and tests only. The scheme and credential
+rules still apply to them, and their hop is still resolved once and pinned.
 
 Limits: a total deadline per call (``timeout``, default 30 s) covering connecting, sending and
 reading across all hops, and a response body cap (``max_bytes``, default 5 MiB): at most
@@ -438,10 +439,10 @@ def _transport() -> _Transport:
     # urllib3 is imported on the first outbound call, not with this module: it costs ~60 ms of
     # import (python -X importtime; http.client and ssl included), more than the API's whole
     # cold start (~42 ms).
-    import http.client
+    import http.client  # noqa: PLC0415 - lazy: see above
 
-    import urllib3.exceptions
-    from urllib3.connection import HTTPConnection, HTTPSConnection
+    import urllib3.exceptions  # noqa: PLC0415 - lazy: see above
+    from urllib3.connection import HTTPConnection, HTTPSConnection  # noqa: PLC0415 - lazy: see above
 
     class PinnedHTTPConnection(HTTPConnection):
         """urllib3's connection, opened to the checked addresses instead of a fresh lookup."""
@@ -468,7 +469,7 @@ def _transport() -> _Transport:
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     """The system trust store, certificate and host name verification on; built once."""
-    import ssl  # lazy like urllib3: ~10 ms of import, paid by the first https call only
+    import ssl  # noqa: PLC0415 - lazy like urllib3: ~10 ms of import, paid by the first https call only
     return ssl.create_default_context()
 
 
