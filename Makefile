@@ -1,5 +1,5 @@
 # The two commands of the README: `make run` and `make test`. Each builds its own virtualenv.
-# Deployment: `make package STAGE=prod` (templates in out/prod/), `make lint STAGE=prod` (cfn-lint).
+# Deployment: `make package STAGE=prod` (templates in out/prod/), `make cfn-lint STAGE=prod`.
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,7 +9,7 @@ LINT_STAMP := $(LINT_VENV)/.installed
 STAGE ?= prod
 OUT := out/$(STAGE)
 
-.PHONY: run test bench fuzz package lint policy clean
+.PHONY: run test bench fuzz package cfn-lint policy clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -45,7 +45,7 @@ package: $(VENV_IF_MISSING)
 	PYTHONPATH=. $(PY) -m infra.package $(STAGE) $(OUT)
 
 # cfn-lint on every template of out/$(STAGE) (the SAM app also expanded); fails on any error.
-lint: package $(LINT_STAMP)
+cfn-lint: package $(LINT_STAMP)
 	$(LINT_VENV)/bin/python infra/lint.py $(OUT)
 
 # Rewrite .chalice/policy-$(STAGE).json from infra/iam.py (packaging refuses a stale one).

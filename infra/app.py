@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from infra import alarms, iam, stack, usage_plan
 from infra.names import APP_NAME, Names
@@ -78,7 +79,7 @@ def function_arn(name: str) -> dict[str, str]:
 
 
 def _resolve(secret_name: str) -> str:
-    return '{{resolve:secretsmanager:%s}}' % secret_name
+    return '{{resolve:secretsmanager:' + secret_name + '}}'
 
 
 def _walk(node: Any, fn: Callable[[Any], Any]) -> Any:
@@ -188,8 +189,8 @@ def _kind(logical_id: str) -> str:
 
 
 def _default_is_service_route() -> Callable[[str], bool]:
-    import app  # noqa: F401  (registers the blueprints, so the route policies are known)
-    from chalicelib.api import policy
+    import app  # noqa: F401, PLC0415 - lazy: only packaging needs the routes (registering blueprints)
+    from chalicelib.api import policy  # noqa: PLC0415 - lazy: filled in by the import above
     return lambda path: policy.of(path) == 'service'
 
 

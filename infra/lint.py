@@ -1,5 +1,5 @@
 """cfn-lint on every template ``make package`` wrote, run with the lint virtualenv's Python
-(.venv-lint, requirements-lint.txt): ``make lint STAGE=prod``.
+(.venv-lint, requirements-lint.txt): ``make cfn-lint STAGE=prod``.
 
 Templates with the SAM transform are linted twice: as written (cfn-lint validates SAM resources
 against their schema) and expanded by aws-sam-translator (the plain CloudFormation that
@@ -31,7 +31,7 @@ class _NoManagedPolicies:
 
 def expand(template: dict) -> dict:
     os.environ.setdefault('AWS_DEFAULT_REGION', 'us-east-1')
-    from samtranslator.translator.transform import transform
+    from samtranslator.translator.transform import transform  # noqa: PLC0415 - lazy: after the region is set
 
     doc = json.loads(json.dumps(template))
     for resource in doc.get('Resources', {}).values():

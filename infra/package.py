@@ -67,7 +67,7 @@ def main(stage: str, out_dir: str) -> None:
     try:
         patched = app_stack.patch(sam, stage)
     except app_stack.PackagingError as exc:
-        raise SystemExit(f'package: {exc}')
+        raise SystemExit(f'package: {exc}') from exc
     shutil.move(str(raw / 'deployment.zip'), out / 'deployment.zip')
     write(out / 'app.json', patched)
     write(out / 'data.json', stack.template(stage))

@@ -177,7 +177,7 @@ def patch_swagger(swagger: dict[str, Any], is_service_route=None, uri: Any = Non
     authorizer, and every operation requiring the (authorizer-supplied) usage key. Routes the
     app authenticates with the internal service token stay outside the usage plans."""
     if is_service_route is None:
-        from chalicelib.api import policy
+        from chalicelib.api import policy  # noqa: PLC0415 - lazy: infra scripts run without the app
         is_service_route = lambda path: policy.of(path) == 'service'  # noqa: E731
     out = copy.deepcopy(swagger)
     out['x-amazon-apigateway-api-key-source'] = 'AUTHORIZER'

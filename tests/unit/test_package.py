@@ -1,4 +1,4 @@
-"""`make package STAGE=prod` then cfn-lint (`make lint`), and the security properties of what
+"""`make package STAGE=prod` then cfn-lint (`make cfn-lint`), and the security properties of what
 it wrote, asserted on the generated templates themselves:
 
 * out/prod/data.json  (data stack),
@@ -22,8 +22,9 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -54,8 +55,8 @@ def _run(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope='module')
 def lint_run() -> subprocess.CompletedProcess:
-    """`make lint STAGE=prod`: packages the stage, then cfn-lint on every template."""
-    return _run(['make', '--no-print-directory', 'lint', f'STAGE={STAGE}'])
+    """`make cfn-lint STAGE=prod`: packages the stage, then cfn-lint on every template."""
+    return _run(['make', '--no-print-directory', 'cfn-lint', f'STAGE={STAGE}'])
 
 
 @pytest.fixture(scope='module')
@@ -109,7 +110,7 @@ def references(node: Any) -> set[str]:
             if key == 'Ref' and isinstance(value, str):
                 found.add(value.split('.')[0])
             elif key == 'Fn::GetAtt':
-                found.add((value[0] if isinstance(value, list) else value.split('.')[0]))
+                found.add(value[0] if isinstance(value, list) else value.split('.')[0])
             elif key == 'Fn::Sub':
                 text = value if isinstance(value, str) else value[0]
                 found |= {v.split('.')[0] for v in re.findall(r'\$\{([^}!]+)\}', text)} - \
@@ -163,7 +164,7 @@ def test_the_chalice_policy_file_is_rendered_from_the_one_list_in_infra_iam():
 # ----------------------------------------------------------------------------- IAM
 
 NAMED = (f'{N.table}', f'{N.prefix}-', N.secrets_prefix, '::/apikeys', '::/usageplans/${PerKeyUsagePlan}/keys',
-         f'log-group:/aws/lambda/')
+         'log-group:/aws/lambda/')
 
 
 def _allow_statements(templates) -> Iterator[tuple[str, dict]]:
