@@ -1,16 +1,28 @@
 # The two commands of the README: `make run` and `make test`. Each builds its own virtualenv.
+# Deployment: `make package STAGE=prod` (templates in out/prod/), `make cfn-lint STAGE=prod`.
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LINT_VENV := .venv-lint
+LINT_STAMP := $(LINT_VENV)/.installed
+STAGE ?= prod
+OUT := out/$(STAGE)
 
-.PHONY: run test bench fuzz lint clean
+.PHONY: run test bench fuzz lint package cfn-lint policy clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
+
+# cfn-lint and aws-sam-translator pin pydantic lower than the app: their own virtualenv.
+$(LINT_STAMP): requirements-lint.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
+	$(PYTHON) -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-lint.txt
+	touch $(LINT_STAMP)
 
 run: $(STAMP)
 	PYTHONPATH=. $(PY) -m localdev.run
@@ -30,5 +42,18 @@ lint: $(STAMP)
 fuzz: $(STAMP)
 	PYTHONPATH=. $(PY) tests/fuzz_api.py
 
+# The deployable templates of a stage, no AWS account needed: out/$(STAGE)/data.json (data
+# stack), app.json + deployment.zip (app stack). The first run downloads the Lambda wheels.
+package: $(STAMP)
+	PYTHONPATH=. $(PY) -m infra.package $(STAGE) $(OUT)
+
+# cfn-lint on every template of out/$(STAGE) (the SAM app also expanded); fails on any error.
+cfn-lint: package $(LINT_STAMP)
+	$(LINT_VENV)/bin/python infra/lint.py $(OUT)
+
+# Rewrite .chalice/policy-$(STAGE).json from infra/iam.py (packaging refuses a stale one).
+policy: $(STAMP)
+	PYTHONPATH=. $(PY) -m infra.iam write $(STAGE)
+
 clean:
-	rm -rf $(VENV) .local
+	rm -rf $(VENV) $(LINT_VENV) .local out

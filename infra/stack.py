@@ -1,13 +1,13 @@
-"""CloudFormation for the stateful resources the Chalice app uses, generated from the code so
-the two cannot drift: the table (keys, GSIs and projections read from the pynamodb model),
-the document bucket, the activity-start queue with its dead-letter queue, the event bus.
+"""CloudFormation for the stateful resources of a stage (the *data stack*), generated from the
+code so the two cannot drift: the table (keys, GSIs and projections read from the pynamodb
+model), the document bucket, the activity-start queue and its dead-letter queue, the outbox
+publisher's failure queue, the event bus, the stage's generated secrets, and the alarms on all
+of them. Names come from infra/names.py; the app stack (infra/app.py) imports the exports.
 
-    PYTHONPATH=. python -m infra.stack prod > infra/out/prod.json
-    aws cloudformation deploy --stack-name platform-prod-data --template-file infra/out/prod.json
-    chalice deploy --stage prod
+    make package STAGE=prod      # writes out/prod/data.json (and the app template)
+    aws cloudformation deploy --stack-name platform-prod-data --template-file out/prod/data.json
 
-The API itself (API Gateway + Lambda) is deployed by ``chalice deploy --stage prod`` with the
-names in .chalice/config.json; infra/usage_plan.py (if present) adds the usage plan.
+(or ``PYTHONPATH=. python -m infra.stack prod`` for this template alone.)
 """
 from __future__ import annotations
 
@@ -16,14 +16,29 @@ import sys
 from typing import Any
 
 from chalicelib.store.model import Item
+from infra import alarms
+from infra.names import Names
+
+TTL_ATTRIBUTE = 'ttl'
+MULTIPART_ABORT_DAYS = 1          # incomplete multipart uploads are aborted (and their parts freed)
+NONCURRENT_VERSION_DAYS = 30      # overwritten/deleted document versions are kept this long
+QUEUE_VISIBILITY_TIMEOUT = 180    # >= 6 x the worker's timeout (checked when packaging the app)
+MAX_RECEIVE_COUNT = 5
+DLQ_RETENTION = 14 * 24 * 3600    # the longest SQS keeps a message
+
+
+def _key_schema(keys: list[dict[str, str]]) -> list[dict[str, str]]:
+    order = {'HASH': 0, 'RANGE': 1}
+    return sorted(keys, key=lambda k: order[k['KeyType']])
 
 
 def _table(name: str) -> dict[str, Any]:
     schema = Item._get_schema()
-    order = {'HASH': 0, 'RANGE': 1}
+    if TTL_ATTRIBUTE not in Item.get_attributes():
+        raise ValueError(f'the model has no {TTL_ATTRIBUTE!r} attribute for the table TTL')
     gsis = [{
         'IndexName': g['index_name'],
-        'KeySchema': sorted(g['key_schema'], key=lambda k: order[k['KeyType']]),
+        'KeySchema': _key_schema(g['key_schema']),
         'Projection': g['projection'],
     } for g in schema['global_secondary_indexes']]
     return {
@@ -34,59 +49,132 @@ def _table(name: str) -> dict[str, Any]:
             'TableName': name,
             'BillingMode': 'PAY_PER_REQUEST',
             'AttributeDefinitions': schema['attribute_definitions'],
-            'KeySchema': sorted(schema['key_schema'], key=lambda k: order[k['KeyType']]),
+            'KeySchema': _key_schema(schema['key_schema']),
             'GlobalSecondaryIndexes': gsis,
-            'TimeToLiveSpecification': {'AttributeName': 'ttl', 'Enabled': True},
+            'TimeToLiveSpecification': {'AttributeName': TTL_ATTRIBUTE, 'Enabled': True},
             'PointInTimeRecoverySpecification': {'PointInTimeRecoveryEnabled': True},
             'SSESpecification': {'SSEEnabled': True},
             'StreamSpecification': {'StreamViewType': 'NEW_AND_OLD_IMAGES'},
+            'DeletionProtectionEnabled': True,
         },
     }
 
 
+def _bucket(name: str) -> dict[str, Any]:
+    return {
+        'Type': 'AWS::S3::Bucket',
+        'DeletionPolicy': 'Retain',
+        'UpdateReplacePolicy': 'Retain',
+        'Properties': {
+            'BucketName': name,
+            'BucketEncryption': {'ServerSideEncryptionConfiguration': [{
+                'ServerSideEncryptionByDefault': {'SSEAlgorithm': 'aws:kms'}, 'BucketKeyEnabled': True}]},
+            'PublicAccessBlockConfiguration': {
+                'BlockPublicAcls': True, 'BlockPublicPolicy': True,
+                'IgnorePublicAcls': True, 'RestrictPublicBuckets': True},
+            'OwnershipControls': {'Rules': [{'ObjectOwnership': 'BucketOwnerEnforced'}]},
+            'VersioningConfiguration': {'Status': 'Enabled'},
+            'LifecycleConfiguration': {'Rules': [
+                {'Id': 'abort-incomplete-multipart', 'Status': 'Enabled',
+                 'AbortIncompleteMultipartUpload': {'DaysAfterInitiation': MULTIPART_ABORT_DAYS}},
+                {'Id': 'expire-noncurrent-versions', 'Status': 'Enabled',
+                 'NoncurrentVersionExpiration': {'NoncurrentDays': NONCURRENT_VERSION_DAYS},
+                 'ExpiredObjectDeleteMarker': True},
+            ]},
+        },
+    }
+
+
+def _tls_only(bucket: str) -> dict[str, Any]:
+    arn = {'Fn::GetAtt': [bucket, 'Arn']}
+    return {
+        'Type': 'AWS::S3::BucketPolicy',
+        'Properties': {'Bucket': {'Ref': bucket}, 'PolicyDocument': {'Version': '2012-10-17', 'Statement': [{
+            'Sid': 'DenyInsecureTransport', 'Effect': 'Deny', 'Principal': {'AWS': '*'}, 'Action': 's3:*',
+            'Resource': [arn, {'Fn::Join': ['', [arn, '/*']]}],
+            'Condition': {'Bool': {'aws:SecureTransport': 'false'}}}]}},
+    }
+
+
+def _queue(name: str, *, dlq: str | None = None, visibility: int | None = None) -> dict[str, Any]:
+    props: dict[str, Any] = {'QueueName': name, 'SqsManagedSseEnabled': True}
+    if dlq is None:
+        props['MessageRetentionPeriod'] = DLQ_RETENTION
+    else:
+        props['RedrivePolicy'] = {'deadLetterTargetArn': {'Fn::GetAtt': [dlq, 'Arn']},
+                                  'maxReceiveCount': MAX_RECEIVE_COUNT}
+    if visibility is not None:
+        props['VisibilityTimeout'] = visibility
+    return {'Type': 'AWS::SQS::Queue', 'Properties': props}
+
+
+def _secret(name: str, description: str) -> dict[str, Any]:
+    return {
+        'Type': 'AWS::SecretsManager::Secret',
+        'DeletionPolicy': 'Retain',
+        'UpdateReplacePolicy': 'Retain',
+        'Properties': {'Name': name, 'Description': description,
+                       'GenerateSecretString': {'PasswordLength': 48, 'ExcludePunctuation': True}},
+    }
+
+
+# Queues that hold what failed elsewhere: alarmed on depth, and not themselves redriven.
+DEAD_LETTER_QUEUES = ('ActivityStartsDLQ', 'OutboxFailures')
+
+
+def _alarms(n: Names, resources: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for queue in DEAD_LETTER_QUEUES:
+        name = resources[queue]['Properties']['QueueName']
+        out[f'{queue}DepthAlarm'] = alarms.alarm(
+            f'{name}-depth', f'Messages are waiting in {name}: something failed {MAX_RECEIVE_COUNT} times '
+                             'or was given up on; inspect and redrive.',
+            namespace='AWS/SQS', metric='ApproximateNumberOfMessagesVisible',
+            dimensions={'QueueName': {'Fn::GetAtt': [queue, 'QueueName']}}, statistic='Maximum', period=60)
+    indexes = [g['IndexName'] for g in resources['Table']['Properties']['GlobalSecondaryIndexes']]
+    for kind in ('Read', 'Write'):
+        table = {'TableName': {'Ref': 'Table'}}
+        metrics = [(f'{kind}ThrottleEvents', table)]
+        metrics += [(f'{kind}ThrottleEvents', {**table, 'GlobalSecondaryIndexName': i}) for i in indexes]
+        out[f'Table{kind}ThrottlesAlarm'] = alarms.sum_alarm(
+            f'{n.table}-{kind.lower()}-throttles',
+            f'DynamoDB throttled {kind.lower()}s on {n.table} or its indexes (on-demand capacity limits, '
+            'hot partitions).', namespace='AWS/DynamoDB', metric_dimensions=metrics)
+    return out
+
+
 def template(stage: str = 'prod') -> dict[str, Any]:
-    prefix = f'platform-{stage}'
+    n = Names(stage)
+    resources: dict[str, Any] = {
+        'Table': _table(n.table),
+        'Documents': _bucket(n.bucket),
+        'DocumentsPolicy': _tls_only('Documents'),
+        'ActivityStartsDLQ': _queue(n.queue_dlq),
+        'ActivityStarts': _queue(n.queue, dlq='ActivityStartsDLQ', visibility=QUEUE_VISIBILITY_TIMEOUT),
+        'OutboxFailures': _queue(n.outbox_failures),
+        'EventBus': {'Type': 'AWS::Events::EventBus', 'Properties': {'Name': n.event_bus}},
+        'InternalServiceToken': _secret(n.internal_token_secret,
+                                        'INTERNAL_SERVICE_TOKEN: the token of the internal (service) routes'),
+        'GatewaySharedUsageKey': _secret(n.shared_usage_key_secret,
+                                         'GATEWAY_SHARED_USAGE_KEY: the shared usage plan key value'),
+    }
+    resources.update(_alarms(n, resources))
+
+    def export(what: str, value: Any) -> dict[str, Any]:
+        return {'Value': value, 'Export': {'Name': n.export(what)}}
+
     return {
         'AWSTemplateFormatVersion': '2010-09-09',
         'Description': f'Platform API data resources ({stage})',
-        'Resources': {
-            'Table': _table(prefix),
-            'Documents': {
-                'Type': 'AWS::S3::Bucket',
-                'DeletionPolicy': 'Retain',
-                'Properties': {
-                    'BucketName': f'{prefix}-documents',
-                    'BucketEncryption': {'ServerSideEncryptionConfiguration': [
-                        {'ServerSideEncryptionByDefault': {'SSEAlgorithm': 'aws:kms'}}]},
-                    'PublicAccessBlockConfiguration': {
-                        'BlockPublicAcls': True, 'BlockPublicPolicy': True,
-                        'IgnorePublicAcls': True, 'RestrictPublicBuckets': True},
-                    'LifecycleConfiguration': {'Rules': [{
-                        'Id': 'abort-stale-multipart', 'Status': 'Enabled',
-                        'AbortIncompleteMultipartUpload': {'DaysAfterInitiation': 7}}]},
-                },
-            },
-            'ActivityStartsDLQ': {
-                'Type': 'AWS::SQS::Queue',
-                'Properties': {'QueueName': f'{prefix}-activity-starts-dlq', 'MessageRetentionPeriod': 1209600,
-                               'SqsManagedSseEnabled': True},
-            },
-            'ActivityStarts': {
-                'Type': 'AWS::SQS::Queue',
-                'Properties': {
-                    'QueueName': f'{prefix}-activity-starts', 'VisibilityTimeout': 180,
-                    'SqsManagedSseEnabled': True,
-                    'RedrivePolicy': {'deadLetterTargetArn': {'Fn::GetAtt': ['ActivityStartsDLQ', 'Arn']},
-                                      'maxReceiveCount': 5},
-                },
-            },
-            'EventBus': {'Type': 'AWS::Events::EventBus', 'Properties': {'Name': prefix}},
-        },
+        'Parameters': alarms.parameters(),
+        'Conditions': alarms.conditions(),
+        'Resources': resources,
         'Outputs': {
             'TableName': {'Value': {'Ref': 'Table'}},
-            'TableStreamArn': {'Value': {'Fn::GetAtt': ['Table', 'StreamArn']}},
+            'TableStreamArn': export('TableStreamArn', {'Fn::GetAtt': ['Table', 'StreamArn']}),
             'BucketName': {'Value': {'Ref': 'Documents'}},
             'QueueUrl': {'Value': {'Ref': 'ActivityStarts'}},
+            'OutboxFailuresQueueArn': export('OutboxFailuresQueueArn', {'Fn::GetAtt': ['OutboxFailures', 'Arn']}),
             'EventBusName': {'Value': {'Ref': 'EventBus'}},
         },
     }

@@ -27,17 +27,13 @@ An unknown or revoked key has no twin, so the gateway answers INVALID_API_KEY: m
 the contract's 401. The gateway's own 429 (THROTTLED) carries the contract's error body and
 Retry-After, but not X-RateLimit-Remaining/Reset (the gateway does not expose them).
 
-Deploying (after ``chalice package --pkg-format cloudformation out/``):
-
-    PYTHONPATH=. python -m infra.usage_plan patch out/sam.json   # key source, authorizer, apiKeyRequired
-    aws cloudformation deploy ... --template-file out/sam.json        # the API
-    PYTHONPATH=. python -m infra.usage_plan template prod > usage-plan.json
-    aws cloudformation deploy --stack-name platform-prod-usage --template-file usage-plan.json \\
-        --parameter-overrides RestApiId=<id> SharedUsageKeyValue=<secret, 20+ chars> \\
-        AuthorizerFunctionArn=<gateway_authorizer ARN>
-then set USAGE_PLAN_ID (output PerKeyUsagePlanId) and GATEWAY_SHARED_USAGE_KEY in the stage's
-environment. Keys created before USAGE_PLAN_ID was set have no twin: re-create them (their
-hashes are known, so a one-off job can also create the twins).
+Deploying: ``make package STAGE=prod`` puts all of this into the app template (infra/app.py):
+the patched API definition (key source, authorizer, gateway responses), the usage plans, the
+shared key (its value generated in Secrets Manager by the data stack) and USAGE_PLAN_ID /
+GATEWAY_SHARED_USAGE_KEY in the functions' environment; see the README's deploy section.
+``python -m infra.usage_plan template prod`` is the same as a stand-alone stack, for an API
+deployed some other way. Keys created before USAGE_PLAN_ID was set have no twin: re-create them
+(their hashes are known, so a one-off job can also create the twins).
 """
 from __future__ import annotations
 
@@ -70,6 +66,19 @@ def api_stage_name(stage: str = 'prod') -> str:
     return (_chalice_config().get('stages', {}).get(stage, {}) or {}).get('api_gateway_stage', stage)
 
 
+def _responses(stage: str) -> dict[str, tuple[str, int, str, str, dict[str, str]]]:
+    """The gateway's own answers, in the contract's error shape: name -> (type, status, error,
+    message, headers)."""
+    per_minute, _ = limits(stage)
+    return {
+        'ThrottledResponse': ('THROTTLED', 429, 'Too Many Requests', 'Rate limit exceeded',
+                              {'Retry-After': '1', 'X-RateLimit-Limit': str(per_minute)}),
+        'InvalidKeyResponse': ('INVALID_API_KEY', 401, 'Unauthorized', 'Invalid API key',
+                               {'WWW-Authenticate': 'Bearer, ApiKey header="x-api-key", Basic realm="platform"',
+                                'X-RateLimit-Limit': str(per_minute)}),
+    }
+
+
 def _gateway_response(kind: str, status: int, error: str, message: str, headers: dict[str, str]) -> dict:
     return {
         'Type': 'AWS::ApiGateway::GatewayResponse',
@@ -83,10 +92,63 @@ def _gateway_response(kind: str, status: int, error: str, message: str, headers:
     }
 
 
-def template(stage: str = 'prod') -> dict[str, Any]:
+def gateway_responses(stage: str = 'prod') -> dict[str, Any]:
+    """The same answers as the ``x-amazon-apigateway-gateway-responses`` extension of an API
+    definition: deployed with the API itself (a GatewayResponse resource only takes effect at
+    the API's next deployment)."""
+    return {kind: {'statusCode': str(status),
+                   'responseParameters': {f'gatewayresponse.header.{k}': f"'{v}'" for k, v in headers.items()},
+                   'responseTemplates': {'application/json': ERROR_TEMPLATE % (error, message, status)}}
+            for kind, status, error, message, headers in _responses(stage).values()}
+
+
+def plan_resources(stage: str, *, api: Any, api_stage: Any, key_value: Any, authorizer: Any) -> dict[str, Any]:
+    """The usage plans, the shared key and the authorizer's invoke permission, for an API
+    ``api`` (a RestApi id), its stage ``api_stage``, the shared key's value ``key_value`` and
+    the authorizer function ``authorizer`` (name or ARN)."""
     per_minute, burst = limits(stage)
     rate = round(per_minute / 60, 4)
-    api_stage = [{'ApiId': {'Ref': 'RestApiId'}, 'Stage': {'Ref': 'StageName'}}]
+    stages = [{'ApiId': api, 'Stage': api_stage}]
+    return {
+        'PerKeyUsagePlan': {
+            'Type': 'AWS::ApiGateway::UsagePlan',
+            'Properties': {'UsagePlanName': f'platform-{stage}-per-key', 'ApiStages': stages,
+                           'Description': f'{per_minute}/min, burst {burst}/s per API key (twins)',
+                           'Throttle': {'BurstLimit': burst, 'RateLimit': rate}},
+        },
+        'SharedUsagePlan': {
+            'Type': 'AWS::ApiGateway::UsagePlan',
+            'Properties': {'UsagePlanName': f'platform-{stage}-shared', 'ApiStages': stages,
+                           'Description': 'bearer-token and anonymous callers together',
+                           'Throttle': {'BurstLimit': burst * SHARED_FACTOR,
+                                        'RateLimit': round(rate * SHARED_FACTOR, 4)}},
+        },
+        'SharedUsageKey': {
+            'Type': 'AWS::ApiGateway::ApiKey',
+            'Properties': {'Name': f'platform-{stage}-shared', 'Enabled': True, 'Value': key_value},
+        },
+        'SharedUsagePlanKey': {
+            'Type': 'AWS::ApiGateway::UsagePlanKey',
+            'Properties': {'KeyId': {'Ref': 'SharedUsageKey'}, 'KeyType': 'API_KEY',
+                           'UsagePlanId': {'Ref': 'SharedUsagePlan'}},
+        },
+        'AuthorizerInvokePermission': {
+            'Type': 'AWS::Lambda::Permission',
+            'Properties': {'Action': 'lambda:InvokeFunction', 'Principal': 'apigateway.amazonaws.com',
+                           'FunctionName': authorizer,
+                           'SourceArn': {'Fn::Sub': ['arn:${AWS::Partition}:execute-api:${AWS::Region}:'
+                                                     '${AWS::AccountId}:${Api}/authorizers/*', {'Api': api}]}},
+        },
+    }
+
+
+def template(stage: str = 'prod') -> dict[str, Any]:
+    """A stand-alone stack for an API deployed some other way (``make package`` embeds the same
+    plans in the app template instead: infra/app.py)."""
+    resources = plan_resources(stage, api={'Ref': 'RestApiId'}, api_stage={'Ref': 'StageName'},
+                               key_value={'Ref': 'SharedUsageKeyValue'},
+                               authorizer={'Ref': 'AuthorizerFunctionArn'})
+    resources.update({name: _gateway_response(*spec) for name, spec in _responses(stage).items()})
     return {
         'AWSTemplateFormatVersion': '2010-09-09',
         'Description': f'Platform API usage plans and gateway responses ({stage})',
@@ -97,45 +159,7 @@ def template(stage: str = 'prod') -> dict[str, Any]:
                                     'Description': 'GATEWAY_SHARED_USAGE_KEY of the stage'},
             'AuthorizerFunctionArn': {'Type': 'String', 'Description': 'the gateway_authorizer function'},
         },
-        'Resources': {
-            'PerKeyUsagePlan': {
-                'Type': 'AWS::ApiGateway::UsagePlan',
-                'Properties': {'UsagePlanName': f'platform-{stage}-per-key', 'ApiStages': api_stage,
-                               'Description': f'{per_minute}/min, burst {burst}/s per API key (twins)',
-                               'Throttle': {'BurstLimit': burst, 'RateLimit': rate}},
-            },
-            'SharedUsagePlan': {
-                'Type': 'AWS::ApiGateway::UsagePlan',
-                'Properties': {'UsagePlanName': f'platform-{stage}-shared', 'ApiStages': api_stage,
-                               'Description': 'bearer-token and anonymous callers together',
-                               'Throttle': {'BurstLimit': burst * SHARED_FACTOR,
-                                            'RateLimit': round(rate * SHARED_FACTOR, 4)}},
-            },
-            'SharedUsageKey': {
-                'Type': 'AWS::ApiGateway::ApiKey',
-                'Properties': {'Name': f'platform-{stage}-shared', 'Enabled': True,
-                               'Value': {'Ref': 'SharedUsageKeyValue'}},
-            },
-            'SharedUsagePlanKey': {
-                'Type': 'AWS::ApiGateway::UsagePlanKey',
-                'Properties': {'KeyId': {'Ref': 'SharedUsageKey'}, 'KeyType': 'API_KEY',
-                               'UsagePlanId': {'Ref': 'SharedUsagePlan'}},
-            },
-            'AuthorizerInvokePermission': {
-                'Type': 'AWS::Lambda::Permission',
-                'Properties': {'Action': 'lambda:InvokeFunction', 'Principal': 'apigateway.amazonaws.com',
-                               'FunctionName': {'Ref': 'AuthorizerFunctionArn'},
-                               'SourceArn': {'Fn::Sub': 'arn:${AWS::Partition}:execute-api:${AWS::Region}:'
-                                                        '${AWS::AccountId}:${RestApiId}/authorizers/*'}},
-            },
-            'ThrottledResponse': _gateway_response(
-                'THROTTLED', 429, 'Too Many Requests', 'Rate limit exceeded',
-                {'Retry-After': '1', 'X-RateLimit-Limit': str(per_minute)}),
-            'InvalidKeyResponse': _gateway_response(
-                'INVALID_API_KEY', 401, 'Unauthorized', 'Invalid API key',
-                {'WWW-Authenticate': 'Bearer, ApiKey header="x-api-key", Basic realm="platform"',
-                 'X-RateLimit-Limit': str(per_minute)}),
-        },
+        'Resources': resources,
         'Outputs': {
             'PerKeyUsagePlanId': {'Value': {'Ref': 'PerKeyUsagePlan'}, 'Description': 'USAGE_PLAN_ID'},
             'SharedUsagePlanId': {'Value': {'Ref': 'SharedUsagePlan'}},
@@ -174,20 +198,9 @@ def patch_swagger(swagger: dict[str, Any], is_service_route=None, uri: Any = Non
     return out
 
 
-def patch_package(sam_path: str) -> None:
-    """Patch the RestAPI definition inside ``chalice package`` CloudFormation output in place."""
-    path = Path(sam_path)
-    doc = json.loads(path.read_text())
-    api = doc['Resources']['RestAPI']['Properties']
-    api['DefinitionBody'] = patch_swagger(api['DefinitionBody'])
-    path.write_text(json.dumps(doc, indent=2))
-
-
 if __name__ == '__main__':
     command = sys.argv[1] if len(sys.argv) > 1 else 'template'
     if command == 'template':
         print(json.dumps(template(sys.argv[2] if len(sys.argv) > 2 else 'prod'), indent=2))
-    elif command == 'patch':
-        patch_package(sys.argv[2])
     else:
-        raise SystemExit('usage: python -m infra.usage_plan template [stage] | patch <sam.json>')
+        raise SystemExit('usage: python -m infra.usage_plan template [stage]')
