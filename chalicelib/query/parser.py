@@ -7,7 +7,7 @@ case-insensitive; whitespace is space, tab, CR, LF)::
     or_expr    := and_expr (('or' | ',') and_expr)*
     and_expr   := unary (('and' | ';') unary)*          -- 'and' binds tighter than 'or'
     unary      := 'not' '(' or_expr ')' | '(' or_expr ')' | comparison
-    comparison := path ('==' | '!=' | '>' | '>=' | '<' | '<=' | '=like=' | '~~') literal
+    comparison := path ('==' | '!=' | '>' | '>=' | '<' | '<=' | '=like=' | '~~' | ':') literal
                 | path '=in=' '(' literal (',' literal)* ')'   -- commas here separate values
                 | path 'is' 'null' | path 'is' 'not' 'null'
     path       := NAME ('.' (NAME | keyword))*   -- NAME = [A-Za-z_][A-Za-z0-9_]*; keywords are
@@ -15,6 +15,9 @@ case-insensitive; whitespace is space, tab, CR, LF)::
     literal    := STRING | NUMBER | 'true' | 'false'
     STRING     := "'" ... "'" with the escapes \\' and \\\\ only
     NUMBER     := -?[0-9]+(.[0-9]+)?
+
+``path: literal`` is the legacy spelling of ``path == literal`` (what older clients, among them
+the platform's Python SDK's ``find_by_slug``, send: ``slug: 'default'``, ``organization.id: '...'``).
 
 Every path is resolved against the schema and every operator/literal is checked against the
 field's type (see ``_OPS_BY_TYPE`` / ``_LITERALS_BY_TYPE``). Date-time literals on datetime
@@ -27,6 +30,7 @@ Positions in messages are 0-based character offsets into the filter text.
 """
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import functools
 import re
@@ -61,7 +65,7 @@ _GRAMMAR = r"""
 
 path: NAME (DOT segment)*
 ?segment: NAME | AND | OR | NOT | IS | NULL | TRUE | FALSE
-?cmp_op: EQ | NE | GE | LE | GT | LT | LIKE | MATCH
+?cmp_op: EQ | NE | GE | LE | GT | LT | LIKE | MATCH | COLON
 literal: STRING | NUMBER | TRUE | FALSE
 
 NAME: /[A-Za-z_][A-Za-z0-9_]*/i
@@ -83,6 +87,7 @@ LT: "<"
 LIKE: "=like="i
 IN_OP: "=in="i
 MATCH: "~~"
+COLON: ":"
 LPAR: "("
 RPAR: ")"
 COMMA: ","
@@ -94,7 +99,7 @@ DOT: "."
 
 _OP_BY_TOKEN = {
     'EQ': ast.EQ, 'NE': ast.NE, 'GE': ast.GE, 'LE': ast.LE, 'GT': ast.GT, 'LT': ast.LT,
-    'LIKE': ast.LIKE, 'MATCH': ast.MATCH,
+    'LIKE': ast.LIKE, 'MATCH': ast.MATCH, 'COLON': ast.EQ,   # legacy: `field: 'value'`
 }
 
 # How terminals are named in "expected ..." messages.
@@ -103,7 +108,7 @@ _TERMINAL_NAMES = {
     'FALSE': "'false'", 'AND': "'and'", 'OR': "'or'", 'NOT': "'not'", 'IS': "'is'",
     'NULL': "'null'", 'EQ': "'=='", 'NE': "'!='", 'GE': "'>='", 'LE': "'<='", 'GT': "'>'",
     'LT': "'<'", 'LIKE': "'=like='", 'IN_OP': "'=in='", 'MATCH': "'~~'", 'LPAR': "'('",
-    'RPAR': "')'", 'COMMA': "','", 'SEMI': "';'", 'DOT': "'.'", '$END': 'the end of the filter',
+    'RPAR': "')'", 'COMMA': "','", 'COLON': "':'", 'SEMI': "';'", 'DOT': "'.'", '$END': 'the end of the filter',
 }
 
 # Operators each field type supports, and the literal kinds it can be compared with.
@@ -360,6 +365,11 @@ def _bind(node, schema) -> ast.Node:
         return Or(tuple(_bind(item, schema) for item in node.items))
     if isinstance(node, Not):
         return Not(_bind(node.item, schema))
+    canonical = getattr(schema, 'canonical', None)
+    if canonical is not None:
+        segments = tuple(canonical(node.path.segments))
+        if segments != node.path.segments:
+            node = dataclasses.replace(node, path=_Path(segments, node.path.pos))
     target = _resolve(node.path, schema)
     if isinstance(node, _RawNull):
         return IsNull(node.path.segments, node.negated, target)

@@ -45,6 +45,9 @@ class FilterSchema(Protocol):
     def resolve(self, path: tuple[str, ...]) -> Resolved | None:
         """Resolve a dotted path; ``None`` means the field is unknown."""
 
+    # Optional: ``canonical(path) -> path`` rewrites a path to the one it stands for before it
+    # is resolved (a schema may say that ``project.id`` is the field ``projectId``).
+
 
 class FilterContext(Protocol):
     """Access to records related to the item being evaluated."""

@@ -35,6 +35,13 @@ class RegistrySchema:
             return None
         return Resolved('field', kind, path[0], tuple(path[1:]))
 
+    def canonical(self, path: tuple[str, ...]) -> tuple[str, ...]:
+        """``project.id`` is the reference field ``projectId`` itself (the legacy spelling
+        ``organization.id: '...'`` then pins a list to one partition like ``organizationId``)."""
+        if self.nested and len(path) == 2 and path[1] == 'id' and path[0] in self.family.references:
+            return (self.family.references[path[0]][0],)
+        return path
+
     def resolve(self, path: tuple[str, ...]):
         found = self._field(path)
         if found is not None or not self.nested or len(path) < 2:
