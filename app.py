@@ -2,15 +2,16 @@
 No logic lives here (see chalicelib/: api -> services -> store/query -> core)."""
 from chalice import Chalice
 
-from chalicelib.api import account, authorizer, docs, http, internal, middleware, resources, workflow
+from chalicelib.api import account, authorizer, docs, health, http, internal, middleware, resources, workflow
 
-app = Chalice(app_name='platform-api')
+app = Chalice(app_name='platform-api', configure_logs=False)  # logs: core/observability.py
 app.api.binary_types = []  # every response is JSON
 http.bind(app)
 middleware.install(app)
 app.register_blueprint(resources.bp)
 app.register_blueprint(account.bp)
 app.register_blueprint(docs.bp)
+app.register_blueprint(health.bp)
 app.register_blueprint(internal.bp)
 app.register_blueprint(workflow.bp)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)

@@ -51,7 +51,7 @@ def import_times() -> None:
     bare, ours = _timed(BARE), _timed(OURS)
     print(f'\nCold start: import time over {RUNS} fresh interpreters (ms)')
     print(f'{"":28}{"median":>10}{"p90":>10}')
-    for name, xs in (('bare Chalice + boto3 (floor)', bare), ('app.py (all 147 routes)', ours)):
+    for name, xs in (('bare Chalice + boto3 (floor)', bare), ('app.py (API and every handler)', ours)):
         xs = sorted(xs)
         print(f'{name:28}{statistics.median(xs):10.1f}{xs[int(len(xs) * 0.9) - 1]:10.1f}')
 

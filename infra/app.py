@@ -216,6 +216,8 @@ def patch(doc: dict[str, Any], stage: str, is_service_route: Callable[[str], boo
             props.pop('ReservedConcurrentExecutions', None)
 
         env = props.setdefault('Environment', {}).setdefault('Variables', {})
+        if kind != iam.AUTHORIZER:   # X-Ray active tracing (core/observability.py); the authorizer does no I/O
+            props['Tracing'] = 'Active'
         if kind in (iam.API, iam.AUTHORIZER):
             env['USAGE_PLAN_ID'] = {'Ref': 'PerKeyUsagePlan'}
             env['GATEWAY_SHARED_USAGE_KEY'] = shared_key

@@ -85,6 +85,9 @@ def grants(stage: str) -> list[Grant]:
               (f'{table}/stream/*',), frozenset({STREAM_SOURCE})),
         Grant('OutboxFailuresSend', ('sqs:SendMessage',), (_arn('sqs', n.outbox_failures),),
               frozenset({STREAM_SOURCE})),
+        # X-Ray (TRACING_ENABLED; core/observability.py): these two actions have no resource-level
+        # permissions, so the resource is necessarily '*'.
+        Grant('Tracing', ('xray:PutTraceSegments', 'xray:PutTelemetryRecords'), ('*',), APP),
         # Its own log group only (created by the template, so no logs:CreateLogGroup).
         Grant('Logs', ('logs:CreateLogStream', 'logs:PutLogEvents'),
               (_arn('logs', 'log-group:/aws/lambda/{function}:*'),), APP | {AUTHORIZER}),

@@ -1,20 +1,22 @@
 """The one HTTP middleware: authenticate, count the request against the rate limit, run the
 view, and shape every error as {"error", "message", "status"} (ours, and the ones Chalice
-itself produces: 405, 415, 500). Every response carries the X-RateLimit-* headers.
-No stack trace ever reaches a client; unexpected errors are logged with the request id."""
+itself produces: 405, 415, 500). Every response carries the X-RateLimit-* headers and
+X-Request-Id. No stack trace ever reaches a client; unexpected errors are logged with the
+request id. Each request runs in its own observability context (core/observability.py): one
+JSON log line per request, a Requests metric, a trace subsegment when tracing is on."""
 from __future__ import annotations
 
-import logging
-import uuid
+import time
 
 from chalice import Response
 
+from chalicelib.core import observability
 from chalicelib.core.errors import ApiError, error_body
 from chalicelib.core.principal import set_current
 
 from . import policy
 
-log = logging.getLogger('platform')
+log = observability.get_logger('http')
 
 
 def _error_response(status: int, message: str, headers: dict[str, str] | None = None, **extra) -> Response:
@@ -73,28 +75,43 @@ class _Refused(Exception):
 def install(app) -> None:
     @app.middleware('http')
     def platform_middleware(event, get_response):
+        context = event.context or {}
+        route = context.get('resourcePath')
+        started = time.perf_counter()
         # API Gateway's request id when there is one (it is what its access logs show)
-        request_id = (event.context or {}).get('requestId') or str(uuid.uuid4())
-        decision = None
-        try:
-            route = (event.context or {}).get('resourcePath')
-            principal, decision = _admit(event, policy.of(route))
-            set_current(principal)
-            response = get_response(event)
-        except _Refused as refused:
-            decision = refused.decision
-            exc = refused.error
-            response = _error_response(exc.status, exc.message, exc.headers, **exc.extra)
-        except ApiError as exc:
-            response = _error_response(exc.status, exc.message, exc.headers, **exc.extra)
-        except Exception:  # noqa: BLE001 - the last line of defence: log it, answer a bare 500
-            log.exception('unhandled error, request %s', request_id)
-            response = _error_response(500, f'An internal error occurred (request {request_id})')
-        finally:
-            set_current(None)
-        response = _translate_chalice_error(response, request_id)
-        if decision is None:  # failed before the limiter could answer: still say what the limit is
-            from chalicelib.services.ratelimit import untracked  # noqa: PLC0415 - lazy: cold start
-            decision = untracked()
-        response.headers.update(decision.headers())
+        with observability.work(request_id=context.get('requestId'), route=route, method=event.method) as work:
+            with observability.trace(f'{event.method} {route}', route=route):
+                response = _handle(event, get_response, route, work['request_id'])
+            response.headers['X-Request-Id'] = work['request_id']
+            observability.log_request(status=response.status_code, duration_ms=(time.perf_counter() - started) * 1000)
+            observability.count('Requests', route=route or 'unknown', statusClass=f'{response.status_code // 100}xx')
+            if response.status_code == 429:
+                observability.count('Throttled', route=route or 'unknown')
         return response
+
+
+def _handle(event, get_response, route: str | None, request_id: str) -> Response:
+    decision = None
+    try:
+        principal, decision = _admit(event, policy.of(route))
+        if principal is not None:
+            observability.annotate(user_id=principal.user_id, organization_id=principal.default_org)
+        set_current(principal)
+        response = get_response(event)
+    except _Refused as refused:
+        decision = refused.decision
+        exc = refused.error
+        response = _error_response(exc.status, exc.message, exc.headers, **exc.extra)
+    except ApiError as exc:
+        response = _error_response(exc.status, exc.message, exc.headers, **exc.extra)
+    except Exception:  # noqa: BLE001 - the last line of defence: log it, answer a bare 500
+        log.exception('unhandled error, request %s', request_id)
+        response = _error_response(500, f'An internal error occurred (request {request_id})')
+    finally:
+        set_current(None)
+    response = _translate_chalice_error(response, request_id)
+    if decision is None:  # failed before the limiter could answer: still say what the limit is
+        from chalicelib.services.ratelimit import untracked  # noqa: PLC0415 - lazy: cold start
+        decision = untracked()
+    response.headers.update(decision.headers())
+    return response

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
-log = logging.getLogger(__name__)
+log = logging.getLogger('platform-api.config')  # a child of the service logger (core/observability.py)
 
 
 @dataclass(frozen=True)
@@ -29,11 +29,22 @@ class Config:
     gateway_shared_key: str | None = None   # gateway key value for callers without a per-key one
     # host names the egress fence lets reach private addresses (development and tests only)
     egress_private_host_allowlist: frozenset[str] = frozenset()
+    # observability (core/observability.py)
+    service_name: str = 'platform-api'
+    log_level: str = 'INFO'
+    metrics_enabled: bool = False
+    metrics_namespace: str = 'PlatformApi'
+    tracing_enabled: bool = False
+    app_version: str = 'local'
 
 
 def _int(name: str, default: int) -> int:
     raw = os.environ.get(name)
     return int(raw) if raw not in (None, '') else default
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, '').strip().lower() in ('1', 'true', 'yes', 'on')
 
 
 def _host_allowlist(name: str) -> frozenset[str]:
@@ -75,6 +86,12 @@ def get_config() -> Config:
         usage_plan_id=env.get('USAGE_PLAN_ID') or None,
         gateway_shared_key=env.get('GATEWAY_SHARED_USAGE_KEY') or None,
         egress_private_host_allowlist=_host_allowlist('BRIDGE_EGRESS_PRIVATE_HOST_ALLOWLIST'),
+        service_name=env.get('POWERTOOLS_SERVICE_NAME') or 'platform-api',
+        log_level=(env.get('LOG_LEVEL') or env.get('POWERTOOLS_LOG_LEVEL') or 'INFO').upper(),
+        metrics_enabled=_flag('METRICS_ENABLED'),
+        metrics_namespace=env.get('METRICS_NAMESPACE') or 'PlatformApi',
+        tracing_enabled=_flag('TRACING_ENABLED'),
+        app_version=env.get('APP_VERSION') or 'local',
     )
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -27,13 +26,14 @@ from chalicelib.core import jwt_verify
 from chalicelib.core.clock import iso, now, now_iso, parse_instant
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ApiError, BadRequest, Conflict, NotFound, Unauthorized
+from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.core.secrets import KEY_PREFIX, hash_key, key_hint, key_owner, new_api_key
 from chalicelib.store import credentials
 
 from . import resources
 
-log = logging.getLogger('platform.auth')
+log = get_logger('auth')
 
 MAX_CREDENTIAL_LENGTH = 512
 MAX_KEYS_PER_USER = 50

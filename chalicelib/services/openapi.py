@@ -56,6 +56,7 @@ ERROR_RESPONSES = {
                              'API runs, so without rate-limit headers'),
     415: ('UnsupportedMediaType', 'The request body is not application/json'),
     429: ('TooManyRequests', 'Rate limit exceeded'),
+    503: ('ServiceUnavailable', 'A dependency does not answer; retry after Retry-After seconds'),
 }
 
 SCOPE_TEXT = {

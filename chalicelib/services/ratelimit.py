@@ -17,7 +17,6 @@ and on a 429 ``Retry-After`` (seconds).
 """
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections.abc import Callable
@@ -25,9 +24,10 @@ from dataclasses import dataclass
 
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import TooManyRequests
+from chalicelib.core.observability import get_logger
 from chalicelib.store import ratelimit as store
 
-log = logging.getLogger('platform.ratelimit')
+log = get_logger('ratelimit')
 
 clock: Callable[[], float] = time.time   # tests patch this to control the windows
 TTL_GRACE_SECONDS = 120

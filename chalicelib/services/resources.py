@@ -20,6 +20,7 @@ import time
 import uuid
 from typing import Any
 
+from chalicelib.core import observability
 from chalicelib.core.clock import now_iso
 from chalicelib.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from chalicelib.core.principal import Principal
@@ -68,6 +69,7 @@ def load_visible(family: Family | str, id_: str, principal: Principal) -> Stored
     stored = table.get(family.path, id_)
     if stored is None or not visible(family, principal, stored):
         raise NotFound(f'No {family.entity} with id {id_}')
+    observability.annotate(organization_id=stored.org)
     return stored
 
 
@@ -233,6 +235,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
             raise BadRequest(f"Field '{spec.name}' is required")
         if spec.default is not None and spec.name not in values:
             values[spec.name] = spec.default
+    observability.annotate(organization_id=org)
     data = records.new_record(family, values, principal=principal, org=org,
                               project_id=project.id if project is not None else None)
     hook.before_create(family, principal, data, body)

@@ -88,6 +88,16 @@ def ensure_table() -> None:
     create_table()
 
 
+def ping() -> None:
+    """One cheap eventually consistent read of a key that never exists: raises when the table
+    does not answer (the health check)."""
+    model = configure()
+    try:
+        model.get('HEALTH#', ENTITY_SK, consistent_read=False)
+    except model.DoesNotExist:
+        pass
+
+
 # ----------------------------------------------------------------------------- entities
 
 @dataclass

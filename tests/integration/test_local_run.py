@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -59,8 +60,11 @@ def server(tmp_path_factory):
             break
     assert proc.poll() is None, 'server exited during start-up'
     ready = time.time() - started
+    output: list[str] = []   # keep reading: a full pipe would block the server's log writes
+    drain = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
+    drain.start()
     yield {'base': f'http://127.0.0.1:{port}', 'key': key, 'proc': proc, 'ready': ready,
-           'moto_port': moto_port, 'state': env['LOCAL_STATE_DIR']}
+           'moto_port': moto_port, 'state': env['LOCAL_STATE_DIR'], 'output': output}
     if proc.poll() is None:
         proc.kill()
 
@@ -109,6 +113,19 @@ def test_errors_are_json_everywhere(server):
     long_filter = "name == '" + 'a' * 70_000 + "'"
     status, _, body = _call(base, 'GET', '/api/projects?filter=' + urllib.request.quote(long_filter), key=key)
     assert status == 400 and 'filter' in body['message']
+
+
+def test_the_server_logs_one_json_line_per_request_and_no_key(server):
+    base, key = server['base'], server['key']
+    status, headers, _ = _call(base, 'GET', '/api/organizations', key=key)
+    assert status == 200
+    request_id = headers['X-Request-Id']
+    deadline = time.time() + 10
+    while time.time() < deadline and not any(request_id in line for line in server['output']):
+        time.sleep(0.1)
+    logged = [json.loads(line) for line in server['output'] if request_id in line]
+    assert [(r['message'], r['route'], r['status']) for r in logged] == [('request', '/api/organizations', 200)]
+    assert not [line for line in server['output'] if key in line]
 
 
 def test_ctrl_c_stops_the_server_and_moto(server):

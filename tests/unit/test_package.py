@@ -34,6 +34,7 @@ from infra.names import Names
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGE = 'prod'
+XRAY_ACTIONS = {'xray:PutTraceSegments', 'xray:PutTelemetryRecords'}
 OUT = ROOT / 'out' / STAGE
 N = Names(STAGE)
 
@@ -186,6 +187,9 @@ def test_no_allow_statement_has_a_wildcard_action_or_an_unnamed_resource(templat
         if 'Principal' in statement:     # a trust policy: who may assume the role
             assert statement['Principal'] == {'Service': 'lambda.amazonaws.com'}, where
             continue
+        if set(_as_list(statement['Action'])) <= XRAY_ACTIONS:
+            assert statement['Resource'] == '*', where   # X-Ray has no resource-level permissions
+            continue
         for resource in _as_list(statement['Resource']):
             text = _text(resource)
             assert text is not None, (where, resource)
@@ -194,6 +198,19 @@ def test_no_allow_statement_has_a_wildcard_action_or_an_unnamed_resource(templat
                 continue    # the plan's id exists once deployed: the template names it, the file cannot
             assert any(name in text for name in NAMED), (where, text)
     assert seen > 20
+
+
+def test_app_functions_are_traced_and_may_write_traces(templates):
+    app = templates['app']
+    for lid, fn in of_type(app, 'AWS::Serverless::Function').items():
+        role = app['Resources'][fn['Properties']['Role']['Fn::GetAtt'][0]]
+        actions = {a for p in role['Properties']['Policies'] for s in p['PolicyDocument']['Statement']
+                   for a in _as_list(s['Action'])}
+        if lid == 'GatewayAuthorizer':
+            assert fn['Properties'].get('Tracing') != 'Active' and not actions & XRAY_ACTIONS
+        else:
+            assert fn['Properties']['Tracing'] == 'Active' and XRAY_ACTIONS <= actions, lid
+            assert fn['Properties']['Environment']['Variables']['TRACING_ENABLED'] == 'true', lid
 
 
 def test_wildcards_only_ever_widen_a_deny(templates):
