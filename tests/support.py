@@ -43,8 +43,9 @@ def create_body(api, family: Family | str, org_id: str, _project: dict | None = 
     if family.scope == 'project':
         project = _project or create(api, 'projects', org_id)
         body['projectId'] = project['id']
-    if family.joins:   # memberships: name a new user (one membership per user and organization)
-        body[family.joins] = create(api, family.writable[family.joins].ref, org_id)['id']
+    joins = getattr(family, 'joins', None)
+    if joins:   # memberships: name a new user (one membership per user and organization)
+        body[joins] = create(api, family.writable[joins].ref, org_id)['id']
     for f in family.writable.values():
         if not f.required:
             continue

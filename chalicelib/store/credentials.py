@@ -214,6 +214,7 @@ def _gateway_code(exc: Exception) -> str:
 
 
 GATEWAY_RETRYABLE = frozenset({'TooManyRequestsException', 'ServiceUnavailableException', 'InternalFailure'})
+sleep = time.sleep   # tests patch this
 
 
 def provision_gateway_key(key_hash: str, record: dict[str, Any]) -> None:
@@ -261,7 +262,7 @@ def discard_gateway_key(key_id: str | None) -> bool:
                 log.error('gateway key %s could not be deleted (%s): delete it by hand', key_id,
                           _gateway_code(exc) or type(exc).__name__)
                 return False
-            time.sleep(random.uniform(0, 0.2 * 2 ** attempt))
+            sleep(random.uniform(0, 0.2 * 2 ** attempt))
     return False
 
 

@@ -9,7 +9,7 @@
 | user ACL      | ``users#{userId}``                      | ``ACL``               | store/credentials.py       |
 | API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | store/credentials.py       |
 | key pointer   | ``KEY#{sha256(key)}``                   | ``#``                 | keys not naming their user |
-| rate window   | ``RL#{subject}#{minute}``               | ``#``                 | store/ratelimit.py; TTL    |
+| rate window   | ``RL#{userId}#{minute}``                | ``#``                 | store/ratelimit.py; TTL    |
 
 Entity index attributes (removed when an entity is soft-deleted, so it leaves every list):
   tpk  ``{family}#{tenant}``  tenant partition: organization id, or ``ALL`` for global families

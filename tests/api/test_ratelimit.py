@@ -151,7 +151,7 @@ def test_the_window_is_one_item_per_user_with_every_counter_and_a_ttl(api, clock
 def test_dynamodb_calls_of_one_authenticated_get_by_id(api, org_id, clock, idp):  # noqa: F811 - shared fixture
     """An API key names its owner: one BatchGetItem authenticates it (user, roles, key record),
     one UpdateItem counts the request, one GetItem reads the resource. A key that names no owner
-    (the bootstrap key) needs a GetItem more, and so does a bearer token (e-mail -> user)."""
+    (the bootstrap key) needs a GetItem more, and so does a bearer token (subject -> user)."""
     from chalicelib.store import model
     from tests.api.test_auth_credentials import RSA, bearer
     project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
