@@ -390,6 +390,9 @@ def test_a_manager_adds_someone_of_another_organization_by_email_invitation(api,
     # by id, someone the manager cannot see is a random id to them
     r = manager.post('/api/memberships', {'organizationId': b['id'], 'userId': person['user']['id'], 'role': 'MEMBER'})
     assert r.status == 400 and r.json['message'] == _missing_message('userId', person['user']['id'])
+    for junk in ('x' * 3000, person['user']['id'].upper()):
+        r = manager.post('/api/memberships', {'organizationId': b['id'], 'userId': junk, 'role': 'MEMBER'})
+        assert r.status == 400, r.json
     # by e-mail: an invitation, answered the same way for a registered and an unknown address
     known = manager.post('/api/memberships', {'organizationId': b['id'], 'email': person['user']['email'].upper(),
                                               'role': 'MEMBER'})

@@ -43,6 +43,13 @@ def _status(data) -> str:
     return data.get('status') or ACTIVE   # memberships written before invitations existed are active
 
 
+def _is_id(value) -> bool:
+    try:
+        return str(uuid.UUID(value)) == value
+    except (ValueError, AttributeError, TypeError):
+        return False
+
+
 def _invitee(principal, data) -> bool:
     return data.get('userId') == principal.user_id
 
@@ -61,7 +68,7 @@ class AccessHook(Hook):
             data['userId'] = table.unique_owner('users', scope=table.GLOBAL_TENANT, field_name='email',
                                                 value=data['email']) or str(uuid.uuid4())
         elif not principal.platform_admin and user_id != principal.user_id and \
-                not access.shares_organization(principal, user_id):
+                not (_is_id(user_id) and access.shares_organization(principal, user_id)):
             raise BadRequest(f"Field 'userId' refers to a record that does not exist: {str(user_id)[:64]}")
         data['status'] = ACTIVE if principal.platform_admin else INVITED
 
