@@ -435,3 +435,33 @@ def test_an_invitation_can_be_declined_and_a_new_address_gets_an_account(api, tw
     assert api.delete(f"/api/memberships/{invited.json['id']}", key=None, headers=token).status == 204
     assert api.get('/api/account/me', key=None, headers=token).json['invitations'] == []
     assert b['MANAGE']['api'].get(f"/api/memberships/{invited.json['id']}").status == 404
+
+
+# ----------------------------------------------------------------------------- what the rules cost
+
+def test_dynamodb_calls_of_a_members_requests(api, org_id):
+    """Suspension costs a member one consistent GetItem of the organization per request that
+    touches it (none for a platform admin: tests/api/test_ratelimit.py counts theirs)."""
+    from chalicelib.store import model
+    project = create(api, 'projects', org_id)
+    _, key = make_user(api, org_id, 'MEMBER')
+    member = api.as_key(key)
+    calls: list[str] = []
+    clients = {id(c): c for c in (model.configure()._get_connection().connection.client,
+                                  model.boto3_table().meta.client)}
+
+    def record(event_name, **kwargs):
+        calls.append(event_name.rsplit('.', 1)[1])
+
+    def count(path: str) -> list[str]:
+        calls.clear()
+        for c in clients.values():
+            c.meta.events.register('before-call.dynamodb.*', record)
+        try:
+            assert member.get(path).status == 200
+        finally:
+            for c in clients.values():
+                c.meta.events.unregister('before-call.dynamodb.*', record)
+        return list(calls)
+    assert count(f"/api/projects/{project['id']}") == ['BatchGetItem', 'UpdateItem', 'GetItem', 'GetItem']
+    assert count('/api/projects') == ['BatchGetItem', 'UpdateItem', 'GetItem', 'Query', 'Query', 'BatchGetItem']
