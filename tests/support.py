@@ -43,6 +43,9 @@ def create_body(api, family: Family | str, org_id: str, _project: dict | None = 
     if family.scope == 'project':
         project = _project or create(api, 'projects', org_id)
         body['projectId'] = project['id']
+    joins = getattr(family, 'joins', None)
+    if joins:   # memberships: name a new user (one membership per user and organization)
+        body[joins] = create(api, family.writable[joins].ref, org_id)['id']
     for f in family.writable.values():
         if not f.required:
             continue
@@ -51,6 +54,13 @@ def create_body(api, family: Family | str, org_id: str, _project: dict | None = 
         else:
             body[f.name] = sample(f)
     return body
+
+
+def release_organization(api, org_id: str) -> None:
+    """Remove an organization's memberships: it is deleted only when none are left (README)."""
+    page = api.get(f"/api/memberships?pageSize=100&filter=organizationId=='{org_id}'").json
+    for membership in page['content']:
+        assert api.delete(f"/api/memberships/{membership['id']}").status == 204
 
 
 def create(api, family: Family | str, org_id: str, **extra: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ Entry keys (all optional):
   request      schema of the JSON body; None: the operation takes no body
   responses    {status: schema or None (no body)}; 'content' may replace the schema with a full
                OpenAPI content map ({media type: {schema: ...}})
-  errors       error statuses the operation answers (400, 401, 403, 404, 409, 415, 429)
+  errors       error statuses the operation answers (400, 401, 403, 404, 409, 415, 429, 503)
   parameters   extra OpenAPI parameter objects (query, header)
   list_of      a list endpoint of that schema: the list query parameters, 200 = a page of it
 
@@ -90,25 +90,35 @@ _API_KEY_REQUEST = schema('ApiKeyCreateRequest', {
 })
 _ACCOUNT = schema('Account', {
     'allOf': [ref('User'), {
-        'type': 'object', 'required': ['memberships', 'platformAdmin'],
+        'type': 'object', 'required': ['memberships', 'invitations', 'platformAdmin'],
         'properties': {
             'memberships': {'type': 'array', 'items': {
                 'type': 'object', 'required': ['organizationId', 'role'],
                 'properties': {'organizationId': {'type': 'string', 'format': 'uuid'},
                                'role': ref('MembershipRole')}}},
+            'invitations': {'type': 'array', 'description': (
+                'memberships offered to the user and not answered yet: accept with PUT /api/memberships/{id} '
+                '{"status": "ACTIVE"}, decline with DELETE'), 'items': {
+                'type': 'object', 'required': ['id', 'organizationId', 'role'],
+                'properties': {'id': {'type': 'string', 'format': 'uuid', 'description': 'the membership id'},
+                               'organizationId': {'type': 'string', 'format': 'uuid'},
+                               'organizationName': {'type': 'string', 'nullable': True},
+                               'role': ref('MembershipRole'),
+                               'invitedByUserId': {'type': 'string', 'nullable': True},
+                               'createdOn': {'type': 'string', 'format': 'date-time', 'nullable': True}}}},
             'platformAdmin': {'type': 'boolean'},
         },
     }],
 })
 
 describe('getAccountMe', summary='The signed-in user, with their memberships', tags=['account'],
-         responses={200: _ACCOUNT}, errors=[401, 404, 429])
+         responses={200: _ACCOUNT}, errors=[401, 404, 429, 503])
 describe('listMyApiKeys', summary="List the signed-in user's API keys", tags=['account'],
-         responses={200: {'type': 'array', 'items': _API_KEY}}, errors=[401, 429])
+         responses={200: {'type': 'array', 'items': _API_KEY}}, errors=[401, 429, 503])
 describe('createMyApiKey', summary='Create an API key for the signed-in user', tags=['account'],
-         request=_API_KEY_REQUEST, responses={201: _NEW_API_KEY}, errors=[400, 401, 413, 415, 429])
+         request=_API_KEY_REQUEST, responses={201: _NEW_API_KEY}, errors=[400, 401, 413, 415, 429, 503])
 describe('revokeMyApiKey', summary="Revoke one of the signed-in user's API keys", tags=['account'],
-         responses={204: None}, errors=[401, 404, 429])
+         responses={204: None}, errors=[401, 404, 429, 503])
 
 # ----------------------------------------------------------------------------- workflow routes
 # (chalicelib/api/workflow.py)
@@ -128,13 +138,13 @@ _STATUS_CHANGE = schema('TaskStatusChange', {
 
 describe('setTaskStatus', summary='Change the status of a task', tags=['tasks'],
          request=_STATUS_CHANGE, responses={200: ref('Task')},
-         errors=[400, 401, 403, 404, 409, 413, 415, 429])
+         errors=[400, 401, 403, 404, 409, 413, 415, 429, 503])
 describe('cancelExecution', summary='Cancel an execution', tags=['executions'],
          description='Sets a running or pending execution to CANCELLED; 409 when it has already ended.',
-         request=None, responses={200: ref('Execution')}, errors=[400, 401, 403, 404, 409, 429])
+         request=None, responses={200: ref('Execution')}, errors=[400, 401, 403, 404, 409, 429, 503])
 describe('listHistoryForTaskGroup', summary='History of one task group', tags=['task-groups'],
          description='Newest first unless sort says otherwise.', list_of='TaskGroupHistory',
-         errors=[400, 401, 403, 404, 429])
+         errors=[400, 401, 403, 404, 429, 503])
 
 _SCHEME = schema('ResourceScheme', {
     'type': 'object', 'required': ['scheme', 'endpointPattern', 'scope', 'description'],
@@ -146,7 +156,7 @@ _SCHEME = schema('ResourceScheme', {
     },
 })
 describe('listResourceSchemes', summary='The resource schemes the resolver knows', tags=['resolve'],
-         responses={200: {'type': 'array', 'items': _SCHEME}}, errors=[401, 429])
+         responses={200: {'type': 'array', 'items': _SCHEME}}, errors=[401, 429, 503])
 
 # ----------------------------------------------------------------------------- internal routes
 # (chalicelib/api/internal.py)
@@ -158,4 +168,4 @@ describe('startActivityInternal', summary='Start an activity (server-to-server)'
          request={'allOf': [ref('ActivityCreateRequest'), {
              'type': 'object', 'required': ['projectId', 'activityPlanId'],
              'properties': {'activityPlanId': {'type': 'string', 'format': 'uuid'}}}]},
-         responses={201: ref('Activity')}, errors=[400, 401, 409, 413, 415, 429])
+         responses={201: ref('Activity')}, errors=[400, 401, 409, 413, 415, 429, 503])

@@ -45,7 +45,9 @@ def _admit(event, mode: str):
     Only authenticated callers are counted (one UpdateItem). A request without a valid
     credential, and a public route, is answered without touching the counters (headers still
     state the limit): counting them would turn every garbage request into a DynamoDB write;
-    floods of those are for the gateway's throttling to absorb (infra/usage_plan.py)."""
+    floods of those are for the gateway's throttling to absorb (infra/usage_plan.py). When the
+    counters cannot be reached, a write is refused with 503 and a read is counted in memory
+    (services/ratelimit.py)."""
     # lazy: the services load pynamodb; `import app` must not (cold start)
     from chalicelib.services import identity, internal, ratelimit  # noqa: PLC0415
     try:
@@ -59,7 +61,10 @@ def _admit(event, mode: str):
         raise _Refused(exc, ratelimit.untracked()) from None
     if principal is None or not principal.rate_key:
         return principal, ratelimit.untracked()   # public route, or the internal service caller
-    decision = ratelimit.check(principal.rate_key)
+    try:
+        decision = ratelimit.check(principal.user_id, principal.rate_key, event.method)
+    except ratelimit.LimiterUnavailable as exc:
+        raise _Refused(exc, exc.decision) from None
     if not decision.allowed:
         raise _Refused(decision.error(), decision)
     return principal, decision

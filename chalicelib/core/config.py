@@ -36,6 +36,17 @@ class Config:
     metrics_namespace: str = 'PlatformApi'
     tracing_enabled: bool = False
     app_version: str = 'local'
+    # Per-user ceiling over all of a user's API keys (and bearer tokens), on top of the per-key
+    # figures above (services/ratelimit.py).
+    rate_limit_user_per_minute: int = 300
+    rate_limit_user_burst_per_second: int = 60
+    # How long a write may keep retrying a throttled or failing table before answering 503.
+    store_retry_budget_seconds: float = 2.0
+    # Identity provider keys older than this stop being trusted when refreshing them keeps
+    # failing (core/jwt_verify.py).
+    jwt_keys_max_age_seconds: int = 86_400
+    # Longest support-access grant an organization manager may make (services/hooks/organizations.py).
+    support_access_max_days: int = 30
 
 
 def _int(name: str, default: int) -> int:
@@ -45,6 +56,11 @@ def _int(name: str, default: int) -> int:
 
 def _flag(name: str) -> bool:
     return os.environ.get(name, '').strip().lower() in ('1', 'true', 'yes', 'on')
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw not in (None, '') else default
 
 
 def _host_allowlist(name: str) -> frozenset[str]:
@@ -69,6 +85,8 @@ def _host_allowlist(name: str) -> frozenset[str]:
 @lru_cache(maxsize=1)
 def get_config() -> Config:
     env = os.environ
+    per_minute = _int('RATE_LIMIT_PER_MINUTE', 100)
+    burst = _int('RATE_LIMIT_BURST_PER_SECOND', 20)
     return Config(
         table_name=env.get('TABLE_NAME', 'platform-local'),
         bucket_name=env.get('BUCKET_NAME', 'platform-local-documents'),
@@ -76,8 +94,8 @@ def get_config() -> Config:
         region=env.get('AWS_REGION') or env.get('AWS_DEFAULT_REGION') or 'us-east-1',
         endpoint_url=env.get('AWS_ENDPOINT_URL') or None,
         public_url=env.get('PUBLIC_API_URL', 'https://api.example.com'),
-        rate_limit_per_minute=_int('RATE_LIMIT_PER_MINUTE', 100),
-        rate_limit_burst_per_second=_int('RATE_LIMIT_BURST_PER_SECOND', 20),
+        rate_limit_per_minute=per_minute,
+        rate_limit_burst_per_second=burst,
         internal_service_token=env.get('INTERNAL_SERVICE_TOKEN') or None,
         jwt_issuer=env.get('AUTH_JWT_ISSUER') or None,
         jwt_audience=env.get('AUTH_JWT_AUDIENCE') or None,
@@ -92,6 +110,12 @@ def get_config() -> Config:
         metrics_namespace=env.get('METRICS_NAMESPACE') or 'PlatformApi',
         tracing_enabled=_flag('TRACING_ENABLED'),
         app_version=env.get('APP_VERSION') or 'local',
+        # unset: three keys' worth (the per-key figure stays the contract's headline)
+        rate_limit_user_per_minute=_int('RATE_LIMIT_USER_PER_MINUTE', 3 * per_minute),
+        rate_limit_user_burst_per_second=_int('RATE_LIMIT_USER_BURST_PER_SECOND', 3 * burst),
+        store_retry_budget_seconds=_float('STORE_RETRY_BUDGET_SECONDS', 2.0),
+        jwt_keys_max_age_seconds=_int('AUTH_JWT_KEYS_MAX_AGE_SECONDS', 86_400),
+        support_access_max_days=_int('SUPPORT_ACCESS_MAX_DAYS', 30),
     )
 
 

@@ -72,6 +72,17 @@ class TooManyRequests(ApiError):
     status = 429
 
 
+class ServiceUnavailable(ApiError):
+    """A dependency (the table, the identity provider, the gateway) cannot answer now: the
+    request did nothing that sticks and may be sent again after ``Retry-After`` seconds."""
+    status = 503
+
+    def __init__(self, message: str = 'The service is busy; retry shortly', *, retry_after: int = 2,
+                 **kw: Any) -> None:
+        kw.setdefault('headers', {'Retry-After': str(retry_after)})
+        super().__init__(message, **kw)
+
+
 def reason(status: int) -> str:
     try:
         return HTTPStatus(status).phrase

@@ -9,7 +9,18 @@ but at most once per ``UNKNOWN_KID_REFETCH_SECONDS`` for the same kid and at mos
 ``MIN_REFETCH_INTERVAL_SECONDS`` overall, so a flood of made-up kids costs the identity
 provider at most one request a second per Lambda instance. The whole key set is also
 refreshed after ``MAX_KEYS_AGE_SECONDS`` (keys the provider withdrew stop working); when that
-refresh fails the cached keys stay in use.
+refresh fails the cached keys stay in use, but only until they are ``max_key_age`` old
+(``AUTH_JWT_KEYS_MAX_AGE_SECONDS``, default 24 h): a provider that cannot be reached for longer
+than that gets 503s rather than keys it may have withdrawn long ago.
+
+No lock is held while fetching: one caller fetches (single flight), callers that have usable
+keys go on with them meanwhile, and callers with none wait for that one fetch (bounded by its
+timeout) instead of starting their own.
+
+The fetch uses urllib, not the egress fence (core/egress.py): the JWKS URL is deployment
+configuration, never tenant input, and may legitimately be a private host (an identity provider
+inside the VPC) that the fence refuses by design. What it keeps from the fence's rules: https only
+(http on loopback, for tests), a timeout, a size cap, no redirects to other schemes (urllib).
 
 ``jwt`` (pyjwt + cryptography) is imported on first use only: cold starts that never see a
 bearer token do not pay for it.
@@ -29,6 +40,7 @@ FETCH_TIMEOUT_SECONDS = 3
 UNKNOWN_KID_REFETCH_SECONDS = 10
 MIN_REFETCH_INTERVAL_SECONDS = 1
 MAX_KEYS_AGE_SECONDS = 3600
+DEFAULT_MAX_KEY_AGE_SECONDS = 86_400    # stale keys past this are not trusted (AUTH_JWT_KEYS_MAX_AGE_SECONDS)
 MAX_TOKEN_BYTES = 8192
 MAX_JWKS_BYTES = 512 * 1024
 MAX_REMEMBERED_KIDS = 1000
@@ -88,40 +100,60 @@ class JwksCache:
         self._fetched_at: float | None = None
         self._last_attempt: float | None = None
         self._tried: dict[str | None, float] = {}   # unknown kid -> when it last caused a refetch
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()                 # guards the fields above; never held while fetching
+        self._inflight: threading.Event | None = None  # set when the running fetch ends
         self.fetches = 0                              # observable for tests and metrics
 
-    def _refresh(self, now: float) -> bool:
-        self._last_attempt = now
-        self.fetches += 1
+    def _refresh(self, wait: bool = True) -> None:
+        """Fetch the key set, or (``wait``) wait for the fetch another caller is running. The
+        lock is taken only to decide and to install the result, never across the network."""
+        with self._lock:
+            waiting = self._inflight
+            if waiting is None:
+                self._inflight = done = threading.Event()
+                self._last_attempt = clock()
+                self.fetches += 1
+        if waiting is not None:
+            if wait:
+                waiting.wait(FETCH_TIMEOUT_SECONDS + 1)
+            return
         try:
             keys = _parse_keys(self._fetch(self.url))
         except Exception:  # noqa: BLE001 - network, HTTP, JSON: keep what we have
-            return False
-        self._keys = keys
-        self._fetched_at = now
-        return True
+            keys = None
+        with self._lock:
+            if keys is not None:
+                self._keys = keys
+                self._fetched_at = clock()
+            self._inflight = None
+        done.set()
 
-    def key_for(self, kid: str | None) -> Any:
+    def key_for(self, kid: str | None, max_key_age: float = DEFAULT_MAX_KEY_AGE_SECONDS) -> Any:
         with self._lock:
             now = clock()
-            if self._fetched_at is None or now - self._fetched_at > MAX_KEYS_AGE_SECONDS:
-                recent = self._last_attempt is not None and now - self._last_attempt < MIN_REFETCH_INTERVAL_SECONDS
-                if not recent:
-                    self._refresh(now)
-                if self._fetched_at is None:
-                    raise KeysUnavailable('The identity provider keys are unavailable')
+            due = self._fetched_at is None or now - self._fetched_at > MAX_KEYS_AGE_SECONDS
+            recent = self._last_attempt is not None and now - self._last_attempt < MIN_REFETCH_INTERVAL_SECONDS
+            usable = self._fetched_at is not None and now - self._fetched_at <= max_key_age
+        if due and not recent:
+            self._refresh(wait=not usable)   # with usable keys, never wait for someone else's fetch
+        with self._lock:
+            now = clock()
+            if self._fetched_at is None or now - self._fetched_at > max_key_age:
+                raise KeysUnavailable('The identity provider keys are unavailable')
             key = self._lookup(kid)
             if key is not None:
                 return key
-            if self._may_refetch(kid, now):
+            refetch = self._may_refetch(kid, now)
+            if refetch:
                 self._tried[kid] = now
-                self._refresh(now)
+        if refetch:
+            self._refresh()
+            with self._lock:
                 key = self._lookup(kid)
                 if key is not None:
                     self._tried.pop(kid, None)
                     return key
-            raise InvalidToken('The token is signed by an unknown key')
+        raise InvalidToken('The token is signed by an unknown key')
 
     def _lookup(self, kid: str | None) -> Any:
         if kid is None and len(self._keys) == 1:
@@ -156,7 +188,8 @@ def reset_caches() -> None:
         _caches.clear()
 
 
-def verify(token: str, *, issuer: str, audience: str, jwks_url: str) -> dict[str, Any]:
+def verify(token: str, *, issuer: str, audience: str, jwks_url: str,
+           max_key_age: float = DEFAULT_MAX_KEY_AGE_SECONDS) -> dict[str, Any]:
     """The verified claims of ``token``. Raises InvalidToken or KeysUnavailable."""
     import jwt  # noqa: PLC0415 - lazy: pyjwt + cryptography only for bearer tokens
     if not token or len(token) > MAX_TOKEN_BYTES:
@@ -171,7 +204,7 @@ def verify(token: str, *, issuer: str, audience: str, jwks_url: str) -> dict[str
     kid = header.get('kid')
     if kid is not None and not isinstance(kid, str):
         raise InvalidToken('The token is malformed')
-    key = cache_for(jwks_url).key_for(kid)
+    key = cache_for(jwks_url).key_for(kid, max_key_age)
     if key.algorithm_name != alg:
         raise InvalidToken('The token algorithm does not match its key')
     try:

@@ -16,9 +16,12 @@ class Principal:
     memberships: dict[str, str] = field(default_factory=dict)  # organization id -> role
     platform_admin: bool = False
     credential: str = 'api-key'          # api-key | jwt | basic | service | system
-    rate_key: str = ''                   # what the rate limiter counts against ('' = not counted)
+    rate_key: str = ''                   # the credential the rate limiter counts ('' = not counted)
     # The user's record as read while authenticating (GET /api/account/me answers from it).
     user: dict | None = field(default=None, compare=False, hash=False, repr=False)
+    # Facts read once per request on the caller's behalf (organization status, ...): a principal
+    # lives for one request, so this never outlives it.
+    seen: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def role_in(self, org_id: str | None) -> str | None:
         if self.platform_admin:

@@ -30,6 +30,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     'ChatMessageRole': ('USER', 'ASSISTANT', 'SYSTEM', 'TOOL'),
     'WebLlmModelSize': ('SMALL', 'MEDIUM', 'LARGE'),
     'MembershipRole': ('PLATFORM_ADMIN', 'MANAGE', 'MEMBER', 'VIEWER'),
+    'MembershipStatus': ('ACTIVE', 'INVITED'),
     'LinkedDeltaState': ('PENDING', 'APPLIED', 'APPLIED_PARTIAL', 'FAILED'),
     'OrganizationStatus': ('ACTIVE', 'SUSPENDED'),
     'ActivityStatus': ('PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'),

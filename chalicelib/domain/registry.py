@@ -40,6 +40,9 @@ class Family:
     id_param: str = 'id'             # path parameter name (the contract calls one executionId)
     read_only: bool = False          # written by the server only (history): list and get routes
     summary_omit: tuple[str, ...] = ()  # heavy fields left out of lists with view=summary
+    # A reference to a user is checked for membership of the record's organization; this field
+    # instead names the user joining it (memberships: its hook decides who may be named).
+    joins: str | None = None
 
     @cached_property
     def own_fields(self) -> tuple[Field, ...]:
@@ -104,8 +107,9 @@ FAMILIES: tuple[Family, ...] = (
        'showDeveloperTools:bool=false bio businessGroup groupsJson rolesJson image title userType '
        'preferences:object security:object userStorage:object', unique=('email',), name_field='email',
        hook='users'),
-    _f('memberships', 'Membership', 'org', 'userId!>users role!@MembershipRole',
-       unique=('userId',), name_field='role', hook='access'),
+    _f('memberships', 'Membership', 'org',
+       'userId>users role!@MembershipRole email status=ACTIVE@MembershipStatus',
+       unique=('userId',), name_field='role', hook='access', joins='userId'),
     _f('teams', 'Team', 'org', f'{_NAMED} color memberIds:strings'),
     _f('roles', 'Role', 'org', f'{_NAMED} permissions:strings builtIn:bool=false', hook='access'),
     _f('permissions', 'Permission', 'org', f'{_NAMED} category builtIn:bool=false', hook='access'),

@@ -24,7 +24,8 @@ from chalicelib.core.errors import BadRequest, Forbidden
 from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import Family
 from chalicelib.domain.registry import family as family_of
-from chalicelib.store import table
+from chalicelib.store import credentials, table
+from chalicelib.store import repository as repo
 
 from . import records
 
@@ -77,8 +78,50 @@ def can_see_org(principal: Principal, org_id: str | None) -> bool:
 
 
 def shares_organization(principal: Principal, user_id: str) -> bool:
-    """Is the user a member of one of the caller's organizations? (one Query)"""
-    return bool(set(table.memberships_of(user_id)) & set(principal.memberships))
+    """Is the user an active member of one of the caller's organizations that is not suspended?
+    (the user's ACL item: one GetItem; the organizations' status once per request)"""
+    shared = credentials.orgs_of(user_id) & set(principal.memberships)
+    return bool(shared - suspended(principal, shared))
+
+
+# ----------------------------------------------------------------------------- suspension
+# A SUSPENDED organization gives its members nothing: any request of theirs that names it (a
+# record of it, a create in it, a list pinned to it, the organization itself) is 403
+# "organization suspended", and lists spanning several organizations leave its records out.
+# Platform administrators are not affected. Cost: one strongly consistent read of the
+# organization item per request that touches an organization (a BatchGetItem for a list over
+# several), remembered for the rest of the request; none for platform administrators. A one-call
+# request path (the performance issue) would carry the status with what authentication reads,
+# e.g. on each member's ACL item, written by the suspension through the outbox; until then the
+# read keeps "suspension applies on the next request" without any cache.
+
+SUSPENDED = 'SUSPENDED'
+
+
+def suspended(principal: Principal, org_ids) -> set[str]:
+    """Those of ``org_ids`` that are suspended (always none for a platform administrator)."""
+    org_ids = [o for o in org_ids if o]
+    if principal.platform_admin or not org_ids:
+        return set()
+    known = principal.seen.setdefault('organizationStatus', {})
+    missing = [o for o in org_ids if o not in known]
+    if missing:
+        statuses = table.organization_statuses(missing)
+        known.update({o: statuses.get(o) for o in missing})
+    return {o for o in org_ids if known.get(o) == SUSPENDED}
+
+
+def require_active(principal: Principal, org_id: str | None) -> None:
+    if org_id and suspended(principal, [org_id]):
+        raise Forbidden('organization suspended: its resources are unavailable until a platform '
+                        'administrator reactivates it')
+
+
+def usable_orgs(principal: Principal, org_ids) -> list[str]:
+    """``org_ids`` without the suspended ones."""
+    org_ids = list(org_ids)
+    gone = suspended(principal, org_ids)
+    return [o for o in org_ids if o not in gone]
 
 
 def require_write(principal: Principal, family: Family, org_id: str | None) -> None:
@@ -133,6 +176,20 @@ def builtin_records(org_id: str) -> dict[str, list[dict[str, Any]]]:
                     'builtIn': True}
                    for name, (category, text) in PERMISSIONS.items()]
     return {'roles': roles, 'permissions': permissions}
+
+
+def builtin_delete_ops(org_id: str) -> list:
+    """Transaction operations that remove an organization's built-in roles and permissions (one
+    counter move per family: a transaction touches a counter shard once)."""
+    ops = []
+    for path, derived in builtin_records(org_id).items():
+        family = family_of(path)
+        for record in derived:
+            ops.append(repo.delete_plain(path, record['id']))
+            ops += [repo.release_unique(path, scope=org_id, field_name=name, value=record[name])
+                    for name in family.unique if record.get(name) is not None]
+        ops.append(repo.move_counter(path, org_id, -len(derived)))
+    return ops
 
 
 def builtin_ops(org_id: str, principal: Principal) -> list:

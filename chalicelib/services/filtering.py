@@ -1,7 +1,11 @@
 """Bridges the filter language (chalicelib/query) to a family's list: the registry as the
 filter schema, related records for references (``project.name``) and collections
 (``memberTask.statusSlug``), and the split into a DynamoDB FilterExpression plus an
-in-memory residual."""
+in-memory residual.
+
+A reference path resolves only a record the caller may see (the same rule as a GET of it:
+services/resources.py ``visible``); any other behaves as missing, so a filter can never read a
+field of a record the caller could not read directly."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -9,11 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.core.errors import BadRequest
+from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import Family
 from chalicelib.domain.registry import family as family_of
 from chalicelib.query import And, Compare, FilterError, Not, Or, Resolved, compile_filter, evaluate, parse
 from chalicelib.query.ast import make_and
 from chalicelib.store import table
+
+from . import access, resources
 
 _TYPES = {'string': 'string', 'bool': 'boolean', 'int': 'integer', 'number': 'number',
           'datetime': 'datetime', 'object': 'any', 'any': 'any', 'strings': 'list', 'array': 'list'}
@@ -61,6 +68,7 @@ class RelatedRecords:
     """Evaluation context: fetches referenced records and collections once per request."""
     family: Family
     tenants: list[str]
+    principal: Principal
     _refs: dict[tuple[str, str], Any] = field(default_factory=dict)
     _collections: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
 
@@ -72,8 +80,13 @@ class RelatedRecords:
         key = (target, ref_id)
         if key not in self._refs:
             stored = table.get(target, ref_id, consistent=False)
-            self._refs[key] = stored.data if stored is not None else None
+            self._refs[key] = stored.data if stored is not None and self._visible(target, stored) else None
         return self._refs[key]
+
+    def _visible(self, path: str, stored: table.Stored) -> bool:
+        """What a GET of it would allow: visible, and not of a suspended organization."""
+        return resources.visible(family_of(path), self.principal, stored) and \
+            not access.suspended(self.principal, [stored.org])
 
     def collection(self, item: Mapping[str, Any], name: str) -> Iterable[Mapping[str, Any]]:
         if name not in self._collections:

@@ -2,15 +2,19 @@
 
 Credentials accepted (the first one present wins, in this order):
   ``x-api-key: <key>`` (and the legacy ``x-access-token`` that existing SDKs send)
-  ``Authorization: Bearer <JWT>`` from the external identity provider (see core/jwt_verify.py);
-      its ``email`` claim names the user. ``Bearer <API key>`` is accepted as an API key too.
+  ``Authorization: Bearer <JWT>`` from the external identity provider (see core/jwt_verify.py):
+      its subject (``iss`` + ``sub``) names the user it was bound to on first sign-in; a subject
+      seen for the first time is bound to the user whose e-mail the token asserts, only when
+      ``email_verified`` is true and that user has no subject yet (``principal_from_jwt``).
+      ``Bearer <API key>`` is accepted as an API key too.
   ``Authorization: Basic base64(email:apiKey)``: the key must belong to that e-mail's user.
 
 Keys are stored hashed (SHA-256, see core/secrets.py); an expired or revoked key is a 401 like
 an unknown one. A credential whose user no longer exists or is inactive is a 401 as well.
 Cost: an API key names its owner, so authenticating it is ONE BatchGetItem of three items in
 the owner's partition (user, roles, key record; strongly consistent, see store/credentials.py);
-a bearer token is one GetItem (e-mail -> user) plus a BatchGetItem of user and roles. Nothing
+a bearer token is one GetItem (subject -> user) plus a BatchGetItem of user and roles (its first
+sign-in also reads the e-mail's owner and writes the binding in one transaction). Nothing
 is cached across requests, so a revoked key or a removed membership takes effect on the next
 request on every Lambda instance.
 """
@@ -25,11 +29,11 @@ from typing import Any
 from chalicelib.core import jwt_verify
 from chalicelib.core.clock import iso, now, now_iso, parse_instant
 from chalicelib.core.config import get_config
-from chalicelib.core.errors import ApiError, BadRequest, Conflict, NotFound, Unauthorized
+from chalicelib.core.errors import BadRequest, Conflict, NotFound, ServiceUnavailable, Unauthorized
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.core.secrets import KEY_PREFIX, hash_key, key_hint, key_owner, new_api_key
-from chalicelib.store import credentials
+from chalicelib.store import credentials, table
 
 from . import resources
 
@@ -37,6 +41,8 @@ log = get_logger('auth')
 
 MAX_CREDENTIAL_LENGTH = 512
 MAX_KEYS_PER_USER = 50
+MAX_SUBJECT_LENGTH = 255
+JWT_RATE_KEY = 'jwt'   # a user's bearer tokens count as one credential
 
 
 def authenticate(headers: Mapping[str, str]) -> Principal:
@@ -97,7 +103,7 @@ def _key_access(raw: str) -> tuple[credentials.UserAccess, str, dict[str, Any]]:
 
 def principal_from_api_key(raw: str) -> Principal:
     access, owner, record = _key_access(raw)
-    return principal_for(access, owner, credential='api-key', rate_key=f'key:{record["id"]}')
+    return principal_for(access, owner, credential='api-key', rate_key=f'key-{record["id"]}')
 
 
 def principal_from_basic(value: str) -> Principal:
@@ -111,30 +117,63 @@ def principal_from_basic(value: str) -> Principal:
     if not sep or not email or not key:
         raise Unauthorized('Invalid Basic credentials')
     access, owner, record = _key_access(key)
-    return principal_for(access, owner, credential='basic', rate_key=f'key:{record["id"]}', expected_email=email)
+    return principal_for(access, owner, credential='basic', rate_key=f'key-{record["id"]}', expected_email=email)
 
 
 def principal_from_jwt(token: str) -> Principal:
+    """The user a verified bearer token names.
+
+    The identity provider's subject (``iss`` + ``sub``) is the identity: once bound to a user it
+    alone names them, whatever e-mail later tokens carry. An unknown subject falls back to the
+    token's e-mail only when the provider asserts it (``email_verified`` true; a missing claim
+    counts as not verified), and only for a user no subject is bound to yet: the subject is then
+    bound to that user (once, in one transaction). So an address reserved in advance, or a
+    second identity-provider account claiming the same address, never lands in an account
+    someone else signs in to."""
     cfg = get_config()
     if not (cfg.jwt_issuer and cfg.jwt_audience and cfg.jwt_jwks_url):
         raise Unauthorized('Bearer tokens are not accepted by this deployment')
     try:
         claims = jwt_verify.verify(token, issuer=cfg.jwt_issuer, audience=cfg.jwt_audience,
-                                   jwks_url=cfg.jwt_jwks_url)
+                                   jwks_url=cfg.jwt_jwks_url, max_key_age=cfg.jwt_keys_max_age_seconds)
     except jwt_verify.InvalidToken as exc:
         raise Unauthorized(str(exc)) from None
     except jwt_verify.KeysUnavailable:
         log.warning('identity provider keys unavailable (%s)', cfg.jwt_jwks_url)
-        raise ApiError('The identity provider cannot be reached; retry later', status=503) from None
+        raise ServiceUnavailable('The identity provider cannot be reached; retry later', retry_after=5) from None
+    sub = claims.get('sub')
+    if not isinstance(sub, str) or not sub or len(sub) > MAX_SUBJECT_LENGTH:
+        raise Unauthorized('The token carries no subject')
+    subject = f"{claims.get('iss')}|{sub}"
+    user_id = credentials.user_id_for_subject(subject)
+    if user_id is not None:
+        return principal_for(credentials.user_access(user_id), user_id, credential='jwt', rate_key=JWT_RATE_KEY)
+    return _first_sign_in(claims, subject)
+
+
+def _verified_email(claims: dict[str, Any]) -> str:
     email = claims.get('email')
     if not isinstance(email, str) or '@' not in email or len(email) > 254:
         raise Unauthorized('The token carries no e-mail claim')
-    if claims.get('email_verified') is False:
+    verified = claims.get('email_verified')
+    if not (verified is True or (isinstance(verified, str) and verified.lower() == 'true')):
         raise Unauthorized('The token e-mail address is not verified')
-    user_id = credentials.user_id_for_email(email.strip().lower())
+    return email.strip().lower()
+
+
+def _first_sign_in(claims: dict[str, Any], subject: str) -> Principal:
+    email = _verified_email(claims)
+    user_id = credentials.user_id_for_email(email)
     if user_id is None:
         raise Unauthorized('No user has the e-mail address of this token')
-    return principal_for(credentials.user_access(user_id), user_id, credential='jwt', rate_key=f'user:{user_id}')
+    access = credentials.user_access(user_id)
+    if access.subject is None and access.user is not None and \
+            credentials.bind_subject(user_id, subject, email):
+        access.subject = subject
+    elif credentials.user_id_for_subject(subject) != user_id:   # lost a race to itself: that is fine
+        # bound to another identity-provider account, or the address just moved
+        raise Unauthorized('This account is bound to another sign-in identity')
+    return principal_for(access, user_id, credential='jwt', rate_key=JWT_RATE_KEY)
 
 
 # ----------------------------------------------------------------------------- API keys
@@ -146,13 +185,21 @@ def _public(record: dict[str, Any]) -> dict[str, Any]:
 
 def create_api_key(user_id: str, email: str, name: str, *, expires_at: str | None = None,
                    raw: str | None = None) -> dict[str, Any]:
-    """Store a new key (hashed) and return its record with the raw key, shown this once."""
+    """Store a new key (hashed) and return its record with the raw key, shown this once.
+
+    Order: the gateway twin first (with a usage plan), then the table. A key is only usable once
+    stored, so a twin without a stored key would be an orphan: when storing fails, the twin is
+    deleted before the error is answered (a twin that cannot be deleted is logged by id)."""
     raw = raw or new_api_key(user_id)
     record = {'id': str(uuid.uuid4()), 'name': name, 'userId': user_id,
               'prefix': key_hint(raw), 'createdOn': now_iso(), 'expiresAt': expires_at}
     key_hash = hash_key(raw)
     credentials.provision_gateway_key(key_hash, record)
-    credentials.put_key(key_hash, record)
+    try:
+        credentials.put_key(key_hash, record)
+    except BaseException:
+        credentials.remove_gateway_key(record)
+        raise
     return {**_public(record), 'key': raw}
 
 
@@ -164,10 +211,18 @@ def create_own_api_key(body: dict[str, Any], principal: Principal) -> dict[str, 
 
 
 def account(principal: Principal) -> dict[str, Any]:
-    """GET /api/account/me: the caller's user record, memberships and platform-admin flag."""
+    """GET /api/account/me: the caller's user record, memberships, invitations waiting for an
+    answer (services/hooks/access.py) and platform-admin flag."""
     user = principal.user if principal.user is not None else resources.get('users', principal.user_id, principal)
+    pending = table.memberships_of(principal.user_id, invited=True)
+    names = {o.id: o.data.get('name') for o in table.batch_get(
+        ('organizations', m['organizationId']) for m in pending).values()} if pending else {}
+    invitations = [{'id': m['id'], 'organizationId': m['organizationId'],
+                    'organizationName': names.get(m['organizationId']), 'role': m['role'],
+                    'invitedByUserId': m.get('createdByUserId'), 'createdOn': m.get('createdOn')}
+                   for m in sorted(pending, key=lambda m: m.get('createdOn') or '')]
     return {**user, 'memberships': [{'organizationId': o, 'role': r} for o, r in sorted(principal.memberships.items())],
-            'platformAdmin': principal.platform_admin}
+            'invitations': invitations, 'platformAdmin': principal.platform_admin}
 
 
 def list_api_keys(user_id: str) -> list[dict[str, Any]]:
@@ -175,9 +230,14 @@ def list_api_keys(user_id: str) -> list[dict[str, Any]]:
 
 
 def revoke_api_key(user_id: str, key_id: str) -> None:
+    """Revoke one of the user's keys: the table first (the key stops working on the next
+    request), then its gateway twin. A key someone else revoked meanwhile is 404, like one that
+    never existed; a twin API Gateway will not delete now is logged, never a 500 (the revocation
+    has happened, and a twin of a revoked key admits nothing)."""
     for key_hash, record in credentials.keys_of(user_id):
         if record.get('id') == key_id:
-            credentials.delete_key(key_hash, record)
+            if not credentials.delete_key(key_hash, record):
+                break
             credentials.remove_gateway_key(record)
             return
     raise NotFound(f'No API key with id {str(key_id)[:64]}')

@@ -1,10 +1,13 @@
 """Generic list endpoint: filter, query, sort and paging over one tenant's index, never a Scan.
 
 Which records a list covers: those of the caller's organizations (global families: all, or
-the visibility-shaped lists of organizations and users). A top-level ``organizationId == '<id>'``
-or (project-scoped families) ``projectId == '<id>'`` conjunct *pins* the list to that
-organization / that project's organization, which a platform admin may do for any
-organization. A pin that is not a canonical id matches nothing (no stored id looks like it).
+the visibility-shaped lists of organizations and users). A SUSPENDED organization's records are
+left out of its members' lists (the organization itself and its members' user records too);
+a list pinned to it (``organizationId == ...``, or a project of it) is 403 "organization
+suspended", like any other request naming it (services/access.py). Platform admins see all.
+A top-level ``organizationId == '<id>'`` or (project-scoped families) ``projectId == '<id>'``
+conjunct *pins* the list to that organization / that project's organization, which a platform
+admin may do for any organization. A pin that is not a canonical id matches nothing (no stored id looks like it).
 
 Plans, cheapest first:
   index walk   no filter (or only an organizationId pin) and no query text, one tenant,
@@ -136,7 +139,7 @@ def _list(family: Family, principal: Principal, req: ListRequest) -> dict[str, A
         walked = _index_walk(family, tenants[0], req)
         if walked is not None:
             return walked
-    plan.bind(RelatedRecords(family, tenants if isinstance(tenants, list) else principal.org_ids))
+    plan.bind(RelatedRecords(family, tenants if isinstance(tenants, list) else principal.org_ids, principal))
     items, pushed_down = _read_candidates(family, principal, tenants, project=project, plan=plan)
     items = [i for i in items if plan.matches(i, pushed_down) and _text_match(family, i, req.query)]
     items.sort(key=_sort_key(family, req.sort))
@@ -181,11 +184,15 @@ def _tenants(family: Family, principal: Principal, plan: FilterPlan) -> tuple[li
         if project is not None:
             if (pinned_org is not None and pinned_org != project.org) or not access.can_see_org(principal, project.org):
                 return None, None
+            access.require_active(principal, project.org)
             return [project.org], pinned_project
         # no such project: records still naming it (if any) are found by the tenant read
     if pinned_org is not None:
-        return ([pinned_org] if access.can_see_org(principal, pinned_org) else None), None
-    return principal.org_ids, None
+        if not access.can_see_org(principal, pinned_org):
+            return None, None
+        access.require_active(principal, pinned_org)
+        return [pinned_org], None
+    return access.usable_orgs(principal, principal.org_ids), None
 
 
 def _index_walk(family: Family, tenant: str, req: ListRequest) -> dict[str, Any] | None:
@@ -212,10 +219,11 @@ def _read_candidates(family: Family, principal: Principal, tenants, *, project: 
                      plan: FilterPlan) -> tuple[list[dict[str, Any]], bool]:
     """(candidate items, whether the DynamoDB part of the filter was applied to them)."""
     if tenants == 'member-orgs':
-        return [s.data for s in table.batch_get(('organizations', o) for o in principal.org_ids).values()], False
+        orgs = table.batch_get(('organizations', o) for o in principal.org_ids).values()
+        return [s.data for s in orgs if s.data.get('organizationStatus') != access.SUSPENDED], False
     if tenants == 'members':
         user_ids = {principal.user_id}
-        for org in principal.org_ids:
+        for org in access.usable_orgs(principal, principal.org_ids):
             user_ids |= table.member_user_ids(org)
         return [s.data for s in table.batch_get(('users', u) for u in user_ids).values()], False
     if project is not None:

@@ -32,19 +32,45 @@ RATE_LIMIT_HEADERS = ('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit
 
 # Error statuses per registry operation.
 REGISTRY_ERRORS = {
-    'list': (400, 401, 403, 429),
-    'get': (400, 401, 403, 404, 429),
-    'sequence': (400, 401, 403, 404, 429),
-    'create': (400, 401, 403, 409, 413, 415, 429),
-    'update': (400, 401, 403, 404, 409, 413, 415, 429),
-    'delete': (400, 401, 403, 404, 409, 429),
+    'list': (400, 401, 403, 429, 503),
+    'get': (400, 401, 403, 404, 429, 503),
+    'sequence': (400, 401, 403, 404, 429, 503),
+    'create': (400, 401, 403, 409, 413, 415, 429, 503),
+    'update': (400, 401, 403, 404, 409, 413, 415, 429, 503),
+    'delete': (400, 401, 403, 404, 409, 429, 503),
 }
 # Error statuses of a route without declared metadata, by method.
 GENERIC_ERRORS = {
-    'GET': (400, 401, 403, 404, 429),
-    'DELETE': (400, 401, 403, 404, 409, 429),
+    'GET': (400, 401, 403, 404, 429, 503),
+    'DELETE': (400, 401, 403, 404, 409, 429, 503),
 }
-GENERIC_WRITE_ERRORS = (400, 401, 403, 404, 409, 413, 415, 429)
+GENERIC_WRITE_ERRORS = (400, 401, 403, 404, 409, 413, 415, 429, 503)
+# What a registry operation adds to the generic rules (services/hooks/: the rules themselves).
+REGISTRY_NOTES = {
+    ('memberships', 'create'): (
+        'Name the person by userId or by email (exactly one). A platform admin adds them at once '
+        '(status ACTIVE; an unknown email gets a new user). Anyone else creates an invitation (status '
+        'INVITED) that grants nothing until the invited user accepts it: by email the answer is the same '
+        'whether the address is registered or not; by userId only a user the caller can already see.'),
+    ('memberships', 'update'): (
+        'The invited user accepts an invitation with {"status": "ACTIVE"} (and may change nothing else); '
+        'nobody else changes status.'),
+    ('memberships', 'delete'): 'The invited user may decline (delete) an invitation.',
+    ('organizations', 'create'): (
+        'organizationStatus, supportAccess, supportAccessExpiresAt, paymentCustomerId and '
+        'enterpriseOrganization are platform fields: only a platform admin sets them (403 naming the field).'),
+    ('organizations', 'update'): (
+        'Platform fields (organizationStatus, supportAccess, supportAccessExpiresAt, paymentCustomerId, '
+        'enterpriseOrganization) are changed by platform admins only (403 naming the field; unchanged values '
+        'may be sent back). Managers may grant support access with supportAccessExpiresAt in the future (at '
+        'most SUPPORT_ACCESS_MAX_DAYS, default 30, ahead) and revoke it (the expiry is cleared). A SUSPENDED '
+        'organization answers 403 "organization suspended" to its members on every request that touches it.'),
+    ('organizations', 'delete'): (
+        'Platform admins only; 409 while the organization still has memberships (members or invitations).'),
+    ('users', 'create'): 'Platform admins only: managers add people by e-mail invitation (createMembership).',
+    ('users', 'update'): (
+        'A user cannot change their own email (400): the identity provider asserts it. A platform admin can.'),
+}
 
 ERROR_RESPONSES = {
     400: ('BadRequest', 'Invalid request body or parameters'),
@@ -56,7 +82,9 @@ ERROR_RESPONSES = {
                              'API runs, so without rate-limit headers'),
     415: ('UnsupportedMediaType', 'The request body is not application/json'),
     429: ('TooManyRequests', 'Rate limit exceeded'),
-    503: ('ServiceUnavailable', 'A dependency does not answer; retry after Retry-After seconds'),
+    503: ('ServiceUnavailable', 'A dependency cannot answer now (the database stays throttled, the rate limiter '
+                                'cannot count a write, the identity provider cannot be reached); nothing was '
+                                'changed: retry after Retry-After seconds'),
 }
 
 SCOPE_TEXT = {
@@ -289,6 +317,9 @@ def _registry_operation(fam: Family, op: str) -> dict[str, Any]:
         out['description'] = 'For comparison with changeSequence before an update.'
         out['responses'] = {200: ('The current change sequence',
                                   {'type': 'integer', 'format': 'int32'})}
+    note = REGISTRY_NOTES.get((fam.path, op))
+    if note:
+        out['description'] = f"{out.get('description', '')} {note}".strip()
     out['errors'] = REGISTRY_ERRORS[op]
     return out
 
@@ -376,9 +407,10 @@ def _error_responses() -> dict[str, Any]:
         if status == 401:
             response['headers'] = {**response['headers'], 'WWW-Authenticate': {
                 'description': 'the accepted authentication schemes', 'schema': {'type': 'string'}}}
-        if status == 429:
+        if status in (429, 503):
             response['headers'] = {**response['headers'], 'Retry-After': {
-                'description': 'seconds until the refusing window reopens', 'required': True,
+                'description': 'seconds until the refusing window reopens' if status == 429
+                else 'seconds to wait before sending the request again', 'required': True,
                 'schema': {'type': 'integer'}}}
         out[name] = response
     return out

@@ -132,7 +132,9 @@ def delete_ops(family: Family, stored: Stored, principal: Principal, *, soft: di
 
 
 def commit(ops: list[Op]) -> None:
-    """Run the operations as one write; an item DynamoDB refuses is the caller's data: 400."""
+    """Run the operations as one write; an item DynamoDB refuses is the caller's data: 400, in
+    our words (store/repository.py never passes DynamoDB's message on). A table that stays
+    throttled or failing is 503 with Retry-After (StoreUnavailable)."""
     try:
         repo.commit(ops)
     except InvalidItem as exc:

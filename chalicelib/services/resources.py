@@ -9,6 +9,18 @@ fields the family does not declare, are ignored); 5. a non-null changeSequence i
 and dangling references are 400, uniqueness violations 409. Every write is one conditional
 PutItem or one TransactWriteItems (its items are assembled by services/records.py).
 
+References (fields declared ``>family``) may only name what the caller may see, checked inside
+the write's transaction: a record of the same organization (an organization- or project-scoped
+target), a catalogue record (global), or, for a user, a user holding an active membership of the
+record's organization (``_reference_ops``; platform admins included: the rule is about the
+record, so a task is never assigned to someone who cannot see it). Anything else is the same 400
+"does not exist" as a random id. A record of a SUSPENDED organization is 403 to its members
+(services/access.py).
+
+A write the table cannot take now (another transaction holds an item, throttling, an internal
+error) is retried with jittered backoff; after ``CONFLICT_RETRIES`` it is 503 with
+``Retry-After`` and nothing was written.
+
 Every function takes parsed values (a dict, as a JSON object body parses) and the caller's
 ``Principal``: the REST routes, the MCP tools, workers and schedules all call them alike.
 ``family`` is a registry ``Family`` or its path.
@@ -22,12 +34,12 @@ from typing import Any
 
 from chalicelib.core import observability
 from chalicelib.core.clock import now_iso
-from chalicelib.core.errors import BadRequest, Conflict, Forbidden, NotFound
+from chalicelib.core.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceUnavailable
 from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import Family
 from chalicelib.domain.registry import family as family_of
+from chalicelib.store import credentials, table
 from chalicelib.store import repository as repo
-from chalicelib.store import table
 from chalicelib.store.repository import Op, WriteConflict
 from chalicelib.store.table import Stored
 
@@ -53,6 +65,11 @@ def _backoff(attempt: int) -> None:
     time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2 ** attempt))
 
 
+def _busy() -> ServiceUnavailable:
+    return ServiceUnavailable('The resource is busy with other writes; nothing was changed, retry shortly',
+                              retry_after=1)
+
+
 # ----------------------------------------------------------------------------- reading
 
 def check_id(family: Family, id_: str) -> str:
@@ -70,6 +87,7 @@ def load_visible(family: Family | str, id_: str, principal: Principal) -> Stored
     if stored is None or not visible(family, principal, stored):
         raise NotFound(f'No {family.entity} with id {id_}')
     observability.annotate(organization_id=stored.org)
+    access.require_active(principal, stored.org)
     return stored
 
 
@@ -187,25 +205,34 @@ def _ref_id(field: str, value: str) -> str:
 
 
 def _reference_ops(family: Family, values: dict[str, Any], org: str | None) -> list[Op]:
+    """Conditions, inside the write's transaction, that every reference names a record the
+    caller may see (module docstring)."""
     ops = []
     for name, value in values.items():
         spec = family.writable.get(name)
         if spec is None or not spec.ref or value is None:
             continue
         target = family_of(spec.ref)
-        ops.append(repo.check_exists(target.path, _ref_id(name, value),
-                                     None if target.scope == 'global' else org, field=name, value=value))
+        ref_id = _ref_id(name, value)
+        ops.append(repo.check_exists(target.path, ref_id, None if target.scope == 'global' else org,
+                                     field=name, value=value))
+        if target.path == 'users' and name != family.joins and org is not None:
+            ops.append(credentials.member_check(ref_id, org, field=name, value=value))
     return ops
 
 
 def _raise_for(exc: WriteConflict) -> None:
     tag = exc.op.tag if exc.op is not None else {}
     if tag.get('what') == 'unique':
+        if tag.get('scope') == table.GLOBAL_TENANT:   # the holder may be another tenant: no echo
+            raise Conflict(f"That {tag['field']} is not available")
         raise Conflict(f"{tag['field']} '{tag['value']}' is already in use")
     if tag.get('what') == 'reference':
         raise BadRequest(f"Field '{tag['field']}' refers to a record that does not exist: {tag['value']}")
+    if tag.get('what') == 'holds':
+        raise Conflict(tag['message'])
     if _transient(exc):
-        raise Conflict('The resource is being changed concurrently; retry') from None
+        raise _busy() from None
     raise exc
 
 
@@ -224,6 +251,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
     hook = hook_for(family)
     values, _ = clean_input(family, body)
     org, project = _owner(family, principal, body)
+    access.require_active(principal, org)
     resolve_embedded(family, values, org)
     allowed = hook.can_create(family, principal)
     if allowed is None:
@@ -242,7 +270,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
     org = records.record_org(family, data)
     for attempt in range(CONFLICT_RETRIES):
         ops = records.create_ops(family, [data], principal)  # a new random counter shard each try
-        ops += _reference_ops(family, values, org)
+        ops += _reference_ops(family, values, org) + hook.create_checks(family, principal, data)
         if project is not None:
             ops.append(repo.check_exists('projects', project.id, org, field='projectId', value=project.id))
         try:
@@ -253,21 +281,24 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
                 _backoff(attempt)
                 continue
             _raise_for(exc)
-    raise AssertionError('unreachable')
+    raise _busy()
 
 
 def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: Principal) -> dict[str, Any]:
     family = _family(family)
     expected = _sequence_from(body)
     values, nulls = clean_input(family, body)
-    for attempt in range(MAX_RETRIES):
+    races = conflicts = 0
+    embedded = False
+    while True:
         stored = load_visible(family, id_, principal)
         _require_write(family, principal, stored, op='update')
         if expected is not None and expected != stored.seq:
             raise Conflict('The resource was changed by someone else (stale changeSequence)',
                            changeSequence=stored.seq)
-        if attempt == 0:
+        if not embedded:
             resolve_embedded(family, values, stored.org)
+            embedded = True
         new = dict(stored.data)
         new.update(values)
         for name in nulls:
@@ -281,21 +312,27 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
             records.commit(ops)
             return new
         except WriteConflict as exc:
-            if _transient(exc) and attempt + 1 < MAX_RETRIES:
-                _backoff(attempt)
+            if _transient(exc):   # another transaction held an item: nothing written, try again
+                conflicts += 1
+                if conflicts >= CONFLICT_RETRIES:
+                    raise _busy() from None
+                _backoff(conflicts)
                 continue
-            if exc.op is None or exc.op.tag.get('what') == 'entity':
+            if exc.op.tag.get('what') == 'entity':
                 if expected is not None:
                     raise Conflict('The resource was changed by someone else (stale changeSequence)',
                                    changeSequence=sequence(family, id_, principal)) from None
+                races += 1
+                if races >= MAX_RETRIES:
+                    raise Conflict('The resource is being changed concurrently; retry') from None
                 continue  # a concurrent writer won: re-read and apply the change again
             _raise_for(exc)
-    raise Conflict('The resource is being changed concurrently; retry')
 
 
 def delete(family: Family | str, id_: str, principal: Principal) -> None:
     family = _family(family)
-    for attempt in range(MAX_RETRIES):
+    races = conflicts = 0
+    while True:
         stored = load_visible(family, id_, principal)
         _require_write(family, principal, stored, op='delete')
         soft = None
@@ -308,10 +345,15 @@ def delete(family: Family | str, id_: str, principal: Principal) -> None:
             records.commit(records.delete_ops(family, stored, principal, soft=soft))
             return
         except WriteConflict as exc:
-            if _transient(exc) and attempt + 1 < MAX_RETRIES:
-                _backoff(attempt)
+            if _transient(exc):
+                conflicts += 1
+                if conflicts >= CONFLICT_RETRIES:
+                    raise _busy() from None
+                _backoff(conflicts)
                 continue
-            if exc.op is None or exc.op.tag.get('what') == 'entity':
+            if exc.op.tag.get('what') == 'entity':
+                races += 1
+                if races >= MAX_RETRIES:
+                    raise Conflict('The resource is being changed concurrently; retry') from None
                 continue
             _raise_for(exc)
-    raise Conflict('The resource is being changed concurrently; retry')

@@ -1,56 +1,86 @@
-"""Rate-limit windows: one item per subject and minute, both windows in ONE UpdateItem.
+"""Rate-limit windows: one item per user and minute, every counter of the request in ONE UpdateItem.
 
-Item ``RL#{subject}#{minute}`` / ``#``:
-  cnt      requests admitted in that minute
-  sNN      requests admitted in second NN (00-59) of that minute
-  ttl      epoch seconds after which DynamoDB may drop the item (the window is long over)
+Item ``RL#{userId}#{minute}`` / ``#``:
+  cnt          the user's requests admitted in that minute (all their keys and tokens)
+  sNN          the user's requests admitted in second NN (00-59) of that minute
+  k_{credId}   requests admitted in that minute through one credential (an API key's id, or
+               ``jwt`` for the user's bearer tokens)
+  k_{credId}_NN  the same, in second NN
+  ttl          epoch seconds after which DynamoDB may drop the item (the window is long over)
 
-The update admits and counts the request only when both windows still have room (a condition
-on ``cnt`` and ``sNN``), so refused requests do not use up the quota; on refusal DynamoDB
+The update admits and counts the request only when all four windows still have room (one
+condition over the four counters), so refused requests use up no quota; on refusal DynamoDB
 returns the item as it was (ReturnValuesOnConditionCheckFailure), which gives the counts for
-the response headers without a second call. Because the counter lives in the table, it holds
-across Lambda instances.
+the response headers and tells which window refused, without a second call. Because the
+counters live in the table, they hold across Lambda instances.
+
+One item per user keeps this one call as the per-user ceiling joins the per-key limit, and it is
+the shape a later one-call request path can fold into the item authentication reads: the key
+item carrying what authorisation needs, counting these windows in the same UpdateItem.
+
+Errors are not caught here: a table that cannot count raises, and services/ratelimit.py decides
+what the request gets (it fails closed for writes).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .model import client, table_name
 from .table import ENTITY_SK
 
+_SAFE = re.compile(r'[^A-Za-z0-9_-]')
+
 
 @dataclass(frozen=True)
 class WindowCounts:
     admitted: bool
-    minute: int    # requests admitted in the minute window (including this one when admitted)
-    second: int    # requests admitted in the second window (including this one when admitted)
+    user_minute: int    # the user's requests in the minute (including this one when admitted)
+    user_second: int
+    key_minute: int     # the credential's requests in the minute
+    key_second: int
 
 
-def window_key(subject: str, minute: int) -> str:
-    return f'RL#{subject}#{minute}'
+@dataclass(frozen=True)
+class Limits:
+    key_minute: int
+    key_second: int
+    user_minute: int
+    user_second: int
 
 
-def hit(subject: str, *, minute: int, second: int, minute_limit: int, second_limit: int,
+def window_key(user_id: str, minute: int) -> str:
+    return f'RL#{user_id}#{minute}'
+
+
+def hit(user_id: str, credential: str, *, minute: int, second: int, limits: Limits,
         expires_at: int) -> WindowCounts:
     ddb = client()
-    second_attr = f's{second:02d}'
+    cred = _SAFE.sub('_', credential)[:80]
+    names = {'#u': 'cnt', '#us': f's{second:02d}', '#k': f'k_{cred}', '#ks': f'k_{cred}_{second:02d}', '#t': 'ttl'}
+    condition = ' AND '.join(f'(attribute_not_exists({n}) OR {n} < {v})'
+                             for n, v in (('#u', ':ul'), ('#us', ':usl'), ('#k', ':kl'), ('#ks', ':ksl')))
     try:
         answer = ddb.update_item(
             TableName=table_name(),
-            Key={'pk': {'S': window_key(subject, minute)}, 'sk': {'S': ENTITY_SK}},
-            UpdateExpression='ADD #m :one, #s :one SET #t = :ttl',
-            ConditionExpression='(attribute_not_exists(#m) OR #m < :mlim) AND '
-                                '(attribute_not_exists(#s) OR #s < :slim)',
-            ExpressionAttributeNames={'#m': 'cnt', '#s': second_attr, '#t': 'ttl'},
-            ExpressionAttributeValues={':one': {'N': '1'}, ':ttl': {'N': str(expires_at)},
-                                       ':mlim': {'N': str(minute_limit)}, ':slim': {'N': str(second_limit)}},
+            Key={'pk': {'S': window_key(user_id, minute)}, 'sk': {'S': ENTITY_SK}},
+            UpdateExpression='ADD #u :one, #us :one, #k :one, #ks :one SET #t = :ttl',
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues={
+                ':one': {'N': '1'}, ':ttl': {'N': str(expires_at)},
+                ':ul': {'N': str(limits.user_minute)}, ':usl': {'N': str(limits.user_second)},
+                ':kl': {'N': str(limits.key_minute)}, ':ksl': {'N': str(limits.key_second)}},
             ReturnValues='UPDATED_NEW',
             ReturnValuesOnConditionCheckFailure='ALL_OLD')
     except ddb.exceptions.ConditionalCheckFailedException as exc:
-        old = exc.response.get('Item') or {}
-        return WindowCounts(False, _number(old.get('cnt')), _number(old.get(second_attr)))
-    new = answer.get('Attributes') or {}
-    return WindowCounts(True, _number(new.get('cnt')), _number(new.get(second_attr)))
+        return _counts(False, exc.response.get('Item') or {}, names)
+    return _counts(True, answer.get('Attributes') or {}, names)
+
+
+def _counts(admitted: bool, item: dict, names: dict[str, str]) -> WindowCounts:
+    return WindowCounts(admitted, _number(item.get(names['#u'])), _number(item.get(names['#us'])),
+                        _number(item.get(names['#k'])), _number(item.get(names['#ks'])))
 
 
 def _number(attr: dict | None) -> int:

@@ -3,14 +3,34 @@
 Services describe a write as a list of operations (entity put or delete, unique claims and
 releases, reference checks, counter moves, attribute updates) built by the functions below;
 ``commit`` runs them as a single transaction (or a single conditional call when there is
-only one put/delete) and turns a cancellation into a ``WriteConflict`` naming the operation
-that failed, so the service can explain it (409 for a unique value, 400 for a reference...).
+only one put/delete) and sorts every way it can fail by what the caller should do:
+
+* a condition failed (``ConditionalCheckFailed``): ``WriteConflict`` naming the operation, so
+  the service can explain it (409 for a unique value, 400 for a reference, a re-read for a
+  stale entity);
+* another transaction held one of the items (``TransactionConflict``): ``WriteConflict`` with
+  that code; the service rebuilds its operations (a fresh counter shard) and tries again;
+* the table throttled or failed (``ThrottlingError``, ``ProvisionedThroughputExceeded``,
+  ``InternalServerError``, ``ServiceUnavailable``, ...): retried here, the same request with the
+  same ``ClientRequestToken`` (so an attempt that did commit is not applied twice), with jittered
+  exponential backoff inside ``STORE_RETRY_BUDGET_SECONDS``; then ``StoreUnavailable`` (503 with
+  ``Retry-After``): nothing was written;
+* DynamoDB refused the item itself (``ValidationException``/``ValidationError``: too large,
+  nested too deep): ``InvalidItem`` with a reason in our words (never DynamoDB's message).
+
+A write of one item is a plain conditional PutItem/DeleteItem, which has no idempotency token:
+as with the SDK's own retries, one retried after an internal error that had in fact applied
+meets its own write (an update then re-reads and applies its change again; a stale explicit
+``changeSequence`` is a 409 with the current value).
+
 Reads live in store/table.py.
 """
 from __future__ import annotations
 
 import random
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +38,23 @@ from pynamodb.exceptions import DeleteError, PutError, TransactWriteError
 from pynamodb.expressions.condition import Condition
 
 from chalicelib.core.config import get_config
+from chalicelib.core.errors import ServiceUnavailable
+from chalicelib.core.observability import get_logger
 
 from .model import Item, configure
-from .table import ENTITY_SK, counter_pk, entity_pk, name_sort_key, tenant_pk, unique_key
+from .table import ENTITY_SK, counter_pk, entity_pk, members_pk, name_sort_key, tenant_pk, unique_key
+
+log = get_logger('store')
+
+# Error and cancellation-reason codes of a table that cannot answer now (throttled, failing):
+# the same write may succeed a moment later.
+UNAVAILABLE_CODES = frozenset({
+    'ThrottlingError', 'ThrottlingException', 'ProvisionedThroughputExceeded',
+    'ProvisionedThroughputExceededException', 'RequestLimitExceeded', 'InternalServerError',
+    'InternalFailure', 'ServiceUnavailable', 'TransactionInProgressException'})
+RETRY_BASE_SECONDS = 0.05
+RETRY_CAP_SECONDS = 0.8
+sleep: Callable[[float], None] = time.sleep   # tests patch this
 
 
 class WriteConflict(Exception):
@@ -31,7 +65,20 @@ class WriteConflict(Exception):
 
 
 class InvalidItem(Exception):
-    """DynamoDB refused the item itself (over 400 KB, a value it cannot hold)."""
+    """DynamoDB refused the item itself (over 400 KB, nested too deep); the message is ours."""
+
+
+class StoreUnavailable(ServiceUnavailable):
+    """The table kept throttling or failing for the whole retry budget; nothing was written."""
+
+    def __init__(self) -> None:
+        super().__init__('The database is busy; nothing was changed, retry shortly', retry_after=2)
+
+
+class _Transient(Exception):
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 @dataclass
@@ -94,7 +141,7 @@ def claim_unique(family: str, *, scope: str, field_name: str, value: Any, owner_
     key = unique_key(family, scope=scope, field_name=field_name, value=value)
     item = model(key, ENTITY_SK, kind='unique', ref=owner_id)
     return Op('put', item=item, condition=model.pk.does_not_exist(),
-              tag={'what': 'unique', 'field': field_name, 'value': value})
+              tag={'what': 'unique', 'field': field_name, 'value': value, 'scope': scope})
 
 
 def release_unique(family: str, *, scope: str, field_name: str, value: Any) -> Op:
@@ -111,6 +158,27 @@ def move_counter(family: str, tenant: str, amount: int) -> Op:
     return Op('add', item=model(counter_pk(family, tenant), shard), amount=amount, tag={'what': 'counter'})
 
 
+def move_members(org_id: str, amount: int) -> Op:
+    """The organization's membership count (one unsharded item, ``MEMBERS#{orgId}``): moved by
+    every membership create and delete, checked by the organization's deletion. Memberships are
+    written rarely, so one item per organization is no hot spot."""
+    model = configure()
+    return Op('add', item=model(members_pk(org_id), ENTITY_SK), amount=amount, tag={'what': 'counter'})
+
+
+def check_no_members(org_id: str, **tag: Any) -> Op:
+    """Transaction condition: the organization has no memberships (its count is zero or unset)."""
+    model = configure()
+    return Op('check', model_key=(members_pk(org_id), ENTITY_SK),
+              condition=model.cnt.does_not_exist() | (model.cnt == 0), tag=tag)
+
+
+def delete_plain(family: str, id_: str, **tag: Any) -> Op:
+    """Delete an entity whatever its sequence (derived records that are never edited)."""
+    model = configure()
+    return Op('delete', item=model(entity_pk(family, id_), ENTITY_SK), tag={'what': 'entity', **tag})
+
+
 def update_item(pk: str, sk: str, actions: list[Any], *, condition: Condition | None = None, **tag: Any) -> Op:
     """Apply pynamodb update actions to any item (ACL attributes and the like)."""
     model = configure()
@@ -119,21 +187,51 @@ def update_item(pk: str, sk: str, actions: list[Any], *, condition: Condition | 
 
 # ----------------------------------------------------------------------------- commit
 
+def _invalid_reason(message: str) -> str:
+    """Our words for why DynamoDB refused an item (its own message is never shown)."""
+    text = message.lower()
+    if 'size' in text:
+        return 'the resource would be larger than the 400 KB a record may hold'
+    if 'nest' in text:
+        return 'the resource is nested too deeply (at most 32 levels)'
+    if 'empty' in text:
+        return 'the resource holds an empty value where one is not allowed'
+    return 'the resource holds a value the database cannot store'
+
+
 def _invalid(exc: Exception) -> None:
     """DynamoDB refused the item itself: the caller's data is at fault (the service answers 400)."""
     if getattr(exc, 'cause_response_code', None) == 'ValidationException':
-        raise InvalidItem(getattr(exc, 'cause_response_message', '') or 'invalid item') from None
+        raise InvalidItem(_invalid_reason(getattr(exc, 'cause_response_message', '') or '')) from None
 
 
 def commit(ops: list[Op]) -> None:
-    if len(ops) == 1 and ops[0].kind in ('put', 'delete'):
-        _commit_one(ops[0])
-        return
+    """Run ``ops`` as one write (module docstring: what each failure becomes)."""
+    token = str(uuid.uuid4())   # the same token on every retry of this write: applied at most once
+    budget = get_config().store_retry_budget_seconds
+    started = time.monotonic()
+    attempt = 0
+    while True:
+        try:
+            if len(ops) == 1 and ops[0].kind in ('put', 'delete'):
+                _commit_one(ops[0])
+            else:
+                _transact(ops, token)
+            return
+        except _Transient as exc:
+            delay = random.uniform(0, min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** attempt))
+            if time.monotonic() - started + delay > budget:
+                log.warning('write gave up after %d attempts: %s', attempt + 1, exc.code)
+                raise StoreUnavailable() from None
+            attempt += 1
+            sleep(delay)
+
+
+def _transact(ops: list[Op], token: str) -> None:
     from pynamodb.transactions import TransactWrite  # noqa: PLC0415 - lazy: only multi-item writes need it
     model = configure()
     try:
-        with TransactWrite(connection=model._get_connection().connection,
-                           client_request_token=str(uuid.uuid4())) as tx:
+        with TransactWrite(connection=model._get_connection().connection, client_request_token=token) as tx:
             for op in ops:
                 if op.kind == 'put':
                     tx.save(op.item, condition=op.condition)
@@ -150,11 +248,24 @@ def commit(ops: list[Op]) -> None:
         # pynamodb sends condition checks, then deletes, puts and updates: reasons follow that order.
         sent = [op for kind in ('check', 'delete', 'put') for op in ops if op.kind == kind] + \
             [op for op in ops if op.kind in ('add', 'update')]
-        for op, reason in zip(sent, reasons, strict=False):
-            if reason is not None and reason.code not in (None, 'None'):
+        failed = [(op, reason) for op, reason in zip(sent, reasons, strict=False)
+                  if reason is not None and reason.code not in (None, 'None')]
+        codes = {reason.code for _, reason in failed}
+        # A failed condition decides the answer whatever else happened: it fails again on retry.
+        for op, reason in failed:
+            if reason.code == 'ConditionalCheckFailed':
                 raise WriteConflict(op, reason.code) from None
-        if exc.cause_response_code in ('TransactionConflictException', 'TransactionCanceledException'):
+        if 'ValidationError' in codes:
+            raise InvalidItem(_invalid_reason(next(r.message or '' for _, r in failed
+                                                   if r.code == 'ValidationError'))) from None
+        if 'TransactionConflict' in codes or exc.cause_response_code == 'TransactionConflictException':
             raise WriteConflict(None, 'TransactionConflict') from None
+        if codes & UNAVAILABLE_CODES:
+            raise _Transient(sorted(codes & UNAVAILABLE_CODES)[0]) from None
+        if exc.cause_response_code in UNAVAILABLE_CODES:
+            raise _Transient(exc.cause_response_code) from None
+        if exc.cause_response_code == 'TransactionCanceledException' and not failed:
+            raise WriteConflict(None, 'TransactionConflict') from None   # cancelled, no reason given
         _invalid(exc)
         raise
 
@@ -168,5 +279,7 @@ def _commit_one(op: Op) -> None:
     except (PutError, DeleteError) as exc:
         if exc.cause_response_code == 'ConditionalCheckFailedException':
             raise WriteConflict(op, 'ConditionalCheckFailed') from None
+        if exc.cause_response_code in UNAVAILABLE_CODES:
+            raise _Transient(exc.cause_response_code) from None
         _invalid(exc)
         raise

@@ -5,10 +5,11 @@
 | entity        | ``{family}#{id}``                       | ``#``                 | index keys: see below      |
 | unique value  | ``UQ#{family}#{scope}#{field}#{value}`` | ``#``                 | ``ref`` = owner id         |
 | counter shard | ``CNT#{family}#{tenant}``               | shard no.             | ``cnt``; summed on read    |
+| member count  | ``MEMBERS#{orgId}``                     | ``#``                 | ``cnt``; unsharded         |
 | user ACL      | ``users#{userId}``                      | ``ACL``               | store/credentials.py       |
 | API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | store/credentials.py       |
 | key pointer   | ``KEY#{sha256(key)}``                   | ``#``                 | keys not naming their user |
-| rate window   | ``RL#{subject}#{minute}``               | ``#``                 | store/ratelimit.py; TTL    |
+| rate window   | ``RL#{userId}#{minute}``                | ``#``                 | store/ratelimit.py; TTL    |
 
 Entity index attributes (removed when an entity is soft-deleted, so it leaves every list):
   tpk  ``{family}#{tenant}``  tenant partition: organization id, or ``ALL`` for global families
@@ -60,6 +61,11 @@ def member_pk(user_id: str) -> str:
 
 def counter_pk(family: str, tenant: str) -> str:
     return f'CNT#{tenant_pk(family, tenant)}'
+
+
+def members_pk(org_id: str) -> str:
+    """An organization's membership count (repository.move_members)."""
+    return f'MEMBERS#{org_id}'
 
 
 def unique_key(family: str, *, scope: str, field_name: str, value: Any) -> str:
@@ -208,19 +214,42 @@ def count(family: str, tenant: str) -> int:
 
 # ----------------------------------------------------------------------------- memberships, unique values
 
-def memberships_of(user_id: str) -> dict[str, str]:
-    """organization id -> role, from the user's membership partition (one Query)."""
-    out: dict[str, str] = {}
+INVITED = 'INVITED'   # a membership the user has not accepted yet grants nothing
+
+
+def memberships_of(user_id: str, *, invited: bool = False) -> list[dict[str, Any]]:
+    """A user's membership records, from their membership partition (one Query): the active
+    ones, or (``invited``) the invitations they have not answered."""
+    out = []
     for item in configure().by_parent.query(member_pk(user_id)):
         data = item.data.as_dict() if item.data is not None else {}
-        if item.org and data.get('role'):
-            out[item.org] = data['role']
+        if item.org and data.get('role') and (data.get('status') == INVITED) == invited:
+            out.append(data)
     return out
 
 
 def member_user_ids(org_id: str) -> set[str]:
-    """Ids of the users holding a membership of an organization."""
-    return {m['userId'] for m in query_tenant('memberships', org_id) if m.get('userId')}
+    """Ids of the users holding an active membership of an organization."""
+    return {m['userId'] for m in query_tenant('memberships', org_id)
+            if m.get('userId') and m.get('status') != INVITED}
+
+
+def organization_statuses(org_ids: Iterable[str]) -> dict[str, str]:
+    """organization id -> organizationStatus (strongly consistent: one GetItem for one
+    organization, else BatchGetItem); an organization that does not exist is absent."""
+    wanted = list(dict.fromkeys(org_ids))
+    if len(wanted) == 1:
+        found = get('organizations', wanted[0])
+        return {found.id: found.data.get('organizationStatus', 'ACTIVE')} if found is not None else {}
+    model = configure()
+    out: dict[str, str] = {}
+    keys = [(entity_pk('organizations', o), ENTITY_SK) for o in wanted]
+    for start in range(0, len(keys), 100):
+        for item in model.batch_get(keys[start:start + 100], consistent_read=True):
+            stored = stored_from(item)
+            if stored is not None:
+                out[stored.id] = stored.data.get('organizationStatus', 'ACTIVE')
+    return out
 
 
 def unique_owner(family: str, *, scope: str, field_name: str, value: Any) -> str | None:

@@ -4,8 +4,9 @@ so a route added later is covered without touching this file.
 Cases: no credential, unknown key, revoked key, expired key, expired JWT, JWT for another
 audience, JWT signed by a key the provider never published (all 401), a user of another
 organization (404 for the default organization's resources, lists without them), a VIEWER
-(reads pass, writes 403), and the right credential (a platform admin: 2xx; on GET routes also
-as a bearer JWT).
+(reads pass, writes 403), and the right credential: a platform admin (2xx; on GET routes also
+as a bearer JWT), a MEMBER and a MANAGE user of the default organization (2xx where their role
+allows it, 403 where it does not: ``expected_for_role``).
 
 Path parameters are filled with ids of real resources of the default organization, one of each
 family, created through the API once per module (one bootstrapped platform per module keeps
@@ -39,7 +40,9 @@ CATALOGUE = {'products', 'product-groups', 'product-project-templates'}
 PARAM = re.compile(r'^\{(\w+)\}$')
 UNAUTHENTICATED = ('no credential', 'unknown key', 'revoked key', 'expired key', 'expired JWT',
                    'JWT wrong audience', 'JWT unknown signing key')
-CASES = UNAUTHENTICATED + ('other organization', 'viewer', 'right credential')
+ROLE_CASES = ('member', 'manager')          # the right credential of a MEMBER / a MANAGE user
+CASES = UNAUTHENTICATED + ('other organization', 'viewer', 'right credential') + ROLE_CASES
+MANAGE_AREA = {'memberships', 'teams', 'roles', 'permissions', 'organizations'}
 
 # Custom (non-CRUD) routes: the body a caller sends. Anything not listed sends {}.
 # The right caller must get a 2xx on these; on a custom write not listed it must only not be
@@ -100,11 +103,13 @@ class World:
             body['organizationId'] = self.org_id
         if family.scope == 'project':
             body['projectId'] = self.resources['projects']['id']
+        if family.path == 'memberships':       # one membership per user and organization
+            body['userId'] = self.new_user()['id'] if creates else self.resources['users']['id']
         for f in family.writable.values():
-            if not f.required:
+            if not f.required or f.name in body:
                 continue
-            if family.path == 'memberships' and f.name == 'userId' and creates:
-                body['userId'] = self.new_user()['id']     # one membership per user and organization
+            if family.path == 'memberships' and f.name == 'role':
+                body['role'] = 'MEMBER'
             elif f.ref:
                 body[f.name] = self.resources[f.ref]['id']
             else:
@@ -204,6 +209,12 @@ def _build(api: Api, org_id: str, admin_id: str) -> World:
     other_user = create('users', {'email': other_email}, SYSTEM)
     create('memberships', {'organizationId': other_org['id'], 'userId': other_user['id'], 'role': 'MANAGE'}, SYSTEM)
     other_key = create_api_key(other_user['id'], other_email, 'other')['key']
+    role_keys = {}
+    for case, role in (('member', 'MEMBER'), ('manager', 'MANAGE')):
+        person = world.new_user()
+        made = api.post('/api/memberships', {'organizationId': org_id, 'userId': person['id'], 'role': role})
+        assert made.status == 201
+        role_keys[case] = create_api_key(person['id'], person['email'], case)['key']
     admin_email = api.get('/api/account/me').json['email']
     now = int(time.time())
     world.callers = {
@@ -217,6 +228,8 @@ def _build(api: Api, org_id: str, admin_id: str) -> World:
         'other organization': (other_key, {}),
         'viewer': (viewer_key, {}),
         'right credential': (admin_key, {}),
+        'member': (role_keys['member'], {}),
+        'manager': (role_keys['manager'], {}),
         'right JWT': (None, bearer(RSA.token(admin_email, exp=now + 3600))),
     }
     world.default_user_ids = {admin_id, viewer['id'], member['id']}
@@ -263,6 +276,8 @@ def expected(sh: Shape, method: str, path: str, case: str) -> set[int] | str:
     but 401/403 and 5xx: a custom write this file has no valid body for, see CUSTOM_BODIES)."""
     if case in UNAUTHENTICATED:
         return {401}
+    if case in ROLE_CASES:
+        return expected_for_role(sh, method, path, case)
     if case in ('right credential', 'right JWT'):
         if sh.kind == 'custom' and method != 'GET' and (method, path) not in CUSTOM_BODIES:
             return 'not-denied'
@@ -281,14 +296,36 @@ def expected(sh: Shape, method: str, path: str, case: str) -> set[int] | str:
     if sh.op == 'list':
         return 'ok'
     if sh.op == 'create':
-        if fam in CATALOGUE:
-            return {403}
-        if fam in ('organizations', 'users'):
-            return 'ok'                           # a manager elsewhere may create these
+        if fam in CATALOGUE or fam == 'users':
+            return {403}                          # platform admins only
+        if fam == 'organizations':
+            return 'ok'                           # a manager elsewhere may create one
         return {400}                              # the body names the default org/project: unknown to them
     if fam in CATALOGUE:
         return 'ok' if read else {403}            # the catalogue is everyone's to read
     return {404}
+
+
+def expected_for_role(sh: Shape, method: str, path: str, case: str) -> set[int] | str:
+    """A MEMBER ('member') or MANAGE ('manager') user of the default organization, on its
+    resources: reads everywhere; writes of the organization's resources; the Manage area
+    (memberships, teams, roles, permissions, the organization's settings) for managers only;
+    never the catalogue, users (platform admins create them; a user changes only themselves) or
+    an organization's deletion (platform admins only)."""
+    if sh.kind == 'account':
+        return {404} if method == 'DELETE' else 'ok'     # DELETE names the admin's key: not theirs
+    if method == 'GET':
+        return 'ok'
+    if sh.kind == 'custom':
+        return 'ok'                                       # resource actions (CUSTOM_BODIES)
+    fam = sh.family.path
+    if fam in CATALOGUE or fam == 'users':
+        return {403}
+    if fam == 'organizations' and sh.op == 'delete':
+        return {403}
+    if fam in MANAGE_AREA and case == 'member':
+        return {403}
+    return 'ok'
 
 
 def _isolated(world: World, sh: Shape, reply) -> None:
@@ -311,8 +348,10 @@ def _call(world: World, path: str, method: str, case: str, fresh: bool):
     url = world.fill(path, fresh=fresh)
     body = None
     if method in ('POST', 'PUT'):
-        if sh.kind == 'crud' and sh.op == 'create':
-            body = world.create_body(sh.family, creates=case == 'right credential')
+        if sh.kind == 'crud' and sh.op == 'create' and sh.family.path == 'memberships' and case == 'manager':
+            body = {'organizationId': world.org_id, 'email': world.new_user()['email'], 'role': 'MEMBER'}
+        elif sh.kind == 'crud' and sh.op == 'create':
+            body = world.create_body(sh.family, creates=case in ('right credential',) + ROLE_CASES)
         elif (method, path) in CUSTOM_BODIES:
             body = CUSTOM_BODIES[(method, path)](world)
         elif sh.kind == 'account':
@@ -325,18 +364,25 @@ def _call(world: World, path: str, method: str, case: str, fresh: bool):
 # Creating an organization makes its creator a member, and every later list of theirs reads one
 # more tenant: that route goes last (speed only; no case depends on another).
 _ORDERED = sorted(USER_ROUTES, key=lambda r: r == ('/api/organizations', 'POST'))
+def _covers(path: str, method: str, case: str) -> bool:
+    """The role columns skip custom writes this file has no valid body for (CUSTOM_BODIES)."""
+    return not (case in ROLE_CASES and shape(path, method).kind == 'custom' and method != 'GET'
+                and (method, path) not in CUSTOM_BODIES)
+
+
 MATRIX = [(path, method, case) for path, method in _ORDERED
-          for case in CASES + (('right JWT',) if method == 'GET' else ())]
+          for case in CASES + (('right JWT',) if method == 'GET' else ()) if _covers(path, method, case)]
 
 
 @pytest.mark.parametrize('path,method,case', MATRIX, ids=[f'{m} {p} | {c}' for p, m, c in MATRIX])
 def test_route_by_caller(world, path, method, case):
     # the right caller deletes, or changes the state of, a resource of its own
-    fresh = case in ('right credential', 'right JWT') and method in ('DELETE', 'POST')
+    want = expected(shape(path, method), method, path, case)
+    fresh = want == 'ok' and method in ('DELETE', 'POST') and \
+        (case in ('right credential', 'right JWT') or (case in ROLE_CASES and shape(path, method).kind != 'account'))
     sh, r = _call(world, path, method, case, fresh)
-    if case == 'right credential' and sh.op == 'create' and r.status == 201:
-        world.created[sh.family.path] = r.json['id']      # its delete case may use it
-    want = expected(sh, method, path, case)
+    if case in ('right credential',) + ROLE_CASES and sh.op == 'create' and r.status == 201:
+        world.created[sh.family.path] = r.json['id']      # a delete case may use it
     what = (case, method, path, r.status, r.json)
     assert {'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'} <= set(r.headers), what
     if want == 'ok':

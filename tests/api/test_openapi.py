@@ -192,7 +192,7 @@ def _codes(op):
 def test_registry_operations(doc):
     paths = doc['paths']
     listing = paths['/api/projects']['get']
-    assert _codes(listing) == {200, 400, 401, 403, 429}
+    assert _codes(listing) == {200, 400, 401, 403, 429, 503}
     params = {p['name']: p for p in listing['parameters']}
     assert params['page']['schema'] == {'type': 'integer', 'minimum': 0, 'maximum': 1_000_000, 'default': 0}
     assert params['pageSize']['schema'] == {'type': 'integer', 'minimum': 1, 'maximum': 100, 'default': 10}
@@ -204,9 +204,9 @@ def test_registry_operations(doc):
     assert page['allOf'][1]['properties']['content']['items'] == {'$ref': '#/components/schemas/Project'}
 
     item = paths['/api/projects/{id}']
-    assert _codes(item['get']) == {200, 400, 401, 403, 404, 429}
-    assert _codes(item['put']) == {200, 400, 401, 403, 404, 409, 413, 415, 429}
-    assert _codes(item['delete']) == {204, 400, 401, 403, 404, 409, 429}
+    assert _codes(item['get']) == {200, 400, 401, 403, 404, 429, 503}
+    assert _codes(item['put']) == {200, 400, 401, 403, 404, 409, 413, 415, 429, 503}
+    assert _codes(item['delete']) == {204, 400, 401, 403, 404, 409, 429, 503}
     assert 'content' not in item['delete']['responses']['204']
     assert item['get']['parameters'] == [
         {'name': 'id', 'in': 'path', 'required': True, 'schema': {'type': 'string', 'format': 'uuid'}}]
@@ -214,7 +214,7 @@ def test_registry_operations(doc):
         '$ref': '#/components/schemas/ProjectUpdateRequest'}
 
     create = paths['/api/projects']['post']
-    assert _codes(create) == {201, 400, 401, 403, 409, 413, 415, 429}
+    assert _codes(create) == {201, 400, 401, 403, 409, 413, 415, 429, 503}
     assert create['requestBody']['content']['application/json']['schema'] == {
         '$ref': '#/components/schemas/ProjectCreateRequest'}
     assert create['responses']['201']['links']['getProject'] == {
@@ -222,7 +222,7 @@ def test_registry_operations(doc):
 
     seq = paths['/api/agent-runtimes/{id}/sequence']['get']
     assert seq['responses']['200']['content']['application/json']['schema'] == {'type': 'integer', 'format': 'int32'}
-    assert _codes(seq) == {200, 400, 401, 403, 404, 429}
+    assert _codes(seq) == {200, 400, 401, 403, 404, 429, 503}
 
 
 def test_rate_limit_headers_on_every_response(doc):
@@ -277,7 +277,7 @@ def test_route_without_metadata_gets_a_generic_entry():
     assert op['parameters'][0] == {'name': 'widgetId', 'in': 'path', 'required': True,
                                    'schema': {'type': 'string', 'format': 'uuid'}}
     assert 'application/json' in op['requestBody']['content']
-    assert {'200', '201', '400', '401', '403', '404', '409', '413', '415', '429'} == set(op['responses'])
+    assert {'200', '201', '400', '401', '403', '404', '409', '413', '415', '429', '503'} == set(op['responses'])
     from openapi_spec_validator import validate
     validate(doc)
 
@@ -302,6 +302,8 @@ def _minimal_body(api, fam, org_id, made):
         body['organizationId'] = org_id
     if fam.scope == 'project':
         body['projectId'] = _made(api, 'projects', org_id, made)['id']
+    if fam.joins:
+        body[fam.joins] = _fresh(api, 'users', org_id, made)['id']
     for f in fam.writable.values():
         if not f.required:
             continue

@@ -85,9 +85,9 @@ def test_only_platform_admins_grant_platform_admin(api, org_id):
     _, manager_key = make_user(api, org_id, 'MANAGE')
     manager = api.as_key(manager_key)
     user = api.post('/api/users', {'email': f'x{uuid.uuid4().hex[:6]}@example.com'}).json
-    r = manager.post('/api/memberships', {'organizationId': org_id, 'userId': user['id'], 'role': 'PLATFORM_ADMIN'})
+    r = manager.post('/api/memberships', {'organizationId': org_id, 'email': user['email'], 'role': 'PLATFORM_ADMIN'})
     assert r.status == 403
-    m = manager.post('/api/memberships', {'organizationId': org_id, 'userId': user['id'], 'role': 'MEMBER'})
+    m = manager.post('/api/memberships', {'organizationId': org_id, 'email': user['email'], 'role': 'MEMBER'})
     assert m.status == 201
     assert manager.put(f'/api/memberships/{m.json["id"]}', {'role': 'PLATFORM_ADMIN'}).status == 403
     assert api.put(f'/api/memberships/{m.json["id"]}', {'role': 'PLATFORM_ADMIN'}).status == 200

@@ -26,6 +26,13 @@ AUDIENCE = 'platform-api'
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def subject_of(email: str | None) -> str:
+    """The identity provider's subject of the account holding ``email`` (stable per address)."""
+    if email is None:
+        return 'idp|' + uuid.uuid4().hex[:8]
+    return 'idp|' + hashlib.sha256(email.strip().lower().encode()).hexdigest()[:16]
+
+
 class Signer:
     """A signing key of the identity provider (or of an impostor)."""
 
@@ -50,11 +57,14 @@ class Signer:
 
     def token(self, email: str | None = 'someone@example.com', *, kid: str | None = '__own__',
               **claims) -> str:
+        """A token of the identity provider's account for ``email``: the same subject for the
+        same address (whichever signer), the address verified; claims override either."""
         now = int(time.time())
         payload = {'iss': ISSUER, 'aud': AUDIENCE, 'iat': now, 'nbf': now, 'exp': now + 300,
-                   'sub': 'idp|' + uuid.uuid4().hex[:8]}
+                   'sub': subject_of(email)}
         if email is not None:
             payload['email'] = email
+            payload['email_verified'] = True
         payload.update(claims)
         payload = {k: v for k, v in payload.items() if v is not None}
         headers = {} if kid is None else {'kid': self.kid if kid == '__own__' else kid}
@@ -68,11 +78,15 @@ class JwksServer:
         self.signers = list(signers)
         self.hits = 0
         self.fail = False
+        self.delay = 0.0                      # seconds each answer waits (a slow provider)
+        self.asked = threading.Event()        # set when a request arrives
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - http.server's naming
                 server.hits += 1
+                server.asked.set()
+                time.sleep(server.delay)
                 if server.fail:
                     self.send_response(503)
                     self.end_headers()
@@ -257,6 +271,37 @@ def test_provider_outage_keeps_cached_keys_and_reports_unavailable_without_them(
     jwt_verify.reset_caches()
     with pytest.raises(jwt_verify.KeysUnavailable):
         verify(rsa_signer.token(), idp)
+
+
+def test_no_lock_is_held_while_the_keys_are_fetched(idp, rsa_signer, fake_clock):
+    """A slow refresh holds up only the caller running it: another caller with usable keys
+    verifies at once, and nobody starts a second fetch meanwhile."""
+    verify(rsa_signer.token(), idp)
+    fake_clock.now += jwt_verify.MAX_KEYS_AGE_SECONDS + 1          # a refresh is due
+    idp.delay, idp.asked = 1.5, threading.Event()
+    slow = threading.Thread(target=verify, args=(rsa_signer.token(), idp))
+    slow.start()
+    assert idp.asked.wait(5)                                        # the refresh is on the wire
+    started = time.monotonic()
+    for _ in range(3):
+        assert verify(rsa_signer.token('other@example.com'), idp)['email'] == 'other@example.com'
+    elapsed = time.monotonic() - started
+    slow.join(10)
+    assert elapsed < 0.5, elapsed
+    assert idp.hits == 2
+
+
+def test_keys_past_the_bound_are_refused_when_the_provider_stays_down(idp, rsa_signer, fake_clock):
+    verify(rsa_signer.token(), idp)
+    idp.fail = True
+    fake_clock.now += 3 * 3600
+    verify(rsa_signer.token(), idp, max_key_age=4 * 3600)          # within the bound: still trusted
+    fake_clock.now += 3600 + 1
+    with pytest.raises(jwt_verify.KeysUnavailable):
+        verify(rsa_signer.token(), idp, max_key_age=4 * 3600)
+    idp.fail = False
+    fake_clock.now += 2
+    assert verify(rsa_signer.token('back@example.com'), idp, max_key_age=4 * 3600)['email'] == 'back@example.com'
 
 
 def test_jwks_url_must_be_https_except_on_loopback():

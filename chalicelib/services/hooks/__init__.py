@@ -27,6 +27,11 @@ class Hook:
         """More items to write in the create transaction."""
         return []
 
+    def create_checks(self, family: Family, principal: Principal, data: dict[str, Any]) -> list[Op]:
+        """Conditions a client's create (services/resources.py ``create``) adds to its transaction;
+        records created as part of another write (records.create_ops) do not get them."""
+        return []
+
     def audit_ops(self, family: Family, principal: Principal, action: str, data: dict[str, Any],
                   stored: Stored | None) -> list[Op]:
         """Items recording the write (history), written in the same transaction."""
