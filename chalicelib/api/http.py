@@ -40,6 +40,28 @@ def body() -> dict[str, Any]:
     return jsonbody.loads_object(raw_body())
 
 
+def optional_body() -> Any:
+    """The request body as any JSON value (strict parsing), or None when there is none."""
+    raw = raw_body()
+    return None if raw in (None, b'', '') else jsonbody.loads(raw)
+
+
+def query_value(name: str) -> str | None:
+    """The last value of a query parameter, or None when it is absent or empty."""
+    values = params().get(name) or []
+    return values[-1] if values and values[-1] != '' else None
+
+
+def time_left(margin: float = 1.0) -> float | None:
+    """Seconds this invocation may still run, less ``margin`` (None when unknown): an outbound
+    call that would outlive the function is cut first, so the client gets our error body."""
+    context = getattr(_app, 'lambda_context', None)
+    remaining = getattr(context, 'get_remaining_time_in_millis', None)
+    if remaining is None:
+        return None
+    return max(0.001, remaining() / 1000 - margin)
+
+
 def caller() -> Principal:
     """The authenticated principal of this request (401 when there is none)."""
     return current()

@@ -36,6 +36,14 @@ class Config:
     metrics_namespace: str = 'PlatformApi'
     tracing_enabled: bool = False
     app_version: str = 'local'
+    # service bridges (services/bridges.py): total deadline and response cap of one call
+    bridge_timeout_seconds: float = 30.0
+    bridge_max_bytes: int = 5 * 2 ** 20
+    # organization secrets (store/secrets.py): platform/<stage>/org/<orgId>/<name>, cached briefly
+    org_secrets_prefix: str = 'platform/local/org/'
+    secret_cache_seconds: float = 30.0
+    # key of the HMAC that turns a UI client's address into clientIpHash (services/ui_events.py)
+    client_ip_hash_key: str | None = None
 
 
 def _int(name: str, default: int) -> int:
@@ -45,6 +53,11 @@ def _int(name: str, default: int) -> int:
 
 def _flag(name: str) -> bool:
     return os.environ.get(name, '').strip().lower() in ('1', 'true', 'yes', 'on')
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw not in (None, '') else default
 
 
 def _host_allowlist(name: str) -> frozenset[str]:
@@ -92,6 +105,11 @@ def get_config() -> Config:
         metrics_namespace=env.get('METRICS_NAMESPACE') or 'PlatformApi',
         tracing_enabled=_flag('TRACING_ENABLED'),
         app_version=env.get('APP_VERSION') or 'local',
+        bridge_timeout_seconds=_float('BRIDGE_PROXY_TIMEOUT_SECONDS', 30.0),
+        bridge_max_bytes=_int('BRIDGE_PROXY_MAX_BYTES', 5 * 2 ** 20),
+        org_secrets_prefix=env.get('ORG_SECRETS_PREFIX') or 'platform/local/org/',
+        secret_cache_seconds=_float('ORG_SECRET_CACHE_SECONDS', 30.0),
+        client_ip_hash_key=env.get('CLIENT_IP_HASH_KEY') or None,
     )
 
 

@@ -188,7 +188,8 @@ FAMILIES: tuple[Family, ...] = (
     _f('agents', 'Agent', 'project',
        f'{_NAMED} agentRuntimeId>agent-runtimes? instructions modelSize@WebLlmModelSize? options:object'),
     _f('service-bridges', 'ServiceBridge', 'project',
-       f'{_NAMED} baseUrl endpoints:array defaultHeaders:object agentCallable:bool=false'),
+       f'{_NAMED} baseUrl:string(ServiceBridgeBaseUrl)! endpoints:array(ServiceBridgeEndpoint) '
+       'defaultHeaders:object(ServiceBridgeHeaders) agentCallable:bool=false', hook='service_bridges'),
     _f('products', 'Product', 'global',
        'name description imageUrl overviewMarkdown searchText productGroupId>product-groups? '
        'productGroup:object?'),
@@ -213,7 +214,8 @@ FAMILIES: tuple[Family, ...] = (
     _f('messages', 'Message', 'org',
        'channelId!>channels content role=USER@ChatMessageRole userId>users? metadata:object',
        name_field='content'),
-    _f('events', 'Event', 'org', 'name description eventType! source payload:object occurredOn:datetime?',
+    _f('events', 'Event', 'org',
+       'name description eventType! source payload:object occurredOn:datetime?',
        name_field='eventType'),
     _f('linked-deltas', 'LinkedDelta', 'project',
        'name state=PENDING@LinkedDeltaState errorMessage? documentFamilyId>document-families? '
