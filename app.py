@@ -7,6 +7,7 @@ from chalicelib.api import (
     authorizer,
     bridges,
     docs,
+    events,
     health,
     http,
     internal,
@@ -26,4 +27,5 @@ app.register_blueprint(health.bp)
 app.register_blueprint(internal.bp)
 app.register_blueprint(workflow.bp)
 app.register_blueprint(bridges.bp)
+app.register_blueprint(events.bp)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)

@@ -74,10 +74,12 @@ class Api:
 @pytest.fixture
 def aws():
     from chalicelib.core.config import reset_config
+    from chalicelib.services import ui_events
     from chalicelib.store import model, secrets
     reset_config()
     model.reset()
     secrets.reset()                  # no secret value or client outlives its moto backend
+    ui_events.presence_cache.clear()
     with mock_aws():
         yield
     model.reset()

@@ -52,6 +52,7 @@ CUSTOM_BODIES: dict[tuple[str, str], Callable[[World], Any]] = {
     ('POST', '/api/service-bridges/agent-tools/call'): lambda w: {
         'bridge': w.resources['service-bridges']['id'], 'endpoint_name': w.endpoint_name,
         'executionId': w.resources['executions']['id']},
+    ('POST', '/api/events/ui/batch'): lambda w: {'events': [{'kind': 'ui.error', 'payload': {'code': 1}}]},
 }
 # Query strings of custom GET routes that need one.
 CUSTOM_QUERIES: dict[tuple[str, str], Callable[[World], str]] = {
@@ -59,6 +60,8 @@ CUSTOM_QUERIES: dict[tuple[str, str], Callable[[World], str]] = {
 }
 # Where the generic expectation does not hold: (method, path, case) -> statuses.
 EXPECTED: dict[tuple[str, str, str], set[int] | str] = {
+    # every member of an organization sends the UI's telemetry, viewers included
+    ('POST', '/api/events/ui/batch', 'viewer'): 'ok',
     # the query names a project of the default organization: not theirs to see
     ('GET', '/api/service-bridges/agent-tools', 'other organization'): {404},
 }
