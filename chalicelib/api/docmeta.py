@@ -207,7 +207,8 @@ _TOOL_BRIDGE = schema('AgentToolBridge', {
     },
 })
 _TIE_TEXT = ('The call is tied to one project: an agent\'s own project, or the project of a PENDING or '
-             'RUNNING execution the caller can see (executionId). A call that cannot be tied is 403.')
+             'RUNNING execution the caller can see (executionId). A call that cannot be tied is 403; an '
+             'execution or project of another organization is 404.')
 describe('listServiceBridgeAgentTools', summary='list_service_bridges: the bridges an agent may call',
          tags=['service-bridges'],
          description='The agentCallable bridges of the project. ' + _TIE_TEXT + ' Listing also accepts '
@@ -221,7 +222,7 @@ describe('listServiceBridgeAgentTools', summary='list_service_bridges: the bridg
              'properties': {'projectId': {'type': 'string', 'format': 'uuid'},
                             'executionId': {'type': 'string', 'format': 'uuid'},
                             'bridges': {'type': 'array', 'items': _TOOL_BRIDGE}}})},
-         errors=[400, 401, 403, 429])
+         errors=[400, 401, 403, 404, 429])
 describe('callServiceBridgeAgentTool', summary='call_service_bridge: call an endpoint of an agent-callable bridge',
          tags=['service-bridges'],
          description='Allowed only when the bridge is agentCallable and belongs to the tied project. '
@@ -245,7 +246,7 @@ describe('callServiceBridgeAgentTool', summary='call_service_bridge: call an end
                             'body': {'description': "the upstream's JSON, or its text, or [] when required "
                                                     'fields are missing', 'nullable': True},
                             'truncated': {'type': 'boolean'}}})},
-         errors=[400, 401, 403, 413, 415, 429, 502, 503, 504])
+         errors=[400, 401, 403, 404, 413, 415, 429, 502, 503, 504])
 
 # ----------------------------------------------------------------------------- UI events
 # (chalicelib/api/events.py)
