@@ -31,12 +31,11 @@ the caller first.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.core import egress
+from chalicelib.core import egress, observability
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ApiError, BadRequest, Forbidden, NotFound
 from chalicelib.core.principal import Principal
@@ -45,7 +44,7 @@ from chalicelib.store import secrets
 
 from . import access, resources
 
-log = logging.getLogger('platform-api.bridges')
+log = observability.get_logger('bridges')
 
 FAMILY = 'service-bridges'
 BODY_METHODS = frozenset({'POST', 'PUT', 'PATCH', 'DELETE'})
@@ -216,9 +215,12 @@ def _send(bridge: Mapping[str, Any], method: str, url: str, *, headers: dict[str
 
 
 def _on_denied(bridge: Mapping[str, Any], exc: egress.EgressDenied) -> None:
-    """Every egress refusal of a bridge call passes here, once (count it here)."""
+    """Every egress refusal of a bridge call passes here, once: one warning line (which bridge,
+    why) and the ``EgressDenied`` metric (no bridge dimension: a metric per bridge would be
+    unbounded)."""
     log.warning('service bridge egress denied: bridge=%s organization=%s reason=%s',
                 bridge.get('id'), bridge.get('organizationId'), exc.reason)
+    observability.count('EgressDenied')
 
 
 def _result(response: egress.EgressResponse, sent_secrets: Mapping[str, str]) -> BridgeResult:

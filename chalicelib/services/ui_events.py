@@ -34,7 +34,6 @@ import hashlib
 import hmac
 import ipaddress
 import json
-import logging
 import re
 import secrets
 import threading
@@ -43,6 +42,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from chalicelib.core import observability
 from chalicelib.core.clock import normalize_instant, now_iso
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import BadRequest
@@ -53,7 +53,7 @@ from chalicelib.store.repository import WriteConflict
 
 from . import access, records
 
-log = logging.getLogger('platform-api.ui-events')
+log = observability.get_logger('ui-events')
 
 MAX_EVENTS = 100
 CHUNK = 50

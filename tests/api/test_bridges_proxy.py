@@ -79,7 +79,11 @@ def test_a_loopback_upstream_is_reachable_only_through_the_allowlist(api, prj, u
     ('http://0x7f000001:{port}/hello', '0x7f000001 is 127.0.0.1, a loopback'),
     ('http://localhost:{port}/hello', 'localhost is a local host name'),
 ])
-def test_a_redirect_to_an_internal_target_is_denied(api, prj, reach, upstream, net, final, why, caplog):
+def test_a_redirect_to_an_internal_target_is_denied(api, prj, reach, upstream, net, final, why, caplog,
+                                                     monkeypatch):
+    from chalicelib.core import observability
+    counted = []
+    monkeypatch.setattr(observability, 'count', lambda name, *a, **kw: counted.append(name))
     net.resolve('metadata.example.test', ['169.254.169.254'])
     target = quote(final.format(port=upstream.port), safe='')
     bridge = make_bridge(api, prj['id'], reach, [endpoint('go', f'/redirect?via=2&to={target}')])
@@ -91,6 +95,7 @@ def test_a_redirect_to_an_internal_target_is_denied(api, prj, reach, upstream, n
     assert set(net.connects) == {('127.0.0.1', upstream.port)}
     denials = [rec for rec in caplog.records if rec.name == 'platform-api.bridges']
     assert len(denials) == 1 and bridge['id'] in denials[0].getMessage() and why in denials[0].getMessage()
+    assert counted.count('EgressDenied') == 1
 
 
 @pytest.mark.parametrize('base_url,why', [
