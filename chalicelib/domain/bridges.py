@@ -19,7 +19,8 @@ Rules (each refusal is a ``ValueError`` whose message names the offending header
 field, never a header value):
 
 * ``baseUrl``: an absolute http or https URL with a host, no credentials (``user:pass@``), no
-  query or fragment, no spaces or control characters, no ``${`` (secrets go in headers).
+  query or fragment, ASCII without spaces or control characters, no ``${`` (secrets go in
+  headers).
 * endpoints: at most ``MAX_ENDPOINTS``; ``name`` unique ignoring case, of
   ``[A-Za-z0-9][A-Za-z0-9_.~-]*`` (it is a URL path segment of the proxy); ``method`` one of
   ``METHODS`` (default GET); ``path`` empty or starting with ``/`` (it is appended to
@@ -66,6 +67,8 @@ def check_base_url(value: str) -> str:
         raise ValueError(f'must be at most {MAX_URL} characters')
     if _URL_UNSAFE.search(value):
         raise ValueError('must not contain spaces or control characters')
+    if not value.isascii():
+        raise ValueError('must be ASCII: percent-encode other characters (an IDN host in its xn-- form)')
     if '${' in value:
         raise ValueError('cannot hold ${...}: secrets go in defaultHeaders as ${secrets.NAME}')
     try:
@@ -200,9 +203,9 @@ def check_endpoint(value: Any) -> dict[str, Any]:
         raise ValueError(f'{where}path must be a string')
     if path and not path.startswith('/'):
         raise ValueError(f"{where}path must be empty or start with '/' (it is appended to baseUrl)")
-    if len(path) > MAX_URL or _URL_UNSAFE.search(path) or '#' in path or '${' in path:
-        raise ValueError(f'{where}path must be at most {MAX_URL} characters without spaces, control '
-                         'characters, # or ${')
+    if len(path) > MAX_URL or _URL_UNSAFE.search(path) or '#' in path or '${' in path or not path.isascii():
+        raise ValueError(f'{where}path must be at most {MAX_URL} ASCII characters without spaces, control '
+                         'characters, # or ${ (percent-encode others)')
     out['path'] = path
     if 'description' in value:
         if not isinstance(value['description'], str):

@@ -45,7 +45,9 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape(
         name='ServiceBridgeBaseUrl',
         schema={'type': 'string', 'format': 'uri', 'maxLength': bridges.MAX_URL,
-                'pattern': '^[Hh][Tt][Tt][Pp][Ss]?://[^@/?#\\s]+(/[^?#\\s]*)?$',
+                # printable ASCII; the authority without / ? # @, the path without ? #
+                'pattern': ('^[Hh][Tt][Tt][Pp][Ss]?://[\\x21-\\x22\\x24-\\x2e\\x30-\\x3e\\x41-\\x7e]+'
+                            '(/[\\x21-\\x22\\x24-\\x3e\\x40-\\x7e]*)?$'),
                 'description': 'Absolute http(s) URL the endpoint paths are appended to: no '
                                'credentials, query or fragment. Calls go through the egress fence '
                                '(internal addresses are refused at call time).'},
@@ -88,7 +90,7 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
                              'description': 'unique in the bridge (ignoring case); the proxy path segment'},
                     'method': {'allOf': [_ref('ServiceBridgeMethod')], 'default': 'GET'},
                     'path': {'type': 'string', 'maxLength': bridges.MAX_URL, 'default': '',
-                             'pattern': '^(/[^\\x00-\\x20\\x7f#]*)?$',
+                             'pattern': '^(/[\\x21-\\x22\\x24-\\x7e]*)?$',
                              'description': 'appended to baseUrl; empty or starting with /'},
                     'description': {'type': 'string'},
                     'requestSchema': _ref('ServiceBridgeRequestSchema'),

@@ -24,7 +24,7 @@ def test_base_urls_accepted(url):
     'ftp://example.com', 'file:///etc/passwd', 'example.com', '//example.com/x', 'https://',
     'https://u:p@example.com', 'https://example.com@evil.example', 'https://example.com/?a=1',
     'https://example.com/#frag', 'https://example.com/a b', 'https://example.com\n', 'https://example.com:99999',
-    'https://example.com/${secrets.A}', 'https://' + 'a' * 2050,
+    'https://example.com/${secrets.A}', 'https://' + 'a' * 2050, 'https://bücher.example', 'https://h/café',
 ])
 def test_base_urls_refused(url):
     with pytest.raises(ValueError):
@@ -98,7 +98,8 @@ def test_an_endpoint_gets_its_defaults_and_keeps_what_it_declares():
 @pytest.mark.parametrize('endpoint', [
     {'name': ''}, {'name': '-a'}, {'name': 'a/b'}, {'name': 'a' * 101}, {'method': 'GET'},
     {'name': 'a', 'method': 'HEAD'}, {'name': 'a', 'path': 'x'}, {'name': 'a', 'path': '/a#b'},
-    {'name': 'a', 'path': '/a b'}, {'name': 'a', 'path': 5}, {'name': 'a', 'description': 1},
+    {'name': 'a', 'path': '/a b'}, {'name': 'a', 'path': '/café'}, {'name': 'a', 'path': 5},
+    {'name': 'a', 'description': 1},
     {'name': 'a', 'requestSchema': []}, {'name': 'a', 'requestSchema': {'type': 'array'}},
     {'name': 'a', 'requestSchema': {'required': ['x', 'x']}}, {'name': 'a', 'requestSchema': {'required': ['']}},
     {'name': 'a', 'requestSchema': {'properties': []}}, {'name': 'a', 'defaultHeaders': []},
@@ -200,3 +201,27 @@ def test_client_ip_hash_normalises_the_address(monkeypatch, address, normalised)
 @pytest.mark.parametrize('address', [None, '', 'unknown', 'example.com', '999.1.1.1'])
 def test_client_ip_hash_of_no_address_is_none(address):
     assert ui_events.client_ip_hash(address) is None
+
+
+def test_the_published_patterns_agree_with_the_rules():
+    """What /v3/api-docs promises a client (and the fuzzer generates) matches what is accepted."""
+    import re
+
+    from chalicelib.domain.shapes import SHAPES
+    base = re.compile(SHAPES['ServiceBridgeBaseUrl'].schema['pattern'])
+    path = re.compile(SHAPES['ServiceBridgeEndpoint'].schema['properties']['path']['pattern'])
+    name = re.compile(SHAPES['ServiceBridgeEndpoint'].schema['properties']['name']['pattern'])
+    for url in ('https://api.example.com', 'http://h:8080/v1/x', 'HTTP://[::1]:80/a'):
+        assert base.search(url) and bridges.check_base_url(url)
+    for url in ('https://u@h', 'https://h?x', 'https://h/#f', 'https://h/a b', 'ftp://h', 'https://bücher.example'):
+        assert not base.search(url)
+        with pytest.raises(ValueError):
+            bridges.check_base_url(url)
+    for value in ('', '/x', '/x/{id}?a=1&b=$c'):
+        assert path.search(value) and bridges.check_endpoint({'name': 'n', 'path': value})
+    for value in ('x', '/a b', '/a#b', '/é'):
+        assert not path.search(value)
+        with pytest.raises(ValueError):
+            bridges.check_endpoint({'name': 'n', 'path': value})
+    for value in ('a', 'A.b~c_d-9'):
+        assert name.search(value) and bridges.check_endpoint({'name': value})
