@@ -103,7 +103,8 @@ def main() -> None:
     os.environ.update(AWS_DEFAULT_REGION='us-east-1', AWS_ACCESS_KEY_ID='x', AWS_SECRET_ACCESS_KEY='x',
                       RATE_LIMIT_PER_MINUTE='100000000', RATE_LIMIT_BURST_PER_SECOND='100000000',
                       BRIDGE_EGRESS_PRIVATE_HOST_ALLOWLIST='127.0.0.1', CLIENT_IP_HASH_KEY='bench',
-                      ORG_SECRET_CACHE_SECONDS='3600')
+                      ORG_SECRET_CACHE_SECONDS='3600',
+                      LOG_LEVEL='WARNING')   # no request line per call on stdout (both route rows alike)
     upstream = subprocess.Popen([sys.executable, '-c', UPSTREAM], stdout=subprocess.PIPE, text=True)
     try:
         port = int(upstream.stdout.readline())
