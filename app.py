@@ -2,10 +2,22 @@
 No logic lives here (see chalicelib/: api -> services -> store/query -> core)."""
 from chalice import Chalice
 
-from chalicelib.api import account, authorizer, docs, health, http, internal, middleware, resources, workflow
+from chalicelib.api import (
+    account,
+    authorizer,
+    bridges,
+    docs,
+    events,
+    health,
+    http,
+    internal,
+    middleware,
+    resources,
+    workflow,
+)
 
 app = Chalice(app_name='platform-api', configure_logs=False)  # logs: core/observability.py
-app.api.binary_types = []  # every response is JSON
+app.api.binary_types = []  # every response is text: JSON, or a service bridge's text answer
 http.bind(app)
 middleware.install(app)
 app.register_blueprint(resources.bp)
@@ -14,4 +26,6 @@ app.register_blueprint(docs.bp)
 app.register_blueprint(health.bp)
 app.register_blueprint(internal.bp)
 app.register_blueprint(workflow.bp)
+app.register_blueprint(bridges.bp)
+app.register_blueprint(events.bp)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)

@@ -223,6 +223,7 @@ def patch(doc: dict[str, Any], stage: str, is_service_route: Callable[[str], boo
             env['GATEWAY_SHARED_USAGE_KEY'] = shared_key
         if kind == iam.API:
             env['INTERNAL_SERVICE_TOKEN'] = _resolve(n.internal_token_secret)
+            env['CLIENT_IP_HASH_KEY'] = _resolve(n.client_ip_hash_key_secret)
             env.update({'AUTH_JWT_ISSUER': {'Ref': 'JwtIssuer'}, 'AUTH_JWT_AUDIENCE': {'Ref': 'JwtAudience'},
                         'AUTH_JWT_JWKS_URL': {'Ref': 'JwtJwksUrl'}})
 

@@ -157,6 +157,8 @@ def template(stage: str = 'prod') -> dict[str, Any]:
                                         'INTERNAL_SERVICE_TOKEN: the token of the internal (service) routes'),
         'GatewaySharedUsageKey': _secret(n.shared_usage_key_secret,
                                          'GATEWAY_SHARED_USAGE_KEY: the shared usage plan key value'),
+        'ClientIpHashKey': _secret(n.client_ip_hash_key_secret,
+                                   'CLIENT_IP_HASH_KEY: HMAC key of clientIpHash on UI events'),
     }
     resources.update(_alarms(n, resources))
 

@@ -74,12 +74,16 @@ class Api:
 @pytest.fixture
 def aws():
     from chalicelib.core.config import reset_config
-    from chalicelib.store import model
+    from chalicelib.services import ui_events
+    from chalicelib.store import model, secrets
     reset_config()
     model.reset()
+    secrets.reset()                  # no secret value or client outlives its moto backend
+    ui_events.presence_cache.clear()
     with mock_aws():
         yield
     model.reset()
+    secrets.reset()
 
 
 @pytest.fixture

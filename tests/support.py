@@ -2,12 +2,14 @@
 must reference first), and sample values per field type."""
 from __future__ import annotations
 
+import copy
 import uuid
 from typing import Any
 
 from chalicelib.domain.fields import ENUMS, Field
 from chalicelib.domain.registry import FAMILIES, Family
 from chalicelib.domain.registry import family as family_of
+from chalicelib.domain.shapes import SHAPES
 
 FAMILY_PATHS = [f.path for f in FAMILIES]
 
@@ -17,6 +19,14 @@ def sample(field: Field, variant: int = 0) -> Any:
     if field.enum:
         values = ENUMS[field.enum]
         return values[variant % len(values)]
+    if field.shape:   # a structured value (domain/shapes.py): one of the shape's valid examples
+        examples = SHAPES[field.shape].examples
+        example = copy.deepcopy(examples[variant % len(examples)])
+        if field.type == 'array':
+            return [example]
+        if field.type == 'object' and field.shape == 'ServiceBridgeHeaders':
+            return {'Accept': 'application/json'}   # no secret: writing those needs MANAGE
+        return example
     if field.name == 'email':
         return f'u{uuid.uuid4().hex[:12]}@example.com'
     if field.name == 'slug':

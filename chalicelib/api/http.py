@@ -2,6 +2,7 @@
 JSON rules of core/jsonbody.py, the caller set by the middleware), and typical responses."""
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from chalice import Response
@@ -38,6 +39,47 @@ def raw_body() -> bytes | None:
 def body() -> dict[str, Any]:
     """The request body as a JSON object (strict parsing: 400 for anything else)."""
     return jsonbody.loads_object(raw_body())
+
+
+def optional_body() -> Any:
+    """The request body as any JSON value (strict parsing), or None when there is none."""
+    raw = raw_body()
+    return None if raw in (None, b'', '') else jsonbody.loads(raw)
+
+
+def query_value(name: str) -> str | None:
+    """The last value of a query parameter, or None when it is absent or empty."""
+    values = params().get(name) or []
+    return values[-1] if values and values[-1] != '' else None
+
+
+def client_address() -> str | None:
+    """The client's address: API Gateway's ``requestContext.identity.sourceIp``; when that is a
+    loopback address (a local front door: ``make run``, chalice local), the first
+    ``X-Forwarded-For`` hop if there is one. Behind API Gateway the source is never loopback,
+    so a client cannot choose its address with that header."""
+    req = request()
+    source = ((req.context or {}).get('identity') or {}).get('sourceIp') or None
+    try:
+        local = source is None or ipaddress.ip_address(source).is_loopback
+    except ValueError:
+        local = False
+    if local:
+        forwarded = (req.headers or {}).get('x-forwarded-for') or ''
+        first = forwarded.split(',', 1)[0].strip()
+        if first:
+            return first
+    return source
+
+
+def time_left(margin: float = 1.0) -> float | None:
+    """Seconds this invocation may still run, less ``margin`` (None when unknown): an outbound
+    call that would outlive the function is cut first, so the client gets our error body."""
+    context = getattr(_app, 'lambda_context', None)
+    remaining = getattr(context, 'get_remaining_time_in_millis', None)
+    if remaining is None:
+        return None
+    return max(0.001, remaining() / 1000 - margin)
 
 
 def caller() -> Principal:

@@ -47,6 +47,14 @@ class Config:
     jwt_keys_max_age_seconds: int = 86_400
     # Longest support-access grant an organization manager may make (services/hooks/organizations.py).
     support_access_max_days: int = 30
+    # service bridges (services/bridges.py): total deadline and response cap of one call
+    bridge_timeout_seconds: float = 30.0
+    bridge_max_bytes: int = 5 * 2 ** 20
+    # organization secrets (store/secrets.py): platform/<stage>/org/<orgId>/<name>, cached briefly
+    org_secrets_prefix: str = 'platform/local/org/'
+    secret_cache_seconds: float = 30.0
+    # key of the HMAC that turns a UI client's address into clientIpHash (services/ui_events.py)
+    client_ip_hash_key: str | None = None
 
 
 def _int(name: str, default: int) -> int:
@@ -116,6 +124,11 @@ def get_config() -> Config:
         store_retry_budget_seconds=_float('STORE_RETRY_BUDGET_SECONDS', 2.0),
         jwt_keys_max_age_seconds=_int('AUTH_JWT_KEYS_MAX_AGE_SECONDS', 86_400),
         support_access_max_days=_int('SUPPORT_ACCESS_MAX_DAYS', 30),
+        bridge_timeout_seconds=_float('BRIDGE_PROXY_TIMEOUT_SECONDS', 30.0),
+        bridge_max_bytes=_int('BRIDGE_PROXY_MAX_BYTES', 5 * 2 ** 20),
+        org_secrets_prefix=env.get('ORG_SECRETS_PREFIX') or 'platform/local/org/',
+        secret_cache_seconds=_float('ORG_SECRET_CACHE_SECONDS', 30.0),
+        client_ip_hash_key=env.get('CLIENT_IP_HASH_KEY') or None,
     )
 
 

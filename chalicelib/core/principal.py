@@ -15,8 +15,12 @@ class Principal:
     email: str
     memberships: dict[str, str] = field(default_factory=dict)  # organization id -> role
     platform_admin: bool = False
-    credential: str = 'api-key'          # api-key | jwt | basic | service | system
+    credential: str = 'api-key'          # api-key | jwt | basic | service | system | agent
     rate_key: str = ''                   # the credential the rate limiter counts ('' = not counted)
+    # An agent (credential 'agent', services/agent_tools.py) is bound to one project: it holds no
+    # membership, so the generic rules let it see nothing; the agent tools check project_id.
+    project_id: str | None = None
+    agent_id: str | None = None
     # The user's record as read while authenticating (GET /api/account/me answers from it).
     user: dict | None = field(default=None, compare=False, hash=False, repr=False)
     # Facts read once per request on the caller's behalf (organization status, ...): a principal

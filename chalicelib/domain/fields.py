@@ -4,8 +4,10 @@ A family's fields are declared once as compact text, e.g.::
 
     "name! description slug active:bool=true priority:int? ownerId>users?"
 
-Token grammar: ``name[:type][?][!][=default][>family][@Enum]``
+Token grammar: ``name[:type[(Shape)]][?][!][=default][>family][@Enum]``
   type      string (default), bool, int, number, datetime, object, any, strings, array
+  (Shape)   the value (for ``array``: each element) has a named shape of domain/shapes.py:
+            validated on write, declared as a named OpenAPI schema
   ?         nullable: the field accepts null (null clears it)
   !         required on create
   =default  server default applied on create when the field is omitted
@@ -17,6 +19,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from .bridges import METHODS
+from .shapes import SHAPE_NAMES
 
 TYPES = {'string', 'bool', 'int', 'number', 'datetime', 'object', 'any', 'strings', 'array'}
 
@@ -34,6 +39,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     'LinkedDeltaState': ('PENDING', 'APPLIED', 'APPLIED_PARTIAL', 'FAILED'),
     'OrganizationStatus': ('ACTIVE', 'SUSPENDED'),
     'ActivityStatus': ('PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'),
+    'ServiceBridgeMethod': METHODS,
 }
 
 # Input values accepted for an enumeration and stored as another (contract: TODO -> OPEN).
@@ -51,6 +57,7 @@ class Field:
     default: Any = None
     ref: str | None = None
     enum: str | None = None
+    shape: str | None = None
 
     @property
     def has_default(self) -> bool:
@@ -59,7 +66,7 @@ class Field:
 
 _TOKEN = re.compile(
     r'^(?P<name>[A-Za-z_][A-Za-z0-9_]*)'
-    r'(?::(?P<type>[a-z]+))?'
+    r'(?::(?P<type>[a-z]+)(?:\((?P<shape>[A-Za-z]+)\))?)?'
     r'(?P<flags>[?!]*)'
     r'(?:=(?P<default>[^>@]+))?'
     r'(?:>(?P<ref>[a-z-]+))?'
@@ -90,6 +97,9 @@ def parse_fields(spec: str) -> tuple[Field, ...]:
         enum = m['enum']
         if enum and enum not in ENUMS:
             raise ValueError(f'unknown enum in {token!r}')
+        if m['shape'] and m['shape'] not in SHAPE_NAMES:
+            raise ValueError(f'unknown shape in {token!r}')
         out.append(Field(name=m['name'], type=type_, nullable='?' in flags, required='!' in flags,
-                         default=_default(m['default'], type_), ref=m['ref'], enum=enum))
+                         default=_default(m['default'], type_), ref=m['ref'], enum=enum,
+                         shape=m['shape']))
     return tuple(out)

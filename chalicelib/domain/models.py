@@ -29,6 +29,7 @@ from chalicelib.core.clock import normalize_instant
 
 from .fields import ENUM_ALIASES, ENUMS, INT32, Field
 from .registry import COMMON_FIELDS, FAMILIES, Family
+from .shapes import SHAPES
 
 MAX_STRING = 100_000
 
@@ -51,9 +52,15 @@ def _enum_type(name: str):
 def python_type(f: Field) -> Any:
     if f.enum:
         return _enum_type(f.enum)
+    if f.shape:
+        return _shaped_type(f)
     embedded = embedded_family(f)
     if embedded is not None:
         return _embedded_type(embedded)
+    return _base_type(f)
+
+
+def _base_type(f: Field) -> Any:
     return {
         'string': Annotated[StrictStr, PField(max_length=MAX_STRING)],
         'bool': StrictBool,
@@ -65,6 +72,21 @@ def python_type(f: Field) -> Any:
         'strings': list[Annotated[StrictStr, PField(max_length=MAX_STRING)]],
         'array': list[Any],
     }[f.type]
+
+
+def _shaped_type(f: Field) -> Any:
+    """The field's base type, then its shape's rules (domain/shapes.py): on the value, or on each
+    element of an array and then across them."""
+    shape = SHAPES[f.shape]
+
+    def check(value: Any) -> Any:
+        if f.type != 'array':
+            return shape.check(value)
+        checked = [shape.check(item) for item in value]
+        if shape.check_all is not None:
+            shape.check_all(checked)
+        return checked
+    return Annotated[_base_type(f), AfterValidator(check)]
 
 
 # ----------------------------------------------------------------------------- embedded records

@@ -21,7 +21,9 @@ SOFT_DELETE_FIELDS = parse_fields('deleted:bool deleteUserId? deleteUserEmail? d
 # Fields a client never writes: server-generated, ownership, soft-delete state.
 SERVER_FIELDS = frozenset({'id', 'uuid', 'createdOn', 'updatedOn', 'changeSequence', 'createdByUserId',
                            'deleted', 'deleteUserId', 'deleteUserEmail', 'deletedDate',
-                           'builtIn'})  # roles/permissions derived from services/access.py
+                           'builtIn',        # roles/permissions derived from services/access.py
+                           'userEmail',      # who did it (history entries, events): stamped by the server
+                           'clientIpHash'})  # events: HMAC of the client address (services/ui_events.py)
 OWNERSHIP_FIELDS = frozenset({'organizationId', 'projectId'})
 SEARCH_FIELDS = ('name', 'description', 'searchText')
 
@@ -192,7 +194,8 @@ FAMILIES: tuple[Family, ...] = (
     _f('agents', 'Agent', 'project',
        f'{_NAMED} agentRuntimeId>agent-runtimes? instructions modelSize@WebLlmModelSize? options:object'),
     _f('service-bridges', 'ServiceBridge', 'project',
-       f'{_NAMED} baseUrl endpoints:array defaultHeaders:object agentCallable:bool=false'),
+       f'{_NAMED} baseUrl:string(ServiceBridgeBaseUrl)! endpoints:array(ServiceBridgeEndpoint) '
+       'defaultHeaders:object(ServiceBridgeHeaders) agentCallable:bool=false', hook='service_bridges'),
     _f('products', 'Product', 'global',
        'name description imageUrl overviewMarkdown searchText productGroupId>product-groups? '
        'productGroup:object?'),
@@ -217,8 +220,9 @@ FAMILIES: tuple[Family, ...] = (
     _f('messages', 'Message', 'org',
        'channelId!>channels content role=USER@ChatMessageRole userId>users? metadata:object',
        name_field='content'),
-    _f('events', 'Event', 'org', 'name description eventType! source payload:object occurredOn:datetime?',
-       name_field='eventType'),
+    _f('events', 'Event', 'org',
+       'name description eventType! source payload:object occurredOn:datetime? userEmail clientIpHash',
+       name_field='eventType', hook='events'),
     _f('linked-deltas', 'LinkedDelta', 'project',
        'name state=PENDING@LinkedDeltaState errorMessage? documentFamilyId>document-families? '
        'operations:array'),

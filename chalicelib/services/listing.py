@@ -47,6 +47,7 @@ from chalicelib.store import table
 
 from . import access
 from .filtering import FilterPlan, RelatedRecords, plan_for
+from .hooks import hook_for
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 10
@@ -130,7 +131,7 @@ def list_resources(family: Family | str, req: ListRequest, principal: Principal)
 
 
 def _list(family: Family, principal: Principal, req: ListRequest) -> dict[str, Any]:
-    plan = plan_for(family, req.filters)
+    plan = plan_for(family, [*req.filters, *hook_for(family).list_filters(family, principal)])
     tenants, project = _tenants(family, principal, plan)
     if tenants is None:  # the filter pins a tenant the caller cannot see, or no id at all
         return envelope([], 0, req)

@@ -20,6 +20,7 @@ from typing import Any
 from chalicelib.domain.fields import ENUMS, Field
 from chalicelib.domain.models import MAX_STRING, always_present, embedded_family
 from chalicelib.domain.registry import FAMILIES, OWNERSHIP_FIELDS, Family
+from chalicelib.domain.shapes import SHAPES
 
 OPENAPI_VERSION = '3.0.3'
 API_VERSION = '8.0.0'
@@ -82,9 +83,11 @@ ERROR_RESPONSES = {
                              'API runs, so without rate-limit headers'),
     415: ('UnsupportedMediaType', 'The request body is not application/json'),
     429: ('TooManyRequests', 'Rate limit exceeded'),
+    502: ('BadGateway', 'An upstream (service bridge) could not be reached or did not answer in HTTP'),
     503: ('ServiceUnavailable', 'A dependency cannot answer now (the database stays throttled, the rate limiter '
                                 'cannot count a write, the identity provider cannot be reached); nothing was '
                                 'changed: retry after Retry-After seconds'),
+    504: ('GatewayTimeout', 'An upstream (service bridge) did not answer within the deadline'),
 }
 
 SCOPE_TEXT = {
@@ -124,6 +127,10 @@ class _Schemas:
     def field(self, f: Field, request: bool) -> dict[str, Any]:
         if f.enum:
             schema: dict[str, Any] = _ref(f.enum)
+        elif f.shape and f.type == 'array':  # endpoints: an array of ServiceBridgeEndpoint, ...
+            schema = {'type': 'array', 'items': _ref(f.shape)}
+        elif f.shape:
+            schema = _ref(f.shape)
         elif embedded_family(f) is not None:  # documentStatus holds a DocumentStatus, ...
             schema = _ref(embedded_family(f).entity)
         else:
@@ -211,6 +218,8 @@ class _Schemas:
                 out[f'{fam.entity}UpdateRequest'] = self.update_request(fam)
         for name, values in ENUMS.items():
             out[name] = {'type': 'string', 'enum': list(values)}
+        for name, shape in SHAPES.items():
+            out[name] = shape.schema
         out['Page'] = {
             'type': 'object', 'description': 'One page of a list.',
             'required': ['content', 'totalPages', 'totalElements', 'number', 'size', 'first', 'last',

@@ -138,7 +138,8 @@ def _validated(family: Family, values: dict[str, Any]) -> dict[str, Any]:
         model = input_model(family).model_validate(values)
     except ValidationError as exc:
         problems = '; '.join(
-            f"'{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in exc.errors()[:5])
+            f"'{'.'.join(str(p) for p in err['loc'])}': {err['msg'].removeprefix('Value error, ')}"
+            for err in exc.errors()[:5])
         raise BadRequest(f'Invalid field value: {problems}') from None
     return {k: getattr(model, k) for k in values}
 

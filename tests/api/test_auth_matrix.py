@@ -25,6 +25,7 @@ import pytest
 
 import app as app_module
 from chalicelib.api import policy
+from chalicelib.domain.bridges import EXAMPLE_ENDPOINT
 from chalicelib.domain.registry import BY_PATH, FAMILIES, Family
 from tests.api.test_auth_credentials import EC, RSA, bearer
 from tests.conftest import ADMIN_KEY, Api
@@ -50,6 +51,22 @@ MANAGE_AREA = {'memberships', 'teams', 'roles', 'permissions', 'organizations'}
 CUSTOM_BODIES: dict[tuple[str, str], Callable[[World], Any]] = {
     ('PUT', '/api/tasks/{id}/status'): lambda w: {'statusSlug': w.task_status_slug},
     ('POST', '/api/executions/{executionId}/cancel'): lambda w: None,
+    # the bridge's only endpoint requires customerId: the call is answered [] without any upstream
+    ('POST', '/api/service-bridges/agent-tools/call'): lambda w: {
+        'bridge': w.resources['service-bridges']['id'], 'endpoint_name': w.endpoint_name,
+        'executionId': w.resources['executions']['id']},
+    ('POST', '/api/events/ui/batch'): lambda w: {'events': [{'kind': 'ui.error', 'payload': {'code': 1}}]},
+}
+# Query strings of custom GET routes that need one.
+CUSTOM_QUERIES: dict[tuple[str, str], Callable[[World], str]] = {
+    ('GET', '/api/service-bridges/agent-tools'): lambda w: f"?projectId={w.resources['projects']['id']}",
+}
+# Where the generic expectation does not hold: (method, path, case) -> statuses.
+EXPECTED: dict[tuple[str, str, str], set[int] | str] = {
+    # every member of an organization sends the UI's telemetry, viewers included
+    ('POST', '/api/events/ui/batch', 'viewer'): 'ok',
+    # the query names a project of the default organization: not theirs to see
+    ('GET', '/api/service-bridges/agent-tools', 'other organization'): {404},
 }
 
 
@@ -90,6 +107,7 @@ class World:
     default_user_ids: set[str] = field(default_factory=set)
     admin_key_id: str = ''
     task_status_slug: str = ''
+    endpoint_name: str = ''
 
     def as_caller(self, case: str) -> tuple[str | None, dict[str, str]]:
         return self.callers[case]
@@ -144,6 +162,8 @@ class World:
             family = BY_PATH.get(parts[i - 1]) if i > 0 else None
             if parts[:3] == ['api', 'account', 'me']:
                 out.append(self.fresh_key_id() if fresh else self.admin_key_id)
+            elif part == '{endpointName}':
+                out.append(self.endpoint_name)
             elif family is not None and fresh and family.path == 'organizations':
                 out.append(self.system_org()['id'])
             elif family is not None:
@@ -193,6 +213,13 @@ def _build(api: Api, org_id: str, admin_id: str) -> World:
         listed = api.get(f'/api/{family.path}').json['content']
         assert listed, f'no {family.path} record to address'
         world.resources[family.path] = listed[0]
+    # an agent-callable bridge whose one endpoint requires customerId: the proxy and agent-tool
+    # cases below are answered [] without contacting any upstream
+    bridge = api.put(f"/api/service-bridges/{world.resources['service-bridges']['id']}",
+                     {'agentCallable': True, 'endpoints': [EXAMPLE_ENDPOINT]})
+    assert bridge.status == 200, bridge.json
+    world.resources['service-bridges'] = bridge.json
+    world.endpoint_name = EXAMPLE_ENDPOINT['name']
     world.task_status_slug = api.post('/api/task-statuses', {
         'organizationId': org_id, 'label': 'Review', 'slug': 'review-matrix', 'statusType': 'OPEN'}).json['slug']
     # the callers
@@ -276,6 +303,8 @@ def expected(sh: Shape, method: str, path: str, case: str) -> set[int] | str:
     but 401/403 and 5xx: a custom write this file has no valid body for, see CUSTOM_BODIES)."""
     if case in UNAUTHENTICATED:
         return {401}
+    if (method, path, case) in EXPECTED:
+        return EXPECTED[(method, path, case)]
     if case in ROLE_CASES:
         return expected_for_role(sh, method, path, case)
     if case in ('right credential', 'right JWT'):
@@ -345,7 +374,8 @@ def _isolated(world: World, sh: Shape, reply) -> None:
 def _call(world: World, path: str, method: str, case: str, fresh: bool):
     sh = shape(path, method)
     key, headers = world.as_caller(case)
-    url = world.fill(path, fresh=fresh)
+    url = world.fill(path, fresh=fresh) + (CUSTOM_QUERIES[(method, path)](world)
+                                           if (method, path) in CUSTOM_QUERIES else '')
     body = None
     if method in ('POST', 'PUT'):
         if sh.kind == 'crud' and sh.op == 'create' and sh.family.path == 'memberships' and case == 'manager':

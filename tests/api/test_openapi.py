@@ -13,6 +13,7 @@ import pytest
 
 from chalicelib.domain.fields import ENUMS
 from chalicelib.domain.registry import COMMON_FIELDS, FAMILIES, OWNERSHIP_FIELDS, SERVER_FIELDS
+from tests.support import sample
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = [f.name for f in COMMON_FIELDS]
@@ -314,6 +315,8 @@ def _minimal_body(api, fam, org_id, made):
             body[f.name] = ENUMS[f.enum][-1]
         elif f.name == 'email':
             body[f.name] = f'u-{uuid.uuid4().hex[:10]}@example.com'
+        elif f.shape:
+            body[f.name] = sample(f)
         else:
             body[f.name] = f'v-{uuid.uuid4().hex[:10]}'
     if 'slug' in fam.writable:

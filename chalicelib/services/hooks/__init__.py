@@ -49,6 +49,11 @@ class Hook:
         """True/False to decide read visibility here; None for the generic rule."""
         return None
 
+    def list_filters(self, family: Family, principal: Principal) -> list[str]:
+        """Filter expressions (the list filter language) AND-ed to every list of the family for
+        this caller: what ``visible`` hides from a get must be hidden from lists too."""
+        return []
+
 
 _DEFAULT = Hook()
 _cache: dict[str, Hook] = {}
