@@ -348,3 +348,28 @@ def test_deep_document_paths_stay_in_memory(env):
         for c in reads:
             chains = re.findall(r'#n\d+(?:\.#n\d+)*', c.request.get('FilterExpression', ''))
             assert max((chain.count('.') + 1 for chain in chains), default=0) <= 32
+
+
+def test_a_hooks_condition_on_the_indexed_field_alone_keeps_the_flat_plan(api, org_id, users, monkeypatch):
+    """The events hook hides ui.* events from MEMBER users with not(eventType =like= 'ui.*');
+    beside eventType == 'tasks.updated' that is decided by the value: the page still walks only
+    the page's keys, and a ui.* value matches nothing without reading anything."""
+    from chalicelib.store import table
+    for _ in range(3):
+        assert api.post('/api/events', {'organizationId': org_id, 'eventType': 'tasks.updated'}).status == 201
+    manager = api.as_key(users['MANAGE'])
+    batch = {'organizationId': org_id, 'events': [{'kind': 'ui.error', 'payload': {'m': 'x'}}]}
+    assert manager.post('/api/events/ui/batch', batch).status == 200
+    walks: list[int | None] = []
+    real = table.walk_value
+
+    def recorded(*args, **kwargs):
+        walks.append(kwargs['limit'])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(table, 'walk_value', recorded)
+    member = api.as_key(users['MEMBER'])
+    page = member.get("/api/events?pageSize=2&filter=eventType == 'tasks.updated'").json
+    assert page['totalElements'] == 3 and len(page['content']) == 2 and walks == [2]
+    walks.clear()
+    assert member.get("/api/events?filter=eventType == 'ui.error'").json['totalElements'] == 0 and walks == []
+    assert manager.get("/api/events?filter=eventType == 'ui.error'").json['totalElements'] == 1
