@@ -59,7 +59,8 @@ def import_times() -> None:
 def per_operation() -> None:
     os.environ.pop('AWS_ENDPOINT_URL', None)
     os.environ.update(AWS_DEFAULT_REGION='us-east-1', AWS_ACCESS_KEY_ID='x', AWS_SECRET_ACCESS_KEY='x',
-                      RATE_LIMIT_PER_MINUTE='100000000', RATE_LIMIT_BURST_PER_SECOND='100000000')
+                      RATE_LIMIT_PER_MINUTE='100000000', RATE_LIMIT_BURST_PER_SECOND='100000000',
+                      LOG_LEVEL='WARNING')
     from moto import mock_aws
 
     from bench.counting import count_calls

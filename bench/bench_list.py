@@ -39,10 +39,13 @@ os.environ.pop('AWS_ENDPOINT_URL_DYNAMODB', None)
 os.environ.pop('AWS_PROFILE', None)
 os.environ.update(AWS_DEFAULT_REGION='us-east-1', AWS_ACCESS_KEY_ID='bench', AWS_SECRET_ACCESS_KEY='bench',
                   TABLE_NAME='platform-bench', RATE_LIMIT_PER_MINUTE='100000000',
-                  RATE_LIMIT_BURST_PER_SECOND='100000000')
+                  RATE_LIMIT_BURST_PER_SECOND='100000000', LOG_LEVEL='WARNING')
 
 ADMIN_KEY = 'pk_bench-admin-key'
 WORDS = ['alpha', 'Bravo', 'charlie', 'Delta', 'echo', 'Foxtrot', 'golf', 'Hotel']
+_NS = uuid.UUID('0b9c5a55-3f5e-4d0a-9a52-7f0b7a1e2c11')
+ASSIGNEES = [str(uuid.uuid5(_NS, f'assignee {i}')) for i in range(5)]   # >= 20 tasks each at N=100
+GROUPS = [str(uuid.uuid5(_NS, f'group {i}')) for i in range(4)]
 
 
 # ----------------------------------------------------------------------------- counting calls
@@ -89,15 +92,19 @@ class Recorder:
 # ----------------------------------------------------------------------------- seeding
 
 def seed(org_id: str, project_id: str, user_id: str, n: int) -> list[str]:
-    """n tasks in one project, written as the create service writes them; returns their ids."""
+    """n tasks in one project, written as the create service writes them (the same entity item,
+    index keys included, and the same counters); returns their ids."""
     from chalicelib.core.clock import iso
     from chalicelib.core.config import get_config
+    from chalicelib.domain.registry import family
+    from chalicelib.services import records
     from chalicelib.store import model as store_model
-    from chalicelib.store import repository as repo
     from chalicelib.store import table
     model = store_model.configure()
+    tasks = family('tasks')
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    ids = []
+    ids: list[str] = []
+    counters: dict[str, int] = {table.counter_pk('tasks', org_id): n}
     with model.batch_write() as batch:
         for i in range(n):
             created = iso(start + timedelta(seconds=i))
@@ -105,14 +112,17 @@ def seed(org_id: str, project_id: str, user_id: str, n: int) -> list[str]:
                     'updatedOn': iso(start + timedelta(seconds=(i * 7919) % n)), 'changeSequence': 1,
                     'createdByUserId': user_id, 'organizationId': org_id, 'projectId': project_id,
                     'title': f'{WORDS[i % len(WORDS)]} task {i}', 'description': f'seeded task number {i}',
-                    'statusSlug': ('open', 'done', 'blocked')[i % 3], 'priority': i % 5}
-            batch.save(repo.entity_item('tasks', data, seq=1, org=org_id, tenant=org_id,
-                                        parent=table.project_pk('tasks', project_id), name_value=data['title']))
+                    'statusSlug': ('open', 'done', 'blocked')[i % 3], 'priority': i % 5,
+                    'assigneeId': ASSIGNEES[i % len(ASSIGNEES)], 'taskGroupId': GROUPS[i % len(GROUPS)]}
+            batch.save(records.entity(tasks, data, seq=1, org=org_id))
+            for name, value in records.indexed_values(tasks, data).values():
+                key = table.value_counter_pk('tasks', org_id, name, value)
+                counters[key] = counters.get(key, 0) + 1
             ids.append(data['id'])
         shards = get_config().counter_shards
-        for shard in range(shards):  # the create service spreads +1s over random shards
-            batch.save(model(table.counter_pk('tasks', org_id), str(shard),
-                             cnt=n // shards + (1 if shard < n % shards else 0)))
+        for key, count in counters.items():  # the create service spreads +1s over random shards
+            for shard in range(shards):
+                batch.save(model(key, str(shard), cnt=count // shards + (1 if shard < count % shards else 0)))
     return ids
 
 
@@ -130,7 +140,16 @@ def median_ms(fn: Callable[[], Any], repeat: int) -> float:
 REQUESTS = [  # (label, query parameters, exists when)
     ('page 0, unfiltered', {'pageSize': 10}, lambda n: True),
     ('page 50, unfiltered', {'pageSize': 10, 'page': 50}, lambda n: n > 500),
-    ("filter statusSlug == 'done'", {'pageSize': 10, 'filter': "statusSlug == 'done'"}, lambda n: True),
+    ("indexed statusSlug == 'done'", {'pageSize': 10, 'filter': "statusSlug == 'done'"}, lambda n: True),
+    ('indexed assigneeId == <a>', {'pageSize': 10, 'filter': f"assigneeId == '{ASSIGNEES[1]}'"}, lambda n: True),
+    ('indexed taskGroupId == <g>', {'pageSize': 10, 'filter': f"taskGroupId == '{GROUPS[2]}'"}, lambda n: True),
+    ("indexed status, page 20", {'pageSize': 10, 'page': 20, 'filter': "statusSlug == 'done'"}, lambda n: n > 700),
+    ("indexed status, by updatedOn", {'pageSize': 10, 'sort': 'updatedOn:desc', 'filter': "statusSlug == 'open'"},
+     lambda n: True),
+    ("indexed =in= (2 values)", {'pageSize': 10, 'filter': "statusSlug =in= ('open', 'done')"}, lambda n: True),
+    ("indexed and priority >= 3", {'pageSize': 10, 'filter': "statusSlug == 'done' and priority >= 3"},
+     lambda n: True),
+    ('priority == 3 (not indexed)', {'pageSize': 10, 'filter': 'priority == 3'}, lambda n: True),
     ("filter title ~~ 'alpha'", {'pageSize': 10, 'filter': "title ~~ 'alpha'"}, lambda n: True),
     ('sort=title (name), page 0', {'pageSize': 10, 'sort': 'title'}, lambda n: True),
 ]

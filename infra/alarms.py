@@ -42,10 +42,13 @@ def alarm(name: str, description: str, *, namespace: str, metric: str, dimension
     }
 
 
+MAX_MATH_METRICS = 10   # metrics CloudWatch allows in one metric-math alarm
+
+
 def sum_alarm(name: str, description: str, *, namespace: str, metric_dimensions: list[tuple[str, dict[str, Any]]],
               threshold: float = 0) -> dict[str, Any]:
     """An alarm on the sum of several metrics (metric math; at most 10 metrics per alarm)."""
-    if not 0 < len(metric_dimensions) <= 10:
+    if not 0 < len(metric_dimensions) <= MAX_MATH_METRICS:
         raise ValueError('a metric-math alarm takes 1 to 10 metrics')
     metrics = [{
         'Id': f'm{i}', 'ReturnData': False,

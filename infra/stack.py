@@ -136,10 +136,13 @@ def _alarms(n: Names, resources: dict[str, Any]) -> dict[str, Any]:
         table = {'TableName': {'Ref': 'Table'}}
         metrics = [(f'{kind}ThrottleEvents', table)]
         metrics += [(f'{kind}ThrottleEvents', {**table, 'GlobalSecondaryIndexName': i}) for i in indexes]
-        out[f'Table{kind}ThrottlesAlarm'] = alarms.sum_alarm(
-            f'{n.table}-{kind.lower()}-throttles',
-            f'DynamoDB throttled {kind.lower()}s on {n.table} or its indexes (on-demand capacity limits, '
-            'hot partitions).', namespace='AWS/DynamoDB', metric_dimensions=metrics)
+        for part, start in enumerate(range(0, len(metrics), alarms.MAX_MATH_METRICS)):  # CloudWatch: 10 per alarm
+            suffix = '' if part == 0 else str(part + 1)
+            out[f'Table{kind}Throttles{suffix}Alarm'] = alarms.sum_alarm(
+                f'{n.table}-{kind.lower()}-throttles{"-" + suffix if suffix else ""}',
+                f'DynamoDB throttled {kind.lower()}s on {n.table} or its indexes (on-demand capacity limits, '
+                'hot partitions).', namespace='AWS/DynamoDB',
+                metric_dimensions=metrics[start:start + alarms.MAX_MATH_METRICS])
     return out
 
 

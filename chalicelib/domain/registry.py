@@ -26,6 +26,7 @@ SERVER_FIELDS = frozenset({'id', 'uuid', 'createdOn', 'updatedOn', 'changeSequen
                            'clientIpHash'})  # events: HMAC of the client address (services/ui_events.py)
 OWNERSHIP_FIELDS = frozenset({'organizationId', 'projectId'})
 SEARCH_FIELDS = ('name', 'description', 'searchText')
+INDEX_SLOTS = 5   # equality-indexed fields per family (each slot is a pair of GSIs: store/model.py)
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,6 +46,9 @@ class Family:
     # A reference to a user is checked for membership of the record's organization; this field
     # instead names the user joining it (memberships: its hook decides who may be named).
     joins: str | None = None
+    # fields whose equality filters are served from an index (at most INDEX_SLOTS; a dotted name
+    # is a path into an object field): `field == 'v'` costs the same in any tenant size
+    indexed: tuple[str, ...] = ()
 
     @cached_property
     def own_fields(self) -> tuple[Field, ...]:
@@ -111,7 +115,8 @@ FAMILIES: tuple[Family, ...] = (
        hook='users'),
     _f('memberships', 'Membership', 'org',
        'userId>users role!@MembershipRole email status=ACTIVE@MembershipStatus',
-       unique=('userId',), name_field='role', hook='access', joins='userId'),
+       unique=('userId',), name_field='role', hook='access', joins='userId',
+       indexed=('userId',)),
     _f('teams', 'Team', 'org', f'{_NAMED} color memberIds:strings'),
     _f('roles', 'Role', 'org', f'{_NAMED} permissions:strings builtIn:bool=false', hook='access'),
     _f('permissions', 'Permission', 'org', f'{_NAMED} category builtIn:bool=false', hook='access'),
@@ -130,10 +135,12 @@ FAMILIES: tuple[Family, ...] = (
     _f('tasks', 'Task', 'project',
        'title description searchText statusSlug taskGroupId>task-groups? assigneeId>users? '
        'teamId>teams? createdByActivityId? dueDate:datetime? priority:int? metadata:object '
-       'data:object plan:object', name_field='title', summary_omit=('plan',)),
+       'data:object plan:object', name_field='title', summary_omit=('plan',),
+       indexed=('statusSlug', 'assigneeId', 'teamId', 'taskGroupId', 'createdByActivityId')),
     _f('task-groups', 'TaskGroup', 'project',
        f'{_TEXT} statusSlug assigneeId>users? teamId>teams? metadata:object plan:object',
-       collections={'memberTask': ('tasks', 'taskGroupId')}, hook='task_groups'),
+       collections={'memberTask': ('tasks', 'taskGroupId')}, hook='task_groups',
+       indexed=('statusSlug', 'assigneeId')),
     _f('task-group-history', 'TaskGroupHistory', 'project',
        'taskGroupId>task-groups action@AuditAction userId userEmail changes:object',
        name_field='action', read_only=True),
@@ -143,17 +150,20 @@ FAMILIES: tuple[Family, ...] = (
        'testOptions:object validationErrors:object', soft_delete=True),
     _f('prompts', 'Prompt', 'org',
        'name slug type extensionPackRef yamlSource deprecated:bool=false publicAccess:bool=false '
-       'template:bool=false metadata:object', soft_delete=True),
+       'template:bool=false metadata:object', soft_delete=True,
+       indexed=('type',)),
     _f('document-stores', 'DocumentStore', 'project',
        f'{_NAMED} storeType storePurpose publicAccess:bool=false metadata:object'),
     _f('document-families', 'DocumentFamily', 'project',
        'path documentStoreId>document-stores? documentStatus:object? labels:strings mixins:strings '
-       'locked:bool=false size:int metadata:object', name_field='path'),
+       'locked:bool=false size:int metadata:object', name_field='path',
+       indexed=('documentStoreId', 'documentStatus.id')),
     _f('content-objects', 'ContentObject', 'project',
        'name contentMetadata:object metadata:object contentType:int index:int size:int '
        'created:datetime? modified:datetime? docTransitionType documentFamilyId>document-families? '
        'documentVersion sourceContentObjectId storeRef summary mixins:strings source:object '
-       'documentTaxonValidations:array'),
+       'documentTaxonValidations:array',
+       indexed=('documentFamilyId',)),
     _f('knowledge-sets', 'KnowledgeSet', 'project',
        f'{_NAMED} setType status projectSlug currentSnapshotId? priority:int featureExpression:object '
        'features:array knowledgeItems:array'),
@@ -179,10 +189,12 @@ FAMILIES: tuple[Family, ...] = (
     _f('executions', 'Execution', 'project',
        'name description status=PENDING@ExecutionStatus statusMessages:array activityId>activities? '
        'assistantId>assistants? startedOn:datetime? completedOn:datetime? metadata:object',
-       id_param='executionId'),
+       id_param='executionId',
+       indexed=('activityId', 'status')),
     _f('activities', 'Activity', 'project',
        f'{_TEXT} status=PENDING@ActivityStatus activityPlanId>activity-plans? startedOn:datetime? '
-       'completedOn:datetime? metadata:object'),
+       'completedOn:datetime? metadata:object',
+       indexed=('activityPlanId', 'status')),
     _f('activity-plans', 'ActivityPlan', 'project',
        f'{_NAMED} steps:array schemas:object metadata:object prompts:array documentFamilyGroups:array',
        summary_omit=('steps', 'schemas', 'metadata', 'prompts', 'documentFamilyGroups')),
@@ -219,16 +231,27 @@ FAMILIES: tuple[Family, ...] = (
     _f('channels', 'Channel', 'org', f'{_NAMED} isPrivate:bool=false memberIds:strings metadata:object'),
     _f('messages', 'Message', 'org',
        'channelId!>channels content role=USER@ChatMessageRole userId>users? metadata:object',
-       name_field='content'),
+       name_field='content',
+       indexed=('channelId',)),
     _f('events', 'Event', 'org',
        'name description eventType! source payload:object occurredOn:datetime? userEmail clientIpHash',
-       name_field='eventType', hook='events'),
+       name_field='eventType', hook='events',
+       indexed=('eventType',)),
     _f('linked-deltas', 'LinkedDelta', 'project',
        'name state=PENDING@LinkedDeltaState errorMessage? documentFamilyId>document-families? '
-       'operations:array'),
+       'operations:array',
+       indexed=('documentFamilyId', 'state')),
 )
 
 BY_PATH: dict[str, Family] = {f.path: f for f in FAMILIES}
+
+for _fam in FAMILIES:   # a declaration the storage cannot serve fails at import, not at a request
+    if len(_fam.indexed) > INDEX_SLOTS:
+        raise ValueError(f'{_fam.path}: at most {INDEX_SLOTS} indexed fields')
+    for _name in _fam.indexed:
+        _head = _fam.fields.get(_name.split('.')[0])
+        if _head is None or (_head.type not in ('string', 'object') or ('.' in _name) != (_head.type == 'object')):
+            raise ValueError(f'{_fam.path}: cannot index {_name!r}')
 
 
 def family(path: str) -> Family:

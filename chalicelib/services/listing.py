@@ -14,6 +14,15 @@ Plans, cheapest first:
                sorted by createdOn / updatedOn / the family's name field (or unsorted =
                createdOn): walk the KEYS_ONLY index up to the page, BatchGet only the page,
                totalElements from the sharded counter. Cost: O(page * size) keys + size items.
+  value index  a top-level ``field == 'v'`` (or ``field =in= (...)``, up to MAX_IN_VALUES
+               values) on a field the family declares ``indexed``: the value's partition of an
+               equality index (one per tenant and value; store/table.py walk_value).
+               Alone (an organizationId pin aside), sorted by createdOn or updatedOn, with no
+               query text: walk the keys up to the page, merge the partitions in sort order,
+               BatchGet only the page; totalElements from the per-value counters. Cost:
+               O(page * size) keys + size items per partition, whatever the tenant's size.
+               With other conditions, a query or another sort: read the value's entries (keys,
+               then the items) and finish in memory. Cost: the records holding the value.
   tenant read  anything else: Query the tenant's (or the pinned project's) ALL-projection
                index with the part of the filter DynamoDB can express as FilterExpression,
                finish the filter, text query and sort in memory, slice the page. Cost: the
@@ -42,7 +51,7 @@ from chalicelib.core.errors import BadRequest
 from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import Family
 from chalicelib.domain.registry import family as family_of
-from chalicelib.query import Compare, evaluate
+from chalicelib.query import And, Compare, Not, Or, evaluate
 from chalicelib.store import table
 
 from . import access
@@ -54,6 +63,8 @@ DEFAULT_PAGE_SIZE = 10
 MAX_PAGE = 1_000_000
 SORTABLE_TYPES = {'string', 'bool', 'int', 'number', 'datetime'}
 INDEXED_SORTS = ('createdOn', 'updatedOn')
+MAX_IN_VALUES = 5            # =in= on an indexed field is served from the index up to this many values
+MAX_VALUE_PARTITIONS = 20    # tenants x values merged for one page
 _INTEGER = re.compile(r'-?[0-9]{1,12}')
 
 
@@ -141,6 +152,10 @@ def _list(family: Family, principal: Principal, req: ListRequest) -> dict[str, A
         if walked is not None:
             return walked
     plan.bind(RelatedRecords(family, tenants if isinstance(tenants, list) else principal.org_ids, principal))
+    if isinstance(tenants, list) and family.indexed:
+        served = _value_index(family, tenants, plan, req)
+        if served is not None:
+            return served
     items, pushed_down = _read_candidates(family, principal, tenants, project=project, plan=plan)
     items = [i for i in items if plan.matches(i, pushed_down) and _text_match(family, i, req.query)]
     items.sort(key=_sort_key(family, req.sort))
@@ -214,6 +229,95 @@ def _index_walk(family: Family, tenant: str, req: ListRequest) -> dict[str, Any]
     page_ids = page_ids[req.page * req.size:want]
     found = table.batch_get((family.path, i) for i in page_ids)
     return envelope([found[i].data for i in page_ids if i in found], total, req)
+
+
+def _indexed_equality(family: Family, plan: FilterPlan) -> tuple[int, str, tuple[str, ...], list] | None:
+    """(slot, field, values, the other top-level conjuncts) of the first top-level equality on
+    an indexed field, or None."""
+    if plan.is_empty or not family.indexed:
+        return None
+    leaves = list(plan.node.items) if isinstance(plan.node, And) else [plan.node]
+    for position, leaf in enumerate(leaves):
+        if not isinstance(leaf, Compare) or leaf.op not in ('==', '=in='):
+            continue
+        name = '.'.join(leaf.path)
+        if name not in family.indexed or (leaf.target is not None and leaf.target.kind != 'field'):
+            continue
+        values = (leaf.value,) if leaf.op == '==' else tuple(leaf.value)
+        if values and len(values) <= MAX_IN_VALUES and all(isinstance(v, str) for v in values):
+            return family.indexed.index(name) + 1, name, tuple(dict.fromkeys(values)), \
+                leaves[:position] + leaves[position + 1:]
+    return None
+
+
+def _value_index(family: Family, tenants: list[str], plan: FilterPlan, req: ListRequest) -> dict[str, Any] | None:
+    """The page from the equality index of an indexed field, or None when it cannot serve it."""
+    found = _indexed_equality(family, plan)
+    if found is None:
+        return None
+    slot, name, values, others = found
+    values, others = _decide_on_the_value(name, values, others)
+    if not values:
+        return envelope([], 0, req)
+    parts = [(tenant, value) for tenant in tenants for value in values if value]
+    if len(parts) > MAX_VALUE_PARTITIONS:
+        return None
+    order, desc = req.sort[0] if req.sort else ('createdOn', False)
+    exact = (req.query is None and len(req.sort) <= 1 and order in INDEXED_SORTS
+             and all(_is_pin(leaf, 'organizationId') for leaf in others))
+    if exact:
+        total = sum(table.count_value(family.path, tenant, name, value) for tenant, value in parts)
+        start, want = req.page * req.size, (req.page + 1) * req.size
+        if start >= total:
+            return envelope([], total, req)
+        keys: list[tuple[str, str]] = []
+        for tenant, value in parts:
+            keys += table.walk_value(family.path, tenant, slot=slot, field_name=name, value=value, order=order,
+                                     descending=desc, limit=want)
+        keys.sort(reverse=desc)   # '{instant}#{id}': text order is (instant, id), as the list's order
+        page_ids = [id_ for _, id_ in keys[start:want]]
+        records = table.batch_get((family.path, i) for i in page_ids)
+        return envelope([records[i].data for i in page_ids if i in records], total, req)
+    ids = [id_ for tenant, value in parts for _, id_ in table.walk_value(
+        family.path, tenant, slot=slot, field_name=name, value=value, order='createdOn', descending=False,
+        limit=None)]
+    items = [s.data for s in table.batch_get((family.path, i) for i in ids).values()]
+    items = [i for i in items if plan.matches(i, pushed_down=False) and _text_match(family, i, req.query)]
+    items.sort(key=_sort_key(family, req.sort))
+    start = req.page * req.size
+    return envelope(items[start:start + req.size], len(items), req)
+
+
+def _paths(node) -> set[tuple[str, ...]]:
+    if isinstance(node, (And, Or)):
+        return set().union(*(_paths(item) for item in node.items))
+    if isinstance(node, Not):
+        return _paths(node.item)
+    return {node.path}
+
+
+def _decide_on_the_value(name: str, values: tuple[str, ...], others: list) -> tuple[tuple[str, ...], list]:
+    """Conjuncts that name only the indexed field are decided by its value alone (a hook's
+    ``not(eventType =like= 'ui.*')`` beside ``eventType == 'tasks.updated'``): true for a value,
+    they are implied; false, that value matches nothing. The rest stay conditions."""
+    path = tuple(name.split('.'))
+    decided = [leaf for leaf in others if _paths(leaf) == {path}]
+    if not decided:
+        return values, others
+
+    def record(value: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+        return out
+    kept = tuple(v for v in values if all(evaluate(leaf, record(v)) for leaf in decided))
+    return kept, [leaf for leaf in others if leaf not in decided]
+
+
+def _is_pin(leaf, name: str) -> bool:
+    return isinstance(leaf, Compare) and leaf.op == '==' and leaf.path == (name,) and isinstance(leaf.value, str)
 
 
 def _read_candidates(family: Family, principal: Principal, tenants, *, project: str | None,

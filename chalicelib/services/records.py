@@ -1,7 +1,9 @@
 """The items a write of a record touches, assembled in one place.
 
-A record of any family is stored as its entity item plus, in the same transaction, the
-unique-value items of its unique fields, a counter shard of its tenant, and whatever its
+A record of any family is stored as its entity item (carrying its list and equality-index
+keys) plus, in the same transaction, the unique-value items of its unique fields, a counter
+shard of its tenant, a counter shard per value of each equality-indexed field (moved when the
+value changes, so an indexed filter's ``totalElements`` reads no matches), and whatever its
 family hook adds (memberships: the member's ACL item; task groups: a history entry;
 organizations: built-in roles and the creator's membership). ``create_ops``, ``update_ops``
 and ``delete_ops`` build those operations; hooks that create further records (a membership,
@@ -55,10 +57,38 @@ def _parent(family: Family, data: dict[str, Any]) -> str | None:
     return None
 
 
+def indexed_values(family: Family, data: dict[str, Any]) -> dict[int, tuple[str, str]]:
+    """Equality-index slot -> (field, value) for the indexed fields holding a non-empty string."""
+    out: dict[int, tuple[str, str]] = {}
+    for slot, name in enumerate(family.indexed, 1):
+        value: Any = data
+        for part in name.split('.'):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, str) and value:
+            out[slot] = (name, value)
+    return out
+
+
 def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, listed: bool = True):
     """The entity item of a record; ``listed=False`` keeps it out of every list (soft delete)."""
+    keys = None
+    if listed and family.indexed:
+        owner = tenant(family, org)
+        keys = {slot: table.value_pk(family.path, owner, name, value)
+                for slot, (name, value) in indexed_values(family, data).items()}
     return repo.entity_item(family.path, data, seq=seq, org=org, tenant=tenant(family, org) if listed else None,
-                            parent=_parent(family, data), name_value=data.get(family.name_field))
+                            parent=_parent(family, data), name_value=data.get(family.name_field), value_keys=keys)
+
+
+def _value_counter_moves(family: Family, owner: str, before: dict[str, Any] | None,
+                         after: dict[str, Any] | None) -> dict[str, int]:
+    """Counter key -> amount, for the indexed values a write removes (-1) and adds (+1)."""
+    moves: dict[str, int] = {}
+    for data, amount in ((before, -1), (after, 1)):
+        for name, value in (indexed_values(family, data).values() if data is not None else ()):
+            key = table.value_counter_pk(family.path, owner, name, value)
+            moves[key] = moves.get(key, 0) + amount
+    return {key: amount for key, amount in moves.items() if amount}
 
 
 def new_record(family: Family, values: dict[str, Any], *, principal: Principal, org: str | None = None,
@@ -90,10 +120,14 @@ def create_ops(family: Family, records: list[dict[str, Any]], principal: Princip
         ops += [repo.claim_unique(family.path, scope=scope, field_name=name, value=data[name], owner_id=data['id'])
                 for name in family.unique if data.get(name) is not None]
     by_tenant: dict[str, int] = {}
+    by_value: dict[str, int] = {}
     for data in records:
         key = tenant(family, record_org(family, data))
         by_tenant[key] = by_tenant.get(key, 0) + 1
+        for counter, amount in _value_counter_moves(family, key, None, data).items():
+            by_value[counter] = by_value.get(counter, 0) + amount
     ops += [repo.move_counter(family.path, key, n) for key, n in by_tenant.items()]
+    ops += [repo.move_counter_at(counter, n) for counter, n in by_value.items()]
     for data in records:
         ops += hook.extra_create_ops(family, principal, data)
         ops += hook.audit_ops(family, principal, 'CREATE', data, None)
@@ -112,6 +146,10 @@ def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal
                                              owner_id=new['id']))
             if old_value is not None:
                 ops.append(repo.release_unique(family.path, scope=scope, field_name=name, value=old_value))
+    owner = tenant(family, stored.org)
+    counted = stored.data if stored.indexed else None   # not yet backfilled: nothing to move away from
+    ops += [repo.move_counter_at(counter, n)
+            for counter, n in _value_counter_moves(family, owner, counted, new).items()]
     ops += hook_for(family).audit_ops(family, principal, 'UPDATE', new, stored)
     return ops
 
@@ -126,7 +164,11 @@ def delete_ops(family: Family, stored: Stored, principal: Principal, *, soft: di
     scope = unique_scope(family, stored.data, stored.org)
     ops += [repo.release_unique(family.path, scope=scope, field_name=name, value=stored.data[name])
             for name in family.unique if stored.data.get(name) is not None]
-    ops.append(repo.move_counter(family.path, tenant(family, stored.org), -1))
+    owner = tenant(family, stored.org)
+    ops.append(repo.move_counter(family.path, owner, -1))
+    ops += [repo.move_counter_at(counter, n)
+            for counter, n in _value_counter_moves(family, owner, stored.data if stored.indexed else None,
+                                                   None).items()]
     ops += hook_for(family).audit_ops(family, principal, 'DELETE', stored.data, stored)
     return ops
 

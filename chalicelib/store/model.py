@@ -29,6 +29,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjec
 from pynamodb.models import Model
 
 from chalicelib.core.config import get_config
+from chalicelib.domain.registry import INDEX_SLOTS  # one pair of GSIs per slot below
 
 CONNECT_TIMEOUT = 2
 READ_TIMEOUT = 8
@@ -73,15 +74,35 @@ class Item(Model):
     cnt = NumberAttribute(null=True)
     ref = UnicodeAttribute(null=True)
     ttl = NumberAttribute(null=True)
+    # equality-index slots (store/table.py value_pk): x{n} = '{family}#{tenant}#{field}={value}'
+    x1 = UnicodeAttribute(null=True)
+    x2 = UnicodeAttribute(null=True)
+    x3 = UnicodeAttribute(null=True)
+    x4 = UnicodeAttribute(null=True)
+    x5 = UnicodeAttribute(null=True)
+    ixv = NumberAttribute(null=True)   # 1: the item's indexed values are keyed and counted
 
     by_created = _index('by_created', 'tpk', 'csk', keys_only=True)
     by_updated = _index('by_updated', 'tpk', 'usk', keys_only=True)
     by_name = _index('by_name', 'tpk', 'nsk', keys_only=True)
     tenant_all = _index('tenant_all', 'tpk', 'csk', keys_only=False)
     by_parent = _index('by_parent', 'ppk', 'csk', keys_only=False)
+    # one pair per equality-index slot: the records with one value of one field, by createdOn
+    # and by updatedOn (KEYS_ONLY: a page walks keys, then BatchGets the page)
+    x1_created = _index('x1_created', 'x1', 'csk', keys_only=True)
+    x1_updated = _index('x1_updated', 'x1', 'usk', keys_only=True)
+    x2_created = _index('x2_created', 'x2', 'csk', keys_only=True)
+    x2_updated = _index('x2_updated', 'x2', 'usk', keys_only=True)
+    x3_created = _index('x3_created', 'x3', 'csk', keys_only=True)
+    x3_updated = _index('x3_updated', 'x3', 'usk', keys_only=True)
+    x4_created = _index('x4_created', 'x4', 'csk', keys_only=True)
+    x4_updated = _index('x4_updated', 'x4', 'usk', keys_only=True)
+    x5_created = _index('x5_created', 'x5', 'csk', keys_only=True)
+    x5_updated = _index('x5_updated', 'x5', 'usk', keys_only=True)
 
 
-INDEXES = ('by_created', 'by_updated', 'by_name', 'tenant_all', 'by_parent')
+INDEXES = ('by_created', 'by_updated', 'by_name', 'tenant_all', 'by_parent',
+           *(f'x{n}_{order}' for n in range(1, INDEX_SLOTS + 1) for order in ('created', 'updated')))
 
 
 @lru_cache(maxsize=1)

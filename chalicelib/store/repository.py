@@ -95,8 +95,9 @@ class Op:
 # ----------------------------------------------------------------------------- entities
 
 def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None, tenant: str | None,
-                parent: str | None, name_value: Any) -> Item:
-    """The item of an entity; ``tenant`` None leaves it out of every list (soft delete)."""
+                parent: str | None, name_value: Any, value_keys: dict[int, str] | None = None) -> Item:
+    """The item of an entity; ``tenant`` None leaves it out of every list (soft delete).
+    ``value_keys``: equality-index slot -> its partition key (store/table.py value_pk)."""
     model = configure()
     id_ = data['id']
     item = model(entity_pk(family, id_), ENTITY_SK, kind=family, data=data, seq=seq, org=org)
@@ -107,6 +108,10 @@ def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None,
         item.nsk = name_sort_key(name_value, id_)
         if parent is not None:
             item.ppk = parent
+        if value_keys is not None:
+            item.ixv = 1
+            for slot, key in value_keys.items():
+                setattr(item, f'x{slot}', key)
     return item
 
 
@@ -122,6 +127,16 @@ def delete_entity(family: str, id_: str, expected_seq: int, **tag: Any) -> Op:
     model = configure()
     item = model(entity_pk(family, id_), ENTITY_SK)
     return Op('delete', item=item, condition=(model.seq == expected_seq), tag={'what': 'entity', **tag})
+
+
+def key_values(item: Item, seq: int, value_keys: dict[int, str]) -> Op:
+    """Give an entity written before equality indexes existed its index keys and mark it
+    counted, only if it is still that version and not yet marked (backfill; idempotent)."""
+    model = configure()
+    actions = [model.ixv.set(1)] + [getattr(model, f'x{slot}').set(key) for slot, key in value_keys.items()]
+    return Op('update', item=model(item.pk, item.sk), actions=actions,
+              condition=(model.seq == seq) & model.ixv.does_not_exist() & model.tpk.exists(),
+              tag={'what': 'entity'})
 
 
 def check_exists(family: str, id_: str, org: str | None, **tag: Any) -> Op:
@@ -153,9 +168,14 @@ def release_unique(family: str, *, scope: str, field_name: str, value: Any) -> O
 
 def move_counter(family: str, tenant: str, amount: int) -> Op:
     """Counters are sharded: concurrent creates in one tenant touch different items."""
+    return move_counter_at(counter_pk(family, tenant), amount)
+
+
+def move_counter_at(pk: str, amount: int) -> Op:
+    """Add ``amount`` to a random shard of the counter ``pk`` (store/table.py counter keys)."""
     model = configure()
     shard = str(random.randrange(get_config().counter_shards))
-    return Op('add', item=model(counter_pk(family, tenant), shard), amount=amount, tag={'what': 'counter'})
+    return Op('add', item=model(pk, shard), amount=amount, tag={'what': 'counter'})
 
 
 def move_members(org_id: str, amount: int) -> Op:

@@ -10,15 +10,25 @@
 | API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | store/credentials.py       |
 | key pointer   | ``KEY#{sha256(key)}``                   | ``#``                 | keys not naming their user |
 | rate window   | ``RL#{userId}#{minute}``                | ``#``                 | store/ratelimit.py; TTL    |
+| value counter | ``CNT#{family}#{tenant}#{field}={value}`` | shard no.           | records per indexed value  |
 
 Entity index attributes (removed when an entity is soft-deleted, so it leaves every list):
   tpk  ``{family}#{tenant}``  tenant partition: organization id, or ``ALL`` for global families
   ppk  ``{family}#P#{projectId}`` (project-scoped) or ``memberships#U#{userId}`` (memberships)
   csk  ``{createdOn}#{id}``   usk ``{updatedOn}#{id}``   nsk ``name_sort_key(name, id)``
 
+  x1..x5  ``{family}#{tenant}#{field}={value}``: the equality-indexed fields of the family's
+       registry declaration (``Family.indexed``), slot n = the n-th declared field; absent when
+       the field has no string value (and on soft-deleted records)
+  ixv  1 when the item's indexed values are keyed and counted (every listed entity written by
+       this code; items written before equality indexes existed lack it until
+       ``python -m chalicelib.ops.backfill_indexes`` has keyed and counted them)
+
 GSIs (store/model.py): by_created / by_updated / by_name are KEYS_ONLY (deep pages walk keys,
 then BatchGet the page); tenant_all and by_parent project everything (filtered lists read
-items there).
+items there); x{n}_created / x{n}_updated are KEYS_ONLY, one pair per slot: the records holding
+one value of one field, by createdOn or updatedOn. Being keys of the entity item, these entries
+are written, moved and removed by DynamoDB with the entity itself (nothing to keep in step).
 
 Reads are named for what they serve (``query_tenant``, ``walk_index``, ``memberships_of``...):
 services never see a key condition, an index name or a client.
@@ -68,6 +78,17 @@ def members_pk(org_id: str) -> str:
     return f'MEMBERS#{org_id}'
 
 
+def value_pk(family: str, tenant: str, field_name: str, value: str) -> str:
+    """Partition of one value of one indexed field in one tenant (long values by their hash)."""
+    if len(value.encode('utf-8', 'surrogatepass')) > UNIQUE_VALUE_BYTES:
+        value = 'sha256:' + hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()
+    return f'{family}#{tenant}#{field_name}={value}'
+
+
+def value_counter_pk(family: str, tenant: str, field_name: str, value: str) -> str:
+    return f'CNT#{value_pk(family, tenant, field_name, value)}'
+
+
 def unique_key(family: str, *, scope: str, field_name: str, value: Any) -> str:
     text = str(value)
     if len(text.encode('utf-8', 'surrogatepass')) > UNIQUE_VALUE_BYTES:  # a partition key stops at 2048 bytes
@@ -113,6 +134,7 @@ class Stored:
     data: dict[str, Any]
     seq: int
     org: str | None
+    indexed: bool = False   # its indexed values are counted (``ixv``): a write may move them
 
     @property
     def id(self) -> str:
@@ -125,7 +147,7 @@ def stored_from(item: Item | None) -> Stored | None:
     data = item.data.as_dict()
     if data.get('deleted') is True:
         return None
-    return Stored(family=item.kind, data=data, seq=int(item.seq or 0), org=item.org)
+    return Stored(family=item.kind, data=data, seq=int(item.seq or 0), org=item.org, indexed=item.ixv is not None)
 
 
 def get(family: str, id_: str, consistent: bool = True) -> Stored | None:
@@ -210,6 +232,38 @@ def walk_index(family: str, tenant: str, *, order: str, descending: bool, limit:
 def count(family: str, tenant: str) -> int:
     """Records of ``family`` in a tenant: the sum of its counter shards (one Query)."""
     return sum(int(i.cnt or 0) for i in configure().query(counter_pk(family, tenant)))
+
+
+def count_value(family: str, tenant: str, field_name: str, value: str) -> int:
+    """Records of ``family`` in a tenant holding ``value`` in an indexed field (one Query)."""
+    return sum(int(i.cnt or 0) for i in configure().query(value_counter_pk(family, tenant, field_name, value)))
+
+
+def walk_value(family: str, tenant: str, *, slot: int, field_name: str, value: str, order: str,
+               descending: bool, limit: int | None) -> list[tuple[str, str]]:
+    """(sort key, id) of the first ``limit`` records (all when None) holding ``value`` in the
+    indexed field of ``slot``, in ``order`` ('createdOn' or 'updatedOn'): keys only."""
+    index = getattr(configure(), f'x{slot}_{"created" if order == "createdOn" else "updated"}')
+    attr = 'csk' if order == 'createdOn' else 'usk'
+    kwargs: dict[str, Any] = {'scan_index_forward': not descending}
+    if limit is not None:
+        kwargs.update(limit=limit, page_size=min(limit, 2000))
+    return [(getattr(k, attr), k.pk.split('#', 1)[1])
+            for k in index.query(value_pk(family, tenant, field_name, value), **kwargs)]
+
+
+# ----------------------------------------------------------------------------- operator tools
+
+def scan_page(start: dict[str, Any] | None = None, *, limit: int = 500) -> tuple[list[Item], dict[str, Any] | None]:
+    """One page of the whole table and where the next one starts (None: the end). For the
+    operator tools of chalicelib/ops only: no request path scans."""
+    model = configure()
+    kwargs: dict[str, Any] = {'limit': limit, 'page_size': limit}
+    if start is not None:
+        kwargs['last_evaluated_key'] = start
+    result = model.scan(**kwargs)
+    items = list(result)
+    return items, result.last_evaluated_key
 
 
 # ----------------------------------------------------------------------------- memberships, unique values

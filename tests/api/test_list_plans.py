@@ -6,6 +6,8 @@ reads. Requests go through HTTP; only the calls made inside the list service are
   unfiltered, sorted by createdOn / updatedOn / the name field (or unsorted):
       Query of the counter shards + Query of a KEYS_ONLY index (keys up to the page) +
       BatchGetItem of the page: the items read do not depend on the tenant's size
+  an equality on an indexed field (statusSlug...): the value's counter + its keys up to the page
+      + BatchGetItem of the page; with other conditions: the value's keys and records only
   anything else (filters, text query, other sorts): the tenant's (or pinned project's) partition
       of an ALL-projection index, whole; the filter part DynamoDB can evaluate is pushed down
 """
@@ -260,13 +262,44 @@ def test_several_sort_fields_read_the_whole_tenant(env):
     assert sum(c.read for c in _tenant_reads(calls)) == TOTAL
 
 
-def test_equality_filter_is_pushed_down_but_reads_the_tenant(env):
-    body, calls = env.get(pageSize=100, filter="statusSlug == 'done'")
+def test_equality_on_a_field_that_is_not_indexed_is_pushed_down_but_reads_the_tenant(env):
+    body, calls = env.get(pageSize=100, filter='priority == 3')
     reads = _tenant_reads(calls)
     assert all('FilterExpression' in c.request for c in reads)
-    matching = sum(1 for t in env.tasks if t['statusSlug'] == 'done')
+    matching = sum(1 for t in env.tasks if t['priority'] == 3)
     assert sum(c.read for c in reads) == TOTAL
     assert sum(c.response['Count'] for c in reads) == matching == body['totalElements']
+
+
+@pytest.mark.parametrize('sort,index', [(None, 'x1_created'), ('createdOn:desc', 'x1_created'),
+                                        ('updatedOn', 'x1_updated')])
+def test_indexed_equality_walks_the_values_keys_and_fetches_only_the_page(env, sort, index):
+    """statusSlug is the tasks' first indexed field: the value's counter, its keys up to the
+    page, the page's items; nothing else, whatever the tenant's size."""
+    params = {'pageSize': 3, 'filter': "statusSlug == 'done'", **({'sort': sort} if sort else {})}
+    body, calls = env.get(**params)
+    counter, keys, batch = calls
+    current = [env.api.get(f"/api/tasks/{t['id']}").json for t in env.tasks]   # updatedOn moved since
+    matching = sorted((t for t in current if t['statusSlug'] == 'done'),
+                      key=lambda t: (t[(sort or 'createdOn').split(':')[0]], t['id']),
+                      reverse=(sort or '').endswith(':desc'))
+    assert counter.op == 'Query' and counter.index is None and counter.read <= SHARDS
+    assert keys.index == index and keys.request.get('Limit') == 3 and keys.read == 3
+    assert batch.op == 'BatchGetItem' and batch.read == 3
+    assert body['totalElements'] == len(matching)
+    assert [t['id'] for t in body['content']] == [t['id'] for t in matching[:3]]
+
+
+def test_indexed_equality_with_other_conditions_reads_only_the_values_records(env):
+    body, calls = env.get(pageSize=100, filter="statusSlug =in= ('done', 'open') and priority >= 3")
+    assert not [c for c in calls if c.op == 'Query' and c.index in ('tenant_all', 'by_parent')]
+    keys = [c for c in calls if c.op == 'Query' and c.index == 'x1_created']
+    holding = [t for t in env.tasks if t['statusSlug'] in ('done', 'open')]
+    assert len(keys) == 2 and sum(c.read for c in keys) == len(holding)
+    assert sum(c.read for c in calls if c.op == 'BatchGetItem') == len(holding)
+    expected = sorted(t['id'] for t in holding if t['priority'] >= 3)
+    assert sorted(t['id'] for t in body['content']) == expected == sorted(t['id'] for t in body['content'])
+    assert body['totalElements'] == len(expected)
 
 
 def test_contains_filter_is_evaluated_in_memory(env):
@@ -315,3 +348,28 @@ def test_deep_document_paths_stay_in_memory(env):
         for c in reads:
             chains = re.findall(r'#n\d+(?:\.#n\d+)*', c.request.get('FilterExpression', ''))
             assert max((chain.count('.') + 1 for chain in chains), default=0) <= 32
+
+
+def test_a_hooks_condition_on_the_indexed_field_alone_keeps_the_flat_plan(api, org_id, users, monkeypatch):
+    """The events hook hides ui.* events from MEMBER users with not(eventType =like= 'ui.*');
+    beside eventType == 'tasks.updated' that is decided by the value: the page still walks only
+    the page's keys, and a ui.* value matches nothing without reading anything."""
+    from chalicelib.store import table
+    for _ in range(3):
+        assert api.post('/api/events', {'organizationId': org_id, 'eventType': 'tasks.updated'}).status == 201
+    manager = api.as_key(users['MANAGE'])
+    batch = {'organizationId': org_id, 'events': [{'kind': 'ui.error', 'payload': {'m': 'x'}}]}
+    assert manager.post('/api/events/ui/batch', batch).status == 200
+    walks: list[int | None] = []
+    real = table.walk_value
+
+    def recorded(*args, **kwargs):
+        walks.append(kwargs['limit'])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(table, 'walk_value', recorded)
+    member = api.as_key(users['MEMBER'])
+    page = member.get("/api/events?pageSize=2&filter=eventType == 'tasks.updated'").json
+    assert page['totalElements'] == 3 and len(page['content']) == 2 and walks == [2]
+    walks.clear()
+    assert member.get("/api/events?filter=eventType == 'ui.error'").json['totalElements'] == 0 and walks == []
+    assert manager.get("/api/events?filter=eventType == 'ui.error'").json['totalElements'] == 1

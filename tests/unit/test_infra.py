@@ -13,9 +13,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_table_template_has_every_index_of_the_model():
     props = template('prod')['Resources']['Table']['Properties']
     names = {g['IndexName'] for g in props['GlobalSecondaryIndexes']}
-    assert names == {'by_created', 'by_updated', 'by_name', 'tenant_all', 'by_parent'}
+    slots = {f'x{n}_{order}' for n in range(1, 6) for order in ('created', 'updated')}   # equality indexes
+    assert names == {'by_created', 'by_updated', 'by_name', 'tenant_all', 'by_parent'} | slots
+    assert len(names) <= 20   # DynamoDB's limit of GSIs per table
     projections = {g['IndexName']: g['Projection']['ProjectionType'] for g in props['GlobalSecondaryIndexes']}
     assert projections['by_created'] == 'KEYS_ONLY' and projections['tenant_all'] == 'ALL'
+    assert all(projections[s] == 'KEYS_ONLY' for s in slots)
     for g in props['GlobalSecondaryIndexes']:
         assert [k['KeyType'] for k in g['KeySchema']] == ['HASH', 'RANGE']
     assert props['TimeToLiveSpecification'] == {'AttributeName': 'ttl', 'Enabled': True}

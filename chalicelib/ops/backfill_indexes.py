@@ -1,0 +1,71 @@
+"""Key and count the records written before equality indexes existed.
+
+    python -m chalicelib.ops.backfill_indexes [--state FILE] [--page-size N]
+
+Reads the whole table (an operator tool: Scan is fine here). For every listed entity of a
+family that declares ``indexed`` fields and is not yet marked counted (``ixv``), one
+transaction sets its index keys, marks it and adds it to its values' counters, on condition
+that it is still the version read and still unmarked. Hence:
+
+* idempotent: a marked record is skipped, a second run changes nothing;
+* safe beside live traffic: a record written meanwhile by the API is keyed and counted by that
+  write (it only moves counters of values it knows were counted), so the condition fails and
+  the record is skipped, never counted twice;
+* resumable: the Scan position is saved to ``--state`` after every page, and a run started
+  with the same file continues from there (without one, it starts over, which is harmless).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from chalicelib.domain.registry import BY_PATH
+from chalicelib.services import records
+from chalicelib.store import repository as repo
+from chalicelib.store import table
+from chalicelib.store.repository import WriteConflict
+
+
+def backfill(*, state: Path | None = None, page_size: int = 500, out=print) -> dict[str, int]:
+    start: dict[str, Any] | None = json.loads(state.read_text()) if state and state.exists() else None
+    totals = {'scanned': 0, 'keyed': 0, 'skipped': 0}
+    while True:
+        items, start = table.scan_page(start, limit=page_size)
+        for item in items:
+            totals['scanned'] += 1
+            family = BY_PATH.get(item.kind or '')
+            if family is None or not family.indexed or item.sk != table.ENTITY_SK or item.tpk is None \
+                    or item.ixv is not None or item.data is None:
+                continue
+            data = item.data.as_dict()
+            owner = records.tenant(family, item.org)
+            values = records.indexed_values(family, data)
+            ops = [repo.key_values(item, int(item.seq or 0),
+                                   {slot: table.value_pk(family.path, owner, name, value)
+                                    for slot, (name, value) in values.items()})]
+            ops += [repo.move_counter_at(table.value_counter_pk(family.path, owner, name, value), 1)
+                    for name, value in values.values()]
+            try:
+                repo.commit(ops)
+                totals['keyed'] += 1
+            except WriteConflict:
+                totals['skipped'] += 1   # written meanwhile (keyed by that write) or already done
+        if state is not None:
+            state.write_text(json.dumps(start) if start else 'null')
+        out(f"scanned {totals['scanned']}, keyed {totals['keyed']}, skipped {totals['skipped']}")
+        if start is None:
+            return totals
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--state', type=Path, help='file keeping the scan position (resume with the same file)')
+    parser.add_argument('--page-size', type=int, default=500)
+    args = parser.parse_args(argv)
+    backfill(state=args.state, page_size=args.page_size)
+
+
+if __name__ == '__main__':
+    main()
