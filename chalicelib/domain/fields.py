@@ -28,8 +28,8 @@ TYPES = {'string', 'bool', 'int', 'number', 'datetime', 'object', 'any', 'string
 # Named enumerations (also exported as OpenAPI components).
 ENUMS: dict[str, tuple[str, ...]] = {
     'TaskStatusType': ('OPEN', 'IN_PROGRESS', 'DONE', 'BLOCKED', 'PENDING'),
-    'ExecutionStatus': ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'),
-    'ExecutionStatusMessageType': ('INFO', 'WARNING', 'ERROR', 'DEBUG'),
+    'ExecutionStatus': ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'),
+    'ExecutionStatusMessageType': ('INFO', 'WARNING', 'ERROR'),
     'SortDirection': ('ASC', 'DESC'),
     'AuditAction': ('CREATE', 'UPDATE', 'DELETE'),
     'ChatMessageRole': ('USER', 'ASSISTANT', 'SYSTEM', 'TOOL'),
