@@ -18,7 +18,6 @@ process with the payloads AWS sends (also used by the tests).
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -69,7 +68,8 @@ class QueuePoller:
         self.sqs = _client('sqs', region, endpoint_url)
         self.region = region
         self.url = self.sqs.get_queue_url(QueueName=queue_name)['QueueUrl']
-        self.arn = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=['QueueArn'])['Attributes']['QueueArn']
+        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=['QueueArn'])['Attributes']
+        self.arn = attributes['QueueArn']
         self.wait_seconds = wait_seconds
 
     def poll_once(self, wait_seconds: int | None = None) -> dict[str, int]:

@@ -126,9 +126,10 @@ def main() -> None:
         server = serve(app, '127.0.0.1', port)
         cfg = get_config()
         # the worker, the scheduler and the outbox publisher, as Lambda would run them (pollers.py)
-        import app as handlers   # the module: its event handlers are module-level functions
-        pollers = Pollers(handlers, region=cfg.region, endpoint_url=cfg.endpoint_url, queue_name=cfg.activity_queue_name,
-                          table_name=cfg.table_name, tick_seconds=float(os.environ.get('SCHEDULER_TICK_SECONDS') or 60))
+        import app as handlers  # the module: its event handlers are module-level functions
+        pollers = Pollers(handlers, region=cfg.region, endpoint_url=cfg.endpoint_url,
+                          queue_name=cfg.activity_queue_name, table_name=cfg.table_name,
+                          tick_seconds=float(os.environ.get('SCHEDULER_TICK_SECONDS') or 60))
         pollers.start()
         print(f'work: queue poller on {cfg.activity_queue_name}, scheduler every {pollers.tick_seconds:g} s '
               '(SCHEDULER_TICK_SECONDS), outbox drained from the table stream', flush=True)

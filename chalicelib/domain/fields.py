@@ -40,6 +40,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     'OrganizationStatus': ('ACTIVE', 'SUSPENDED'),
     'ActivityStatus': ('PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'),
     'ServiceBridgeMethod': METHODS,
+    'ScheduleTargetType': ('ACTIVITY_PLAN',),
 }
 
 # Input values accepted for an enumeration and stored as another (contract: TODO -> OPEN).

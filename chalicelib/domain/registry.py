@@ -222,7 +222,8 @@ FAMILIES: tuple[Family, ...] = (
        'name slug extensionPackRef version deprecated:bool=false publicAccess:bool=false '
        'template:bool=false metadata:object'),
     _f('scheduled-jobs', 'ScheduledJob', 'org',
-       f'{_TEXT} scheduleExpression active:bool=true targetType targetId lastRunOn:datetime? '
+       f'{_TEXT} scheduleExpression:string(ScheduleExpression) active:bool=true '
+       'targetType@ScheduleTargetType? targetId>activity-plans? lastRunOn:datetime? '
        'nextRunOn:datetime? options:object', hook='scheduled_jobs'),
     _f('intakes', 'Intake', 'project',
        f'{_NAMED} documentStoreId>document-stores? active:bool=true options:object'),

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import bridges, steps
+from . import bridges, schedule_expr, steps
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,15 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
         schema=steps.POLICY_SCHEMA,
         examples=(steps.DEFAULT_POLICY,),
         check=lambda value: steps.check_policy(value, 'executionPolicy') and value,
+    ),
+    Shape(
+        name='ScheduleExpression',
+        schema={'type': 'string', 'maxLength': 256,
+                'description': 'EventBridge schedule: rate(N minute|minutes|hour|hours|day|days) or '
+                               'cron(minutes hours day-of-month month day-of-week year), UTC, exactly one '
+                               'of day-of-month / day-of-week ?, day-of-week 1-7 (1 = Sunday) or SUN-SAT.'},
+        examples=('rate(5 minutes)', 'cron(0 8 ? * MON-FRI *)'),
+        check=schedule_expr.check,
     ),
     Shape(
         name='PipelineStep',

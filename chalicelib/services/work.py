@@ -445,7 +445,8 @@ def _run_step(execution: dict[str, Any], policy: dict[str, Any]) -> _Outcome:
             agent = _find('agents', execution['projectId'], step.get('ref') or '')
             if agent is None:
                 return _Outcome(False, reason=f"no agent '{step.get('ref')}' in the project")
-            return _Outcome(True, waiting=f"waiting for the agent runtime of agent '{agent.data.get('slug') or agent.id}'")
+            name = agent.data.get('slug') or agent.id
+            return _Outcome(True, waiting=f"waiting for the agent runtime of agent '{name}'")
         return _Outcome(False, reason=f'unknown stepType {kind!r}')
     except ExpressionError as exc:
         return _Outcome(False, reason=str(exc), timed_out='time' in exc.reason.lower())

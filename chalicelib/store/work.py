@@ -1,11 +1,19 @@
 """AWS access of work orchestration: the activity queue (SQS), the event bus (EventBridge), and
 the table items that are not records:
 
-| item            | pk                       | sk          | notes                                          |
-|-----------------|--------------------------|-------------|------------------------------------------------|
-| outbox event    | ``EVT#{eventId}``        | ``#``       | kind ``outbox``; ``data`` = the domain event; ``ttl`` 3 days; written in the transaction of the write it records, read from the table stream |
-| schedule entry  | ``SCHED#{jobId}``        | ``#``       | kind ``schedule``; ``tpk`` = ``SCHED#DUE``, ``csk`` = ``{nextRunOn}#{jobId}``: a due job is one Query of by_created (KEYS_ONLY) with ``csk <= now``; present only while the job is active |
-| activity work   | ``ACTWORK#{activityId}`` | ``remaining`` / ``failed`` | ``cnt``: executions not yet ended / ended failing the activity; moved in the transaction of each end |
+| item          | pk                       | sk                          | notes                       |
+|---------------|--------------------------|-----------------------------|-----------------------------|
+| outbox event  | ``EVT#{eventId}``        | ``#``                       | kind ``outbox``, see below  |
+| schedule entry| ``SCHED#{jobId}``        | ``#``                       | kind ``schedule``, below    |
+| activity work | ``ACTWORK#{activityId}`` | ``remaining`` / ``failed``  | ``cnt``                     |
+
+* outbox event: ``data`` = the domain event, ``ttl`` 3 days; written in the transaction of the
+  write it records, read from the table stream (services/outbox.py).
+* schedule entry: ``tpk`` = ``SCHED#DUE``, ``csk`` = ``{nextRunOn}#{jobId}``, ``ref`` = job id:
+  the due jobs are one Query of by_created (KEYS_ONLY) with ``csk <= now``; present only while
+  the job is active and has a next run.
+* activity work: executions of the activity not yet ended / ended failing the activity; moved
+  in the transaction of each end (services/hooks/executions.py).
 
 Services name what they want (``send_messages``, ``put_events``, ``due_jobs``...), never a
 client or a key.

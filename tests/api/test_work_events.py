@@ -72,8 +72,8 @@ def test_the_stream_handler_publishes_and_records_events_once(api, org_id, work,
     assert first['payload']['resourceId'] == task['id'] and first['payload']['changedFields'] == ['title']
     assert first['source'] == 'platform-api' and first['organizationId'] == org_id
     # the stream delivers again from the start: nothing is recorded twice
-    from localdev.pollers import StreamReader
     import app
+    from localdev.pollers import StreamReader
     again = StreamReader(app.outbox_publisher, work.cfg.table_name, region='us-east-1', endpoint_url=None)
     assert again.poll_once()['records'] > 0
     assert api.get("/api/events?filter=eventType=='tasks.updated'").json['totalElements'] == 12
