@@ -2,7 +2,8 @@
 process with the payloads AWS sends (also used by the tests).
 
 * **queue poller** (Lambda's SQS event source mapping): ReceiveMessage on the activity queue
-  (long poll 1 s, up to 10 messages), one SQS event of them to ``activity_start_worker``, then
+  (up to 10 messages; no long poll: the local moto server answers one request at a time, so a
+  waiting receive would hold every other call; an empty receive waits 0.2 s before the next), one SQS event of them to ``activity_start_worker``, then
   DeleteMessage of every message not in the answer's ``batchItemFailures``; those come back
   after the queue's visibility timeout and, after maxReceiveCount receives, SQS moves them to
   the dead-letter queue (moto applies the redrive policy as AWS does).
@@ -63,7 +64,7 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
 
 class QueuePoller:
     def __init__(self, handler: Callable, queue_name: str, *, region: str, endpoint_url: str | None,
-                 wait_seconds: int = 1) -> None:
+                 wait_seconds: int = 0) -> None:
         self.handler = handler
         self.sqs = _client('sqs', region, endpoint_url)
         self.region = region
@@ -187,23 +188,28 @@ class Pollers:
         self.tick_seconds = tick_seconds
         self.drain_seconds = drain_seconds
         self._stop = threading.Event()
-        self.threads = [threading.Thread(target=self._loop, args=(fn, pause), name=name, daemon=True)
-                        for name, fn, pause in (('queue-poller', self.queue.poll_once, 0.0),
-                                                ('outbox-drain', self.stream.poll_once, drain_seconds),
-                                                ('scheduler', self._tick, tick_seconds))]
+        self.threads = [threading.Thread(target=self._loop, args=(fn, busy, idle), name=name, daemon=True)
+                        for name, fn, busy, idle in (('queue-poller', self.queue.poll_once, 0.0, 0.2),
+                                                     ('outbox-drain', self.stream.poll_once, 0.0, drain_seconds),
+                                                     ('scheduler', self._tick, tick_seconds, tick_seconds))]
 
-    def _tick(self) -> None:
+    def _tick(self) -> dict:
         self.app.scheduled_jobs(scheduled_event(self.region), CONTEXT)
+        return {}
 
-    def _loop(self, fn: Callable[[], Any], pause: float) -> None:
+    def _loop(self, fn: Callable[[], Any], busy: float, idle: float) -> None:
+        """Call ``fn`` again after ``busy`` seconds when it found work, ``idle`` when not."""
         import logging
         log = logging.getLogger('platform-api.localdev')
         while not self._stop.is_set():
             try:
-                fn()
+                stats = fn() or {}
+                found = stats.get('received') or stats.get('records')
             except Exception as exc:  # noqa: BLE001 - keep polling (moto restarting, chaos...)
                 log.warning('%s: %s', threading.current_thread().name, exc)
+                found = False
                 self._stop.wait(1.0)
+            pause = busy if found else idle
             if pause:
                 self._stop.wait(pause)
 
