@@ -5,8 +5,9 @@ process with the payloads AWS sends (also used by the tests).
   (up to 10 messages; no long poll: the local moto server answers one request at a time, so a
   waiting receive would hold every other call; an empty receive waits 0.2 s before the next),
   one SQS event of them to ``activity_start_worker``, then DeleteMessage of every message not
-  in the answer's ``batchItemFailures``; those come back after the queue's visibility timeout and, after maxReceiveCount receives, SQS moves them to
-  the dead-letter queue (moto applies the redrive policy as AWS does).
+  in the answer's ``batchItemFailures``; those come back after the queue's visibility timeout
+  and, after maxReceiveCount receives, SQS moves them to the dead-letter queue (moto applies
+  the redrive policy as AWS does).
 * **scheduler** (EventBridge's ``rate(1 minute)`` rule): a Scheduled Event to
   ``scheduled_jobs`` every ``SCHEDULER_TICK_SECONDS`` (default 60).
 * **outbox drain** (Lambda's DynamoDB stream event source mapping): the table's stream, read
