@@ -130,8 +130,12 @@ def main() -> None:
         pollers = Pollers(handlers, region=cfg.region, endpoint_url=cfg.endpoint_url,
                           queue_name=cfg.activity_queue_name, table_name=cfg.table_name,
                           tick_seconds=float(os.environ.get('SCHEDULER_TICK_SECONDS') or 60))
+        if os.environ.get('LOCAL_WORKERS', 'on').lower() in ('0', 'off', 'false', 'no'):
+            pollers.threads = []   # LOCAL_WORKERS=off: starts stay PENDING (the fuzz run uses it)
         pollers.start()
-        print(f'work: queue poller on {cfg.activity_queue_name}, scheduler every {pollers.tick_seconds:g} s '
+        state = 'on' if pollers.threads else 'off'
+        print(f'work ({state}): queue poller on {cfg.activity_queue_name}, '
+              f'scheduler every {pollers.tick_seconds:g} s '
               '(SCHEDULER_TICK_SECONDS), outbox drained from the table stream', flush=True)
         if rate and moto is not None:
             print(switch_on_chaos(os.environ['AWS_ENDPOINT_URL'], rate), flush=True)

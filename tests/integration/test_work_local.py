@@ -57,7 +57,7 @@ def _wait(check, seconds=10.0):
 
 def test_a_start_runs_within_ten_seconds_and_its_writes_reach_the_events(server):
     base, key = server['base'], server['key']
-    assert any('work: queue poller' in line for line in server['banner'])
+    assert any('work (on): queue poller' in line for line in server['banner'])
     _, _, me = _call(base, 'GET', '/api/account/me', key=key)
     org_id = me.get('organizationId') or me['memberships'][0]['organizationId'] if 'memberships' in me else None
     if org_id is None:
