@@ -89,9 +89,10 @@ def start(plan_id: str | None, body: dict[str, Any], principal: Principal) -> di
     removed again and the answer is 503 (no PENDING activity is left without its message)."""
     if not isinstance(body, dict):
         raise BadRequest('The body must be a JSON object')
+    if plan_id is not None:   # the plan named by the path: 404 unless the caller can see it
+        plan_id = resources.load_visible('activity-plans', plan_id, principal).id
     project_id = _uuid(body, 'projectId')
     plan_id = plan_id if plan_id is not None else _uuid(body, 'activityPlanId')
-    plan_id = resources.check_id(family_of('activity-plans'), plan_id)
     inputs = body.get('inputs', {})
     if inputs is None:
         inputs = {}
