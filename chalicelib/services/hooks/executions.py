@@ -5,7 +5,7 @@
   for a retry); a finished execution keeps its status: anything else is 409 (the write itself
   is conditional on the stored changeSequence).
 * Whoever ends an execution of an activity's plan (the worker, cancelExecution, an agent
-  runtime's PUT), the same transaction moves the activity's work count (store/work.py): one
+  runtime's PUT, a DELETE of one not yet ended), the same transaction moves the activity's work count (store/work.py): one
   fewer ``remaining``, and one more ``failed`` when it failed under ``onExhausted: FAIL``. The
   activity finishes when ``remaining`` reaches zero (services/work.py ``finish_activity``).
 """
@@ -34,9 +34,10 @@ class ExecutionHook(Hook):
         check_transition(stored.data.get('status', 'PENDING'), new.get('status', 'PENDING'))
 
     def audit_ops(self, family, principal, action, data, stored):
-        if action != 'UPDATE' or not data.get('activityId') or not isinstance(data.get('step'), dict):
+        if action == 'CREATE' or not data.get('activityId') or not isinstance(data.get('step'), dict):
             return []
-        before, after = stored.data.get('status', 'PENDING'), data.get('status', 'PENDING')
+        before = stored.data.get('status', 'PENDING')
+        after = 'CANCELLED' if action == 'DELETE' else data.get('status', 'PENDING')   # deleted: no longer awaited
         if before in TERMINAL or after not in TERMINAL:
             return []
         ops = [work_store.work_move(data['activityId'], 'remaining', -1)]
