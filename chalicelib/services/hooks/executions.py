@@ -5,9 +5,10 @@
   for a retry); a finished execution keeps its status: anything else is 409 (the write itself
   is conditional on the stored changeSequence).
 * Whoever ends an execution of an activity's plan (the worker, cancelExecution, an agent
-  runtime's PUT, a DELETE of one not yet ended), the same transaction moves the activity's work count (store/work.py): one
-  fewer ``remaining``, and one more ``failed`` when it failed under ``onExhausted: FAIL``. The
-  activity finishes when ``remaining`` reaches zero (services/work.py ``finish_activity``).
+  runtime's PUT, a DELETE of one not yet ended), the same transaction moves the activity's
+  work count (store/work.py): one fewer ``remaining``, and one more ``failed`` when it failed
+  under ``onExhausted: FAIL``. The activity finishes when ``remaining`` reaches zero
+  (services/work.py ``finish_activity``).
 """
 from __future__ import annotations
 
