@@ -103,7 +103,8 @@ def record(event: dict[str, Any]) -> None:
 
 
 def _after(event: dict[str, Any]) -> None:
-    if event['eventType'] != 'executions.updated' or 'status' not in (event.get('changedFields') or []):
+    if event['eventType'] not in ('executions.updated', 'executions.cancelled') or \
+            'status' not in (event.get('changedFields') or []):
         return
     execution = table.get('executions', event['resourceId'])
     if execution is not None and execution.data.get('activityId') and \

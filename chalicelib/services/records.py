@@ -15,7 +15,10 @@ services/resources.py; this module only knows the shape of the write.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from chalicelib.core import observability
@@ -97,6 +100,18 @@ def _value_counter_moves(family: Family, owner: str, before: dict[str, Any] | No
 # records every domain event as one: an event of an event would loop) and audit history.
 NO_OUTBOX = frozenset({'events', 'task-group-history'})
 BOOKKEEPING = frozenset({'updatedOn', 'changeSequence'})
+_action: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar('action', default=None)
+
+
+@contextlib.contextmanager
+def action(family_path: str, name: str) -> Iterator[None]:
+    """Writes of ``family_path`` inside are the action ``name``: their domain event is
+    ``<family>.<name>`` (``tasks.statusChanged``) instead of ``<family>.updated``."""
+    token = _action.set((family_path, name))
+    try:
+        yield
+    finally:
+        _action.reset(token)
 
 
 def outbox_ops(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
@@ -106,6 +121,9 @@ def outbox_ops(family: Family, action: str, records: list[dict[str, Any]], princ
     if family.path in NO_OUTBOX or not records:
         return []
     first = records[0]
+    named = _action.get()
+    if named is not None and named[0] == family.path and action == 'updated':
+        action = named[1]
     event = {'id': str(uuid.uuid4()), 'eventType': f'{family.path}.{action}', 'family': family.path,
              'resourceId': first.get('id'), 'organizationId': record_org(family, first),
              'projectId': first.get('projectId'), 'actorId': principal.user_id,

@@ -520,8 +520,9 @@ def take_next(body: dict[str, Any], principal: Principal) -> dict[str, Any] | No
         if stored is None or stored.data.get('assigneeId'):
             continue
         try:
-            return resources.update('tasks', task['id'], {'assigneeId': principal.user_id,
-                                                          'changeSequence': stored.seq}, principal=principal)
+            with records.action('tasks', 'taken'):
+                return resources.update('tasks', task['id'], {'assigneeId': principal.user_id,
+                                                              'changeSequence': stored.seq}, principal=principal)
         except Conflict:
             continue   # someone else took it (or changed it) first: the next one
     return None

@@ -106,3 +106,19 @@ def test_recorded_events_publish_nothing_themselves(api, org_id, work):
     assert api.get("/api/events?filter=eventType=='projects.created'").json['totalElements'] >= 1
     types = [i['data']['eventType'] for i in outbox_items()]
     assert not any(t.startswith('events.') for t in types)
+
+
+def test_actions_publish_their_own_names(api, org_id, work):
+    from chalicelib.core.clock import now_iso
+    api.post('/api/task-statuses', {'organizationId': org_id, 'label': 'Open', 'slug': 'open', 'statusType': 'OPEN'})
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
+    execution = api.post('/api/executions', {'projectId': project['id'], 'name': 'e'}).json
+    marker = now_iso()
+    assert api.put(f"/api/tasks/{task['id']}/status", {'statusSlug': 'open'}).status == 200
+    assert api.post(f"/api/executions/{execution['id']}/cancel").status == 200
+    assert api.post('/api/tasks/take-next', {'projectId': project['id']}).status == 200
+    assert [e['eventType'] for e in events_since(marker)] == ['tasks.statusChanged', 'executions.cancelled',
+                                                              'tasks.taken']
+    work.publish_outbox()
+    assert api.get("/api/events?filter=eventType=='tasks.taken'").json['totalElements'] == 1
