@@ -1,5 +1,7 @@
 """The Chalice application: creates the app, installs the middleware, registers blueprints.
 No logic lives here (see chalicelib/: api -> services -> store/query -> core)."""
+import os
+
 from chalice import Chalice
 
 from chalicelib.api import (
@@ -13,6 +15,7 @@ from chalicelib.api import (
     internal,
     middleware,
     resources,
+    work,
     workflow,
 )
 
@@ -28,4 +31,28 @@ app.register_blueprint(internal.bp)
 app.register_blueprint(workflow.bp)
 app.register_blueprint(bridges.bp)
 app.register_blueprint(events.bp)
+app.register_blueprint(work.bp)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)
+
+# Event handlers (chalicelib/api/handlers.py; infra/app.py sets their event sources up when
+# packaging: batch item failures, the data stack's redriven queue and table stream).
+_QUEUE = os.environ.get('ACTIVITY_QUEUE_NAME', 'platform-local-activity-starts')
+_STREAM = f"arn:aws:dynamodb:us-east-1:000000000000:table/{os.environ.get('TABLE_NAME', 'platform-local')}/stream/0"
+
+
+@app.on_sqs_message(queue=_QUEUE)
+def activity_start_worker(event):
+    from chalicelib.api import handlers  # noqa: PLC0415 - lazy: cold start
+    return handlers.sqs_batch(event.to_dict(), event.context)
+
+
+@app.schedule('rate(1 minute)')
+def scheduled_jobs(event):
+    from chalicelib.api import handlers  # noqa: PLC0415 - lazy: cold start
+    return handlers.schedule_tick(event.to_dict(), event.context)
+
+
+@app.on_dynamodb_record(stream_arn=_STREAM)
+def outbox_publisher(event):
+    from chalicelib.api import handlers  # noqa: PLC0415 - lazy: cold start
+    return handlers.stream_batch(event.to_dict(), event.context)

@@ -21,6 +21,14 @@ OPS = int(os.environ.get('BENCH_OPS', '200'))
 BARE = ("import time; t=time.perf_counter(); from chalice import Chalice; import boto3; "
         "Chalice(app_name='bare'); print(time.perf_counter()-t)")
 OURS = "import time; t=time.perf_counter(); import app; print(time.perf_counter()-t)"
+# The SQS worker's Lambda imports app.py (its handler is app.activity_start_worker) and then the
+# handler module; what its first message loads (Powertools' batch utility, the work service) is
+# the next row.
+WORKER = ("import time; t=time.perf_counter(); import app; import chalicelib.api.handlers; "
+          "print(time.perf_counter()-t)")
+WORKER_FIRST = ("import time; t=time.perf_counter(); import app; import chalicelib.api.handlers; "
+                "import aws_lambda_powertools.utilities.batch; import chalicelib.services.work; "
+                "print(time.perf_counter()-t)")
 FIRST_REQUEST = """
 import os, time, json
 os.environ.pop('AWS_ENDPOINT_URL', None)
@@ -48,12 +56,16 @@ def _timed(code: str) -> list[float]:
 
 
 def import_times() -> None:
-    bare, ours = _timed(BARE), _timed(OURS)
+    bare, ours, worker, first = _timed(BARE), _timed(OURS), _timed(WORKER), _timed(WORKER_FIRST)
+    floor = statistics.median(bare)
     print(f'\nCold start: import time over {RUNS} fresh interpreters (ms)')
-    print(f'{"":28}{"median":>10}{"p90":>10}')
-    for name, xs in (('bare Chalice + boto3 (floor)', bare), ('app.py (API and every handler)', ours)):
+    print(f'{"":44}{"median":>10}{"p90":>10}{"x floor":>10}')
+    for name, xs in (('bare Chalice + boto3 (floor)', bare), ('app.py (API and every handler)', ours),
+                     ('worker: app.py + api/handlers.py', worker),
+                     ('worker before its 1st message (+batch, work)', first)):
         xs = sorted(xs)
-        print(f'{name:28}{statistics.median(xs):10.1f}{xs[int(len(xs) * 0.9) - 1]:10.1f}')
+        print(f'{name:44}{statistics.median(xs):10.1f}{xs[int(len(xs) * 0.9) - 1]:10.1f}'
+              f'{statistics.median(xs) / floor:10.2f}')
 
 
 def per_operation() -> None:

@@ -55,6 +55,10 @@ def snapshot(table, transact_items: list[dict[str, Any]]):
     """A copy of ``table`` good for rolling back ``transact_items``: the item index is copied,
     the items the transaction may change are deep-copied, the others are shared."""
     snap = copy.copy(table)
+    if getattr(table, 'stream_shard', None) is not None:
+        # stream records of a rolled-back transaction must go with it (the outbox publisher reads them)
+        snap.stream_shard = copy.copy(table.stream_shard)
+        snap.stream_shard.items = list(table.stream_shard.items)
     if table.range_key_attr:
         snap.items = defaultdict(dict, {h: dict(r) for h, r in table.items.items()})
     else:

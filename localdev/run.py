@@ -91,7 +91,13 @@ def create_resources() -> None:
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=['QueueArn'])['Attributes']['QueueArn']
     import json
     sqs.create_queue(QueueName=cfg.activity_queue_name, Attributes={
-        'RedrivePolicy': json.dumps({'deadLetterTargetArn': dlq_arn, 'maxReceiveCount': '5'})})
+        'RedrivePolicy': json.dumps({'deadLetterTargetArn': dlq_arn, 'maxReceiveCount': '5'}),
+        'VisibilityTimeout': os.environ.get('QUEUE_VISIBILITY_TIMEOUT') or '30'})
+    events = boto3.client('events', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
+    if not any(b['Name'] == cfg.event_bus_name for b in events.list_event_buses().get('EventBuses', [])):
+        events.create_event_bus(Name=cfg.event_bus_name)
+    from localdev.pollers import enable_stream
+    enable_stream(cfg.table_name, region=cfg.region, endpoint_url=cfg.endpoint_url)
 
 
 def main() -> None:
@@ -113,9 +119,24 @@ def main() -> None:
         elif os.environ.get('PLATFORM_ADMIN_API_KEY'):
             print('admin API key: the value of PLATFORM_ADMIN_API_KEY')
         from app import app
+        from chalicelib.core.config import get_config
+        from localdev.pollers import Pollers
         from localdev.server import serve
         port = int(os.environ.get('PORT') or 8000)
         server = serve(app, '127.0.0.1', port)
+        cfg = get_config()
+        # the worker, the scheduler and the outbox publisher, as Lambda would run them (pollers.py)
+        import app as handlers  # the module: its event handlers are module-level functions
+        pollers = Pollers(handlers, region=cfg.region, endpoint_url=cfg.endpoint_url,
+                          queue_name=cfg.activity_queue_name, table_name=cfg.table_name,
+                          tick_seconds=float(os.environ.get('SCHEDULER_TICK_SECONDS') or 60))
+        if os.environ.get('LOCAL_WORKERS', 'on').lower() in ('0', 'off', 'false', 'no'):
+            pollers.threads = []   # LOCAL_WORKERS=off: starts stay PENDING (the fuzz run uses it)
+        pollers.start()
+        state = 'on' if pollers.threads else 'off'
+        print(f'work ({state}): queue poller on {cfg.activity_queue_name}, '
+              f'scheduler every {pollers.tick_seconds:g} s '
+              '(SCHEDULER_TICK_SECONDS), outbox drained from the table stream', flush=True)
         if rate and moto is not None:
             print(switch_on_chaos(os.environ['AWS_ENDPOINT_URL'], rate), flush=True)
         elif rate:
@@ -128,6 +149,7 @@ def main() -> None:
         except KeyboardInterrupt:
             pass
         finally:
+            pollers.stop()
             server.server_close()
     finally:
         if moto is not None:

@@ -81,9 +81,19 @@ def aws():
     secrets.reset()                  # no secret value or client outlives its moto backend
     ui_events.presence_cache.clear()
     with mock_aws():
+        from tests import work_support
+        work_support.create_resources()   # the activity queue, its DLQ, the event bus
         yield
     model.reset()
     secrets.reset()
+
+
+@pytest.fixture
+def work(client):
+    """The app's queue worker, table-stream publisher and scheduler, driven with real payloads
+    (tests/work_support.py)."""
+    from tests.work_support import Work
+    return Work()
 
 
 @pytest.fixture

@@ -2,14 +2,15 @@
 never by user credentials:
 
   POST /api/v2/internal/activities   start an activity: {projectId, activityPlanId, name?, ...}
-                                      -> 201 with the PENDING activity
+                                      -> 202 with the PENDING activity, its start queued
 """
 from __future__ import annotations
 
 from chalice import Blueprint
 
 from . import policy
-from .http import JSON_CONTENT, body, caller, created
+from .http import JSON_CONTENT, body, caller
+from .work import accepted
 
 bp = Blueprint(__name__)
 
@@ -18,4 +19,4 @@ bp = Blueprint(__name__)
           content_types=JSON_CONTENT)
 def start_activity():
     from chalicelib.services import internal  # noqa: PLC0415 - lazy: cold start
-    return created(internal.start_activity(body(), caller()))
+    return accepted(internal.start_activity(body(), caller()))

@@ -55,6 +55,8 @@ class Config:
     secret_cache_seconds: float = 30.0
     # key of the HMAC that turns a UI client's address into clientIpHash (services/ui_events.py)
     client_ip_hash_key: str | None = None
+    # work orchestration (services/work.py): the domain-event bus
+    event_bus_name: str = 'platform-local'
 
 
 def _int(name: str, default: int) -> int:
@@ -129,6 +131,7 @@ def get_config() -> Config:
         org_secrets_prefix=env.get('ORG_SECRETS_PREFIX') or 'platform/local/org/',
         secret_cache_seconds=_float('ORG_SECRET_CACHE_SECONDS', 30.0),
         client_ip_hash_key=env.get('CLIENT_IP_HASH_KEY') or None,
+        event_bus_name=env.get('EVENT_BUS_NAME') or 'platform-local',
     )
 
 

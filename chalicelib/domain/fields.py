@@ -28,8 +28,8 @@ TYPES = {'string', 'bool', 'int', 'number', 'datetime', 'object', 'any', 'string
 # Named enumerations (also exported as OpenAPI components).
 ENUMS: dict[str, tuple[str, ...]] = {
     'TaskStatusType': ('OPEN', 'IN_PROGRESS', 'DONE', 'BLOCKED', 'PENDING'),
-    'ExecutionStatus': ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'),
-    'ExecutionStatusMessageType': ('INFO', 'WARNING', 'ERROR', 'DEBUG'),
+    'ExecutionStatus': ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'),
+    'ExecutionStatusMessageType': ('INFO', 'WARNING', 'ERROR'),
     'SortDirection': ('ASC', 'DESC'),
     'AuditAction': ('CREATE', 'UPDATE', 'DELETE'),
     'ChatMessageRole': ('USER', 'ASSISTANT', 'SYSTEM', 'TOOL'),
@@ -40,6 +40,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     'OrganizationStatus': ('ACTIVE', 'SUSPENDED'),
     'ActivityStatus': ('PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'),
     'ServiceBridgeMethod': METHODS,
+    'ScheduleTargetType': ('ACTIVITY_PLAN',),
 }
 
 # Input values accepted for an enumeration and stored as another (contract: TODO -> OPEN).

@@ -188,15 +188,17 @@ FAMILIES: tuple[Family, ...] = (
        'knowledgeSet:any metadata:any', name_field='executionId'),
     _f('executions', 'Execution', 'project',
        'name description status=PENDING@ExecutionStatus statusMessages:array activityId>activities? '
-       'assistantId>assistants? startedOn:datetime? completedOn:datetime? metadata:object',
-       id_param='executionId',
+       'assistantId>assistants? startedOn:datetime? completedOn:datetime? metadata:object '
+       # work orchestration (services/work.py): the step run, its attempts and result
+       'step:object attempts:int? nextAttemptAt:datetime? output:any inputs:object',
+       id_param='executionId', hook='executions',
        indexed=('activityId', 'status')),
     _f('activities', 'Activity', 'project',
        f'{_TEXT} status=PENDING@ActivityStatus activityPlanId>activity-plans? startedOn:datetime? '
-       'completedOn:datetime? metadata:object',
+       'completedOn:datetime? metadata:object inputs:object requestId', unique=('requestId',),
        indexed=('activityPlanId', 'status')),
     _f('activity-plans', 'ActivityPlan', 'project',
-       f'{_NAMED} steps:array schemas:object metadata:object prompts:array documentFamilyGroups:array',
+       f'{_NAMED} steps:array(PipelineStep) schemas:object metadata:object prompts:array documentFamilyGroups:array',
        summary_omit=('steps', 'schemas', 'metadata', 'prompts', 'documentFamilyGroups')),
     _f('agent-runtimes', 'AgentRuntime', 'org',
        'name description slug createdBy image roleArn status agentRuntimeArn? cloudRuntimeId? '
@@ -220,8 +222,9 @@ FAMILIES: tuple[Family, ...] = (
        'name slug extensionPackRef version deprecated:bool=false publicAccess:bool=false '
        'template:bool=false metadata:object'),
     _f('scheduled-jobs', 'ScheduledJob', 'org',
-       f'{_TEXT} scheduleExpression active:bool=true targetType targetId lastRunOn:datetime? '
-       'nextRunOn:datetime? options:object'),
+       f'{_TEXT} scheduleExpression:string(ScheduleExpression) active:bool=true '
+       'targetType@ScheduleTargetType? targetId>activity-plans? lastRunOn:datetime? '
+       'nextRunOn:datetime? options:object', hook='scheduled_jobs'),
     _f('intakes', 'Intake', 'project',
        f'{_NAMED} documentStoreId>document-stores? active:bool=true options:object'),
     _f('data-stores', 'DataStore', 'project', f'{_NAMED} storeType metadata:object'),

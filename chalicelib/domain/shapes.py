@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import bridges
+from . import bridges, schedule_expr, steps
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,30 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
                   {'name': 'create-ticket', 'method': 'POST', 'path': '/tickets', 'defaultHeaders': {}}),
         check=bridges.check_endpoint,
         check_all=bridges.check_endpoints,
+    ),
+    # activity plans (domain/steps.py; README "Work orchestration")
+    Shape(
+        name='ExecutionPolicy',
+        schema=steps.POLICY_SCHEMA,
+        examples=(steps.DEFAULT_POLICY,),
+        check=lambda value: steps.check_policy(value, 'executionPolicy') and value,
+    ),
+    Shape(
+        name='ScheduleExpression',
+        schema={'type': 'string', 'maxLength': 256,
+                'description': 'EventBridge schedule: rate(N minute|minutes|hour|hours|day|days) or '
+                               'cron(minutes hours day-of-month month day-of-week year), UTC, exactly one '
+                               'of day-of-month / day-of-week ?, day-of-week 1-7 (1 = Sunday) or SUN-SAT.'},
+        examples=('rate(5 minutes)', 'cron(0 8 ? * MON-FRI *)'),
+        check=schedule_expr.check,
+    ),
+    Shape(
+        name='PipelineStep',
+        schema={**steps.STEP_SCHEMA, 'properties': {**steps.STEP_SCHEMA['properties'],
+                                                     'executionPolicy': _ref('ExecutionPolicy')}},
+        examples=steps.EXAMPLE_STEPS,
+        check=steps.check_step,
+        check_all=steps.check_steps,
     ),
 )}
 

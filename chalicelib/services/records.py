@@ -15,15 +15,20 @@ services/resources.py; this module only knows the shape of the write.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
+from chalicelib.core import observability
 from chalicelib.core.clock import now_iso
 from chalicelib.core.errors import BadRequest
 from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import Family
 from chalicelib.store import repository as repo
 from chalicelib.store import table
+from chalicelib.store import work as work_store
 from chalicelib.store.repository import InvalidItem, Op
 from chalicelib.store.table import Stored
 
@@ -91,6 +96,44 @@ def _value_counter_moves(family: Family, owner: str, before: dict[str, Any] | No
     return {key: amount for key, amount in moves.items() if amount}
 
 
+# Families whose writes publish no domain event: events themselves (the outbox publisher
+# records every domain event as one: an event of an event would loop) and audit history.
+NO_OUTBOX = frozenset({'events', 'task-group-history'})
+BOOKKEEPING = frozenset({'updatedOn', 'changeSequence'})
+_action: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar('action', default=None)
+
+
+@contextlib.contextmanager
+def action(family_path: str, name: str) -> Iterator[None]:
+    """Writes of ``family_path`` inside are the action ``name``: their domain event is
+    ``<family>.<name>`` (``tasks.statusChanged``) instead of ``<family>.updated``."""
+    token = _action.set((family_path, name))
+    try:
+        yield
+    finally:
+        _action.reset(token)
+
+
+def outbox_ops(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
+               changed: list[str]) -> list[Op]:
+    """The domain-event outbox item of a write (README "Work orchestration"): one per write of a
+    family, in the write's transaction, published by the table-stream handler."""
+    if family.path in NO_OUTBOX or not records:
+        return []
+    first = records[0]
+    named = _action.get()
+    if named is not None and named[0] == family.path and action == 'updated':
+        action = named[1]
+    event = {'id': str(uuid.uuid4()), 'eventType': f'{family.path}.{action}', 'family': family.path,
+             'resourceId': first.get('id'), 'organizationId': record_org(family, first),
+             'projectId': first.get('projectId'), 'actorId': principal.user_id,
+             'changedFields': sorted(changed), 'occurredOn': now_iso(),
+             'correlationId': observability.correlation_id()}
+    if len(records) > 1:
+        event['resourceIds'] = [r.get('id') for r in records]
+    return [work_store.outbox_op({k: v for k, v in event.items() if v is not None})]
+
+
 def new_record(family: Family, values: dict[str, Any], *, principal: Principal, org: str | None = None,
                project_id: str | None = None, id_: str | None = None) -> dict[str, Any]:
     """A new record's body: the bookkeeping fields, its ownership, then ``values``.
@@ -131,6 +174,8 @@ def create_ops(family: Family, records: list[dict[str, Any]], principal: Princip
     for data in records:
         ops += hook.extra_create_ops(family, principal, data)
         ops += hook.audit_ops(family, principal, 'CREATE', data, None)
+    ops += outbox_ops(family, 'created', records, principal, [k for k in records[0] if k not in BOOKKEEPING]
+                      if records else [])
     return ops
 
 
@@ -151,6 +196,9 @@ def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal
     ops += [repo.move_counter_at(counter, n)
             for counter, n in _value_counter_moves(family, owner, counted, new).items()]
     ops += hook_for(family).audit_ops(family, principal, 'UPDATE', new, stored)
+    changed = [k for k in set(new) | set(stored.data)
+               if k not in BOOKKEEPING and new.get(k) != stored.data.get(k)]
+    ops += outbox_ops(family, 'updated', [new], principal, changed)
     return ops
 
 
@@ -170,6 +218,7 @@ def delete_ops(family: Family, stored: Stored, principal: Principal, *, soft: di
             for counter, n in _value_counter_moves(family, owner, stored.data if stored.indexed else None,
                                                    None).items()]
     ops += hook_for(family).audit_ops(family, principal, 'DELETE', stored.data, stored)
+    ops += outbox_ops(family, 'deleted', [stored.data], principal, [])
     return ops
 
 

@@ -9,10 +9,10 @@ from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.principal import Principal
 from chalicelib.store import table
 
-from . import resources
+from . import records, resources
 from .listing import ListRequest, list_resources
 
-TERMINAL_EXECUTION = {'SUCCEEDED', 'FAILED', 'CANCELLED'}
+TERMINAL_EXECUTION = {'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'}
 
 
 def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
@@ -27,7 +27,8 @@ def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) ->
     change: dict[str, Any] = {'statusSlug': slug}
     if 'changeSequence' in body:
         change['changeSequence'] = body['changeSequence']
-    return resources.update('tasks', task_id, change, principal=principal)
+    with records.action('tasks', 'statusChanged'):
+        return resources.update('tasks', task_id, change, principal=principal)
 
 
 def cancel_execution(execution_id: str, principal: Principal) -> dict[str, Any]:
@@ -35,8 +36,13 @@ def cancel_execution(execution_id: str, principal: Principal) -> dict[str, Any]:
     status = execution.data.get('status')
     if status in TERMINAL_EXECUTION:
         raise Conflict(f'Execution is already {status}')
-    return resources.update('executions', execution_id, {'status': 'CANCELLED', 'changeSequence': execution.seq},
-                            principal=principal)
+    with records.action('executions', 'cancelled'):
+        cancelled = resources.update('executions', execution_id,
+                                     {'status': 'CANCELLED', 'changeSequence': execution.seq}, principal=principal)
+    if cancelled.get('activityId'):   # its last execution ended: the activity finishes (services/work.py)
+        from . import work  # noqa: PLC0415 - lazy: the worker's module
+        work.finish_activity(cancelled['activityId'])
+    return cancelled
 
 
 def task_group_history(group_id: str, req: ListRequest, principal: Principal) -> dict[str, Any]:

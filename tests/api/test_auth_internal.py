@@ -40,7 +40,7 @@ def test_the_route_is_marked_service_and_refuses_user_credentials(api, service, 
         r = api.post(PATH, body, key=None, headers=headers)
         assert r.status == 401, headers
         assert 'www-authenticate' in r.headers and 'x-ratelimit-limit' in r.headers
-    assert api.post(PATH, body, key=None, headers={'authorization': f'Bearer {TOKEN}'}).status == 201
+    assert api.post(PATH, body, key=None, headers={'authorization': f'Bearer {TOKEN}'}).status == 202
 
 
 def test_refused_when_no_service_token_is_configured(api, plan):
@@ -56,7 +56,7 @@ def test_starts_a_pending_activity_in_the_projects_organization(api, org_id, ser
     r = api.post(PATH, {'projectId': project['id'], 'activityPlanId': activity_plan['id'], 'name': 'run',
                         'organizationId': elsewhere['id'], 'status': 'COMPLETED', 'metadata': {'k': 1}},
                  key=None, headers=service)
-    assert r.status == 201, r.json
+    assert r.status == 202, r.json
     activity = r.json
     assert activity['status'] == 'PENDING' and activity['name'] == 'run' and activity['metadata'] == {'k': 1}
     assert activity['organizationId'] == org_id                     # derived from the project
@@ -89,4 +89,4 @@ def test_the_service_caller_is_not_rate_limited(api, service, plan, monkeypatch)
     for _ in range(5):
         r = api.post(PATH, {'projectId': project['id'], 'activityPlanId': activity_plan['id']},
                      key=None, headers=service)
-        assert r.status == 201 and r.headers['x-ratelimit-limit'] == '3'
+        assert r.status == 202 and r.headers['x-ratelimit-limit'] == '3'

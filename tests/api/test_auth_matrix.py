@@ -56,6 +56,8 @@ CUSTOM_BODIES: dict[tuple[str, str], Callable[[World], Any]] = {
         'bridge': w.resources['service-bridges']['id'], 'endpoint_name': w.endpoint_name,
         'executionId': w.resources['executions']['id']},
     ('POST', '/api/events/ui/batch'): lambda w: {'events': [{'kind': 'ui.error', 'payload': {'code': 1}}]},
+    ('POST', '/api/activity-plans/{id}/start'): lambda w: {'projectId': w.resources['activity-plans']['projectId']},
+    ('POST', '/api/tasks/take-next'): lambda w: {'projectId': w.resources['projects']['id']},
 }
 # Query strings of custom GET routes that need one.
 CUSTOM_QUERIES: dict[tuple[str, str], Callable[[World], str]] = {
@@ -285,6 +287,8 @@ def world():
     jwt_verify.reset_caches()
     try:
         with mock_aws():
+            from tests.work_support import create_resources
+            create_resources()   # the activity queue (activity starts) and the event bus
             platform = bootstrap(api_key=ADMIN_KEY)
             with Client(APP) as client:
                 yield _build(Api(client, ADMIN_KEY), platform['organizationId'], platform['userId'])

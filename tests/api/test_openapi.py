@@ -150,7 +150,8 @@ def test_field_types(doc):
     assert runtime['environmentVars'] == {}
     assert runtime['subnets'] == {'type': 'string', 'nullable': True}
     assert _schema(doc, 'Team')['properties']['memberIds'] == {'type': 'array', 'items': {'type': 'string'}}
-    assert _schema(doc, 'ActivityPlan')['properties']['steps'] == {'type': 'array', 'items': {}}
+    assert _schema(doc, 'ActivityPlan')['properties']['steps'] == {
+        'type': 'array', 'items': {'$ref': '#/components/schemas/PipelineStep'}}
     family = _schema(doc, 'DocumentFamily')['properties']
     assert family['documentStatus'] == {'allOf': [{'$ref': '#/components/schemas/DocumentStatus'}],
                                         'nullable': True}

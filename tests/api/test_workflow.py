@@ -53,7 +53,8 @@ def test_task_group_history_records_every_write(api, org_id):
 
 
 def test_view_summary_omits_plan_detail_in_lists_only(api, org_id):
-    plan = create(api, 'activity-plans', org_id, name='p', steps=[{'s': 1}], prompts=[{'p': 1}])
+    plan = create(api, 'activity-plans', org_id, name='p', steps=[{'name': 's', 'stepType': 'TASK'}],
+                  prompts=[{'p': 1}])
     task = create(api, 'tasks', org_id, projectId=plan['projectId'], title='t', plan={'big': True})
     for family, made, heavy in (('activity-plans', plan, 'steps'), ('tasks', task, 'plan')):
         summary = api.get(f'/api/{family}?view=summary').json['content']

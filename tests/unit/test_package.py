@@ -553,3 +553,19 @@ def _with_event(with_handlers, event: dict, timeout: int = 29) -> dict:
 def test_packaging_refuses_event_sources_it_cannot_make_safe(with_handlers, event, timeout, message):
     with pytest.raises(app_stack.PackagingError, match=message):
         app_stack.patch(_with_event(with_handlers, event, timeout), STAGE)
+
+
+def test_the_apps_own_handlers_are_packaged_with_their_event_sources(templates):
+    """The real worker, scheduler and outbox publisher of app.py (issue 12), as deployed."""
+    app_doc = templates['app']['Resources']
+    worker = _event(templates['app'], 'ActivityStartWorker')['Properties']
+    assert worker['FunctionResponseTypes'] == ['ReportBatchItemFailures'] and worker['BatchSize'] == 10
+    assert worker['Queue'] == {'Fn::Sub': f'arn:${{AWS::Partition}}:sqs:${{AWS::Region}}:${{AWS::AccountId}}:{N.queue}'}
+    assert _event(templates['app'], 'ScheduledJobs')['Properties']['Schedule'] == 'rate(1 minute)'
+    stream = _event(templates['app'], 'OutboxPublisher')['Properties']
+    assert stream['Stream'] == {'Fn::ImportValue': N.export('TableStreamArn')}
+    assert stream['StartingPosition'] == 'TRIM_HORIZON'
+    assert stream['FunctionResponseTypes'] == ['ReportBatchItemFailures']
+    for lid in ('ActivityStartWorker', 'ScheduledJobs', 'OutboxPublisher'):
+        env = app_doc[lid]['Properties'].get('Environment', {}).get('Variables', {})
+        assert env.get('EVENT_BUS_NAME') == N.event_bus and env.get('TABLE_NAME') == N.table, lid

@@ -1,0 +1,224 @@
+"""`make run`'s stand-ins for Lambda's event sources: the same handlers of app.py, invoked in
+process with the payloads AWS sends (also used by the tests).
+
+* **queue poller** (Lambda's SQS event source mapping): ReceiveMessage on the activity queue
+  (up to 10 messages; no long poll: the local moto server answers one request at a time, so a
+  waiting receive would hold every other call; an empty receive waits 0.2 s before the next),
+  one SQS event of them to ``activity_start_worker``, then DeleteMessage of every message not
+  in the answer's ``batchItemFailures``; those come back after the queue's visibility timeout
+  and, after maxReceiveCount receives, SQS moves them to the dead-letter queue (moto applies
+  the redrive policy as AWS does).
+* **scheduler** (EventBridge's ``rate(1 minute)`` rule): a Scheduled Event to
+  ``scheduled_jobs`` every ``SCHEDULER_TICK_SECONDS`` (default 60).
+* **outbox drain** (Lambda's DynamoDB stream event source mapping): the table's stream, read
+  from moto with GetRecords on every shard, in order, each batch as a DynamoDB stream event to
+  ``outbox_publisher``; a batch item failure re-reads from the failed record, as Lambda does.
+  Why the stream rather than polling outbox items through an index: it is what runs on AWS
+  (the same records, in the same wire format, through the same handler), and an index of
+  outbox items would cost every write on AWS an index write that only local runs use.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+STREAMS_ENDPOINT = 'https://streams.dynamodb.{region}.amazonaws.com'   # moto's in-process host
+
+
+class _Context:
+    """What handlers may read of a Lambda context."""
+    function_name = 'local'
+    aws_request_id = 'local'
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 29_000
+
+
+CONTEXT = _Context()
+
+
+def _client(service: str, region: str, endpoint_url: str | None):
+    import boto3
+    return boto3.client(service, region_name=region, endpoint_url=endpoint_url)
+
+
+# ----------------------------------------------------------------------------- SQS
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+    """Lambda's SQS event for messages as ReceiveMessage returned them."""
+    records = []
+    for m in messages:
+        attributes = {k: v for k, v in (m.get('Attributes') or {}).items()}
+        records.append({
+            'messageId': m['MessageId'], 'receiptHandle': m['ReceiptHandle'], 'body': m['Body'],
+            'attributes': attributes, 'md5OfBody': m.get('MD5OfBody', ''),
+            'messageAttributes': {name: {'stringValue': a.get('StringValue'), 'binaryValue': a.get('BinaryValue'),
+                                         'stringListValues': [], 'binaryListValues': [], 'dataType': a['DataType']}
+                                  for name, a in (m.get('MessageAttributes') or {}).items()},
+            'eventSource': 'aws:sqs', 'eventSourceARN': queue_arn, 'awsRegion': region})
+    return {'Records': records}
+
+
+class QueuePoller:
+    def __init__(self, handler: Callable, queue_name: str, *, region: str, endpoint_url: str | None,
+                 wait_seconds: int = 0) -> None:
+        self.handler = handler
+        self.sqs = _client('sqs', region, endpoint_url)
+        self.region = region
+        self.url = self.sqs.get_queue_url(QueueName=queue_name)['QueueUrl']
+        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=['QueueArn'])['Attributes']
+        self.arn = attributes['QueueArn']
+        self.wait_seconds = wait_seconds
+
+    def poll_once(self, wait_seconds: int | None = None) -> dict[str, int]:
+        """One receive, one handler call, the deletes: {'received', 'failed'}."""
+        answer = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10,
+                                          WaitTimeSeconds=self.wait_seconds if wait_seconds is None else wait_seconds,
+                                          AttributeNames=['All'], MessageAttributeNames=['All'])
+        messages = answer.get('Messages') or []
+        if not messages:
+            return {'received': 0, 'failed': 0}
+        try:
+            result = self.handler(sqs_event(messages, self.arn, self.region), CONTEXT) or {}
+            failed = {f['itemIdentifier'] for f in result.get('batchItemFailures') or []}
+        except Exception:  # noqa: BLE001 - a handler that raised fails the whole batch, as on Lambda
+            failed = {m['MessageId'] for m in messages}
+        done = [m for m in messages if m['MessageId'] not in failed]
+        for start in range(0, len(done), 10):
+            self.sqs.delete_message_batch(QueueUrl=self.url, Entries=[
+                {'Id': str(n), 'ReceiptHandle': m['ReceiptHandle']} for n, m in enumerate(done[start:start + 10])])
+        return {'received': len(messages), 'failed': len(failed)}
+
+
+# ----------------------------------------------------------------------------- schedule
+
+def scheduled_event(region: str, now: datetime | None = None) -> dict[str, Any]:
+    now = now or datetime.utcnow()
+    return {'version': '0', 'id': str(uuid.uuid4()), 'detail-type': 'Scheduled Event', 'source': 'aws.events',
+            'account': '000000000000', 'time': now.strftime('%Y-%m-%dT%H:%M:%SZ'), 'region': region,
+            'resources': [f'arn:aws:events:{region}:000000000000:rule/platform-local-scheduled-jobs'],
+            'detail': {}}
+
+
+# ----------------------------------------------------------------------------- table stream
+
+def enable_stream(table_name: str, *, region: str, endpoint_url: str | None) -> str:
+    """Turn on the table's stream (NEW_AND_OLD_IMAGES, as the data stack declares it); its ARN."""
+    ddb = _client('dynamodb', region, endpoint_url)
+    described = ddb.describe_table(TableName=table_name)['Table']
+    if described.get('LatestStreamArn') and (described.get('StreamSpecification') or {}).get('StreamEnabled'):
+        return described['LatestStreamArn']
+    answer = ddb.update_table(TableName=table_name, StreamSpecification={
+        'StreamEnabled': True, 'StreamViewType': 'NEW_AND_OLD_IMAGES'})
+    return answer['TableDescription']['LatestStreamArn']
+
+
+class StreamReader:
+    """Reads a table stream from its start (TRIM_HORIZON), shard by shard, like Lambda."""
+
+    def __init__(self, handler: Callable, table_name: str, *, region: str, endpoint_url: str | None,
+                 batch_size: int = 100) -> None:
+        self.handler = handler
+        self.region = region
+        self.arn = enable_stream(table_name, region=region, endpoint_url=endpoint_url)
+        self.streams = _client('dynamodbstreams', region, endpoint_url or STREAMS_ENDPOINT.format(region=region))
+        self.batch_size = batch_size
+        self.iterators: dict[str, str | None] = {}
+
+    def _iterator(self, shard: str, after: str | None = None) -> str:
+        kwargs: dict[str, Any] = {'StreamArn': self.arn, 'ShardId': shard}
+        if after is None:
+            kwargs['ShardIteratorType'] = 'TRIM_HORIZON'
+        else:
+            kwargs.update(ShardIteratorType='AT_SEQUENCE_NUMBER', SequenceNumber=after)
+        return self.streams.get_shard_iterator(**kwargs)['ShardIterator']
+
+    def poll_once(self) -> dict[str, int]:
+        """Every shard's next batch to the handler: {'records', 'failed'}."""
+        stats = {'records': 0, 'failed': 0}
+        shards = self.streams.describe_stream(StreamArn=self.arn)['StreamDescription']['Shards']
+        for shard in shards:
+            sid = shard['ShardId']
+            if sid not in self.iterators:
+                self.iterators[sid] = self._iterator(sid)
+            iterator = self.iterators[sid]
+            if iterator is None:
+                continue
+            answer = self.streams.get_records(ShardIterator=iterator, Limit=self.batch_size)
+            records = answer.get('Records') or []
+            self.iterators[sid] = answer.get('NextShardIterator')
+            if not records:
+                continue
+            event = {'Records': [self._lambda_record(r) for r in records]}
+            try:
+                result = self.handler(event, CONTEXT) or {}
+                failures = [f['itemIdentifier'] for f in result.get('batchItemFailures') or []]
+            except Exception:  # noqa: BLE001 - the whole batch again, as Lambda does
+                failures = [records[0]['dynamodb']['SequenceNumber']]
+            stats['records'] += len(records)
+            if failures:
+                stats['failed'] += 1
+                self.iterators[sid] = self._iterator(sid, after=min(failures, key=int))
+        return stats
+
+    def _lambda_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        change = dict(record['dynamodb'])
+        created = change.get('ApproximateCreationDateTime')
+        if isinstance(created, datetime):
+            change['ApproximateCreationDateTime'] = created.timestamp()
+        return {**{k: v for k, v in record.items() if k != 'dynamodb'}, 'dynamodb': change,
+                'eventSourceARN': self.arn}
+
+
+# ----------------------------------------------------------------------------- make run
+
+class Pollers:
+    """The three loops of `make run`, on daemon threads; ``stop`` ends them. ``app`` is the app
+    module (its handlers ``activity_start_worker``, ``scheduled_jobs``, ``outbox_publisher``)."""
+
+    def __init__(self, app, *, region: str, endpoint_url: str | None, queue_name: str, table_name: str,
+                 tick_seconds: float, drain_seconds: float = 0.5) -> None:
+        self.queue = QueuePoller(app.activity_start_worker, queue_name, region=region, endpoint_url=endpoint_url)
+        self.stream = StreamReader(app.outbox_publisher, table_name, region=region, endpoint_url=endpoint_url)
+        self.app = app
+        self.region = region
+        self.tick_seconds = tick_seconds
+        self.drain_seconds = drain_seconds
+        self._stop = threading.Event()
+        self.threads = [threading.Thread(target=self._loop, args=(fn, busy, idle), name=name, daemon=True)
+                        for name, fn, busy, idle in (('queue-poller', self.queue.poll_once, 0.0, 0.2),
+                                                     ('outbox-drain', self.stream.poll_once, 0.0, drain_seconds),
+                                                     ('scheduler', self._tick, tick_seconds, tick_seconds))]
+
+    def _tick(self) -> dict:
+        self.app.scheduled_jobs(scheduled_event(self.region), CONTEXT)
+        return {}
+
+    def _loop(self, fn: Callable[[], Any], busy: float, idle: float) -> None:
+        """Call ``fn`` again after ``busy`` seconds when it found work, ``idle`` when not."""
+        import logging
+        log = logging.getLogger('platform-api.localdev')
+        while not self._stop.is_set():
+            try:
+                stats = fn() or {}
+                found = stats.get('received') or stats.get('records')
+            except Exception as exc:  # noqa: BLE001 - keep polling (moto restarting, chaos...)
+                log.warning('%s: %s', threading.current_thread().name, exc)
+                found = False
+                self._stop.wait(1.0)
+            pause = busy if found else idle
+            if pause:
+                self._stop.wait(pause)
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self.threads:
+            thread.join(timeout=3)

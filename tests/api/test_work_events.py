@@ -1,0 +1,124 @@
+"""Domain events (issue 12): every service write puts an outbox item in its own transaction;
+the table-stream handler publishes them to EventBridge in batches and records them in the
+events family, once, whatever the redeliveries."""
+from __future__ import annotations
+
+import json
+
+
+def events_since(marker):
+    return sorted((i['data'] for i in outbox_items() if i['data']['occurredOn'] >= marker),
+                  key=lambda e: e['occurredOn'])
+
+
+def outbox_items():
+    import boto3
+
+    from chalicelib.core.config import get_config
+    tbl = boto3.resource('dynamodb', region_name='us-east-1').Table(get_config().table_name)
+    return [i for i in tbl.scan()['Items'] if i['pk'].startswith('EVT#')]
+
+
+def test_every_write_puts_one_outbox_item_in_its_transaction(api, org_id):
+    from chalicelib.core.clock import now_iso
+    marker = now_iso()
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
+    api.put(f"/api/tasks/{task['id']}", {'title': 'u', 'description': 'd'})
+    api.delete(f"/api/tasks/{task['id']}")
+    events = events_since(marker)
+    items = outbox_items()
+    assert [e['eventType'] for e in events] == ['projects.created', 'tasks.created', 'tasks.updated', 'tasks.deleted']
+    updated = events[2]
+    assert updated['resourceId'] == task['id'] and updated['organizationId'] == org_id
+    assert updated['projectId'] == project['id'] and updated['changedFields'] == ['description', 'title']
+    assert updated['actorId'] and updated['correlationId'] and updated['family'] == 'tasks'
+    assert all(int(i['ttl']) > 0 and i['kind'] == 'outbox' for i in items)
+
+
+def test_a_write_that_fails_leaves_no_outbox_item(api, org_id):
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
+    before = len(outbox_items())
+    stale = api.put(f"/api/tasks/{task['id']}", {'title': 'x', 'changeSequence': 99})
+    assert stale.status == 409
+    bad_ref = api.put(f"/api/tasks/{task['id']}", {'teamId': '00000000-0000-4000-8000-000000000000'})
+    assert bad_ref.status == 400
+    assert len(outbox_items()) == before
+
+
+def test_the_stream_handler_publishes_and_records_events_once(api, org_id, work, monkeypatch):
+    from chalicelib.store import work as work_store
+    sent = []
+    real = work_store.events_client()
+    original = real.put_events
+
+    def spy(**kwargs):
+        sent.append(kwargs['Entries'])
+        return original(**kwargs)
+    monkeypatch.setattr(real, 'put_events', spy)
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
+    for n in range(12):
+        assert api.put(f"/api/tasks/{task['id']}", {'title': f't{n}'}).status == 200
+    work.publish_outbox()
+    assert all(len(batch) <= 10 for batch in sent) and any(len(batch) == 10 for batch in sent)
+    detail = [json.loads(e['Detail']) for batch in sent for e in batch]
+    assert all(e['EventBusName'] == 'platform-local' for batch in sent for e in batch)
+    assert sum(1 for d in detail if d['eventType'] == 'tasks.updated') == 12
+    page = api.get("/api/events?filter=eventType=='tasks.updated'&pageSize=100").json
+    assert page['totalElements'] == 12
+    first = page['content'][0]
+    assert first['payload']['resourceId'] == task['id'] and first['payload']['changedFields'] == ['title']
+    assert first['source'] == 'platform-api' and first['organizationId'] == org_id
+    # the stream delivers again from the start: nothing is recorded twice
+    import app
+    from localdev.pollers import StreamReader
+    again = StreamReader(app.outbox_publisher, work.cfg.table_name, region='us-east-1', endpoint_url=None)
+    assert again.poll_once()['records'] > 0
+    assert api.get("/api/events?filter=eventType=='tasks.updated'").json['totalElements'] == 12
+
+
+def test_events_refused_by_eventbridge_are_retried_then_reported_as_the_batch_item_failure(api, org_id, work,
+                                                                                         monkeypatch):
+    from chalicelib.store import work as work_store
+    real = work_store.events_client()
+    calls = []
+
+    def refuse(**kwargs):
+        calls.append(len(kwargs['Entries']))
+        return {'FailedEntryCount': len(kwargs['Entries']),
+                'Entries': [{'ErrorCode': 'ThrottlingException'} for _ in kwargs['Entries']]}
+    monkeypatch.setattr(real, 'put_events', refuse)
+    monkeypatch.setattr(work_store.time, 'sleep', lambda s: None)
+    api.post('/api/projects', {'name': 'p', 'organizationId': org_id})
+    stats = work.stream.poll_once()
+    assert stats['failed'] == 1 and len(calls) >= 3            # three tries, then reported
+    assert api.get("/api/events?filter=eventType=='projects.created'").json['totalElements'] == 0
+    monkeypatch.undo()
+    work.publish_outbox()                                      # read again from the failed record
+    assert api.get("/api/events?filter=eventType=='projects.created'").json['totalElements'] >= 1
+
+
+def test_recorded_events_publish_nothing_themselves(api, org_id, work):
+    api.post('/api/projects', {'name': 'p', 'organizationId': org_id})
+    work.publish_outbox()
+    assert api.get("/api/events?filter=eventType=='projects.created'").json['totalElements'] >= 1
+    types = [i['data']['eventType'] for i in outbox_items()]
+    assert not any(t.startswith('events.') for t in types)
+
+
+def test_actions_publish_their_own_names(api, org_id, work):
+    from chalicelib.core.clock import now_iso
+    api.post('/api/task-statuses', {'organizationId': org_id, 'label': 'Open', 'slug': 'open', 'statusType': 'OPEN'})
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
+    execution = api.post('/api/executions', {'projectId': project['id'], 'name': 'e'}).json
+    marker = now_iso()
+    assert api.put(f"/api/tasks/{task['id']}/status", {'statusSlug': 'open'}).status == 200
+    assert api.post(f"/api/executions/{execution['id']}/cancel").status == 200
+    assert api.post('/api/tasks/take-next', {'projectId': project['id']}).status == 200
+    assert [e['eventType'] for e in events_since(marker)] == ['tasks.statusChanged', 'executions.cancelled',
+                                                              'tasks.taken']
+    work.publish_outbox()
+    assert api.get("/api/events?filter=eventType=='tasks.taken'").json['totalElements'] == 1
