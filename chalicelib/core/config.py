@@ -55,6 +55,11 @@ class Config:
     secret_cache_seconds: float = 30.0
     # key of the HMAC that turns a UI client's address into clientIpHash (services/ui_events.py)
     client_ip_hash_key: str | None = None
+    # the MCP tool connector at <basePath>/mcp (services/mcp/): off unless MCP_ENABLED;
+    # mcp_public_url is the resource identifier bearer tokens must carry in their audience
+    mcp_enabled: bool = False
+    mcp_public_url: str | None = None
+    mcp_allowed_origins: frozenset[str] = frozenset()
 
 
 def _int(name: str, default: int) -> int:
@@ -129,6 +134,10 @@ def get_config() -> Config:
         org_secrets_prefix=env.get('ORG_SECRETS_PREFIX') or 'platform/local/org/',
         secret_cache_seconds=_float('ORG_SECRET_CACHE_SECONDS', 30.0),
         client_ip_hash_key=env.get('CLIENT_IP_HASH_KEY') or None,
+        mcp_enabled=_flag('MCP_ENABLED'),
+        mcp_public_url=(env.get('MCP_PUBLIC_URL') or '').strip() or None,
+        mcp_allowed_origins=frozenset(o.strip().rstrip('/').lower()
+                                      for o in env.get('MCP_ALLOWED_ORIGINS', '').split(',') if o.strip()),
     )
 
 

@@ -149,6 +149,14 @@ def check_exists(family: str, id_: str, org: str | None, **tag: Any) -> Op:
               tag={'what': 'reference', **tag})
 
 
+def check_sequence(family: str, id_: str, seq: int, **tag: Any) -> Op:
+    """Transaction condition: the entity still exists at sequence ``seq`` (a write that copied
+    a value from it, such as a task group's assignee onto a joining task, holds only then)."""
+    model = configure()
+    return Op('check', model_key=(entity_pk(family, id_), ENTITY_SK),
+              condition=model.pk.exists() & model.tpk.exists() & (model.seq == seq), tag=tag)
+
+
 # ----------------------------------------------------------------------------- unique values, counters
 
 def claim_unique(family: str, *, scope: str, field_name: str, value: Any, owner_id: str) -> Op:
