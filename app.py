@@ -11,6 +11,7 @@ from chalicelib.api import (
     health,
     http,
     internal,
+    mcp,
     middleware,
     resources,
     workflow,
@@ -28,4 +29,5 @@ app.register_blueprint(internal.bp)
 app.register_blueprint(workflow.bp)
 app.register_blueprint(bridges.bp)
 app.register_blueprint(events.bp)
+app.register_blueprint(mcp.bp)            # the MCP tool connector (/mcp) and its metadata
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)
