@@ -25,17 +25,16 @@ ALLOW = {'Allow': 'POST'}
 def mcp_post():
     from chalicelib.services.mcp import protocol  # noqa: PLC0415 - lazy: cold start (mcp_types ~0.25 s)
     reply = protocol.handle_post(request().headers, raw_body(), caller())
-    if reply.body is None:
-        return Response(body='', status_code=reply.status, headers={'Content-Type': 'application/json', **reply.headers})
-    return Response(body=json.dumps(reply.body, separators=(',', ':')), status_code=reply.status,
-                    headers={'Content-Type': 'application/json', **reply.headers})
+    body = '' if reply.body is None else json.dumps(reply.body, separators=(',', ':'))
+    return Response(body=body, status_code=reply.status, headers={'Content-Type': 'application/json', **reply.headers})
 
 
 def _method_not_allowed(method: str) -> Response:
     from chalicelib.core.errors import error_body  # noqa: PLC0415 - small, only here
     message = (f'{method} is not served: this MCP endpoint answers every POST with JSON and keeps no '
                'session or server-sent event stream')
-    return Response(body=error_body(405, message), status_code=405, headers={'Content-Type': 'application/json', **ALLOW})
+    return Response(body=error_body(405, message), status_code=405,
+                    headers={'Content-Type': 'application/json', **ALLOW})
 
 
 @bp.route(MCP_PATH, methods=['GET'], name='mcpGet', content_types=ANY_CONTENT)
@@ -79,8 +78,14 @@ _METADATA = schema('ProtectedResourceMetadata', {
 _MCP_TEXT = ('The MCP tool connector (Streamable HTTP, protocol 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26): '
              'JSON-RPC in, JSON out, 202 for notifications. 404 when disabled (MCP_ENABLED). '
              'README "MCP tool connector".')
+# 400 and 404 carry a JSON-RPC error for a protocol problem (parse error, unsupported version,
+# unknown method), the usual error body otherwise (connector disabled, bad Origin, credentials)
+_RPC_OR_ERROR = {'anyOf': [_JSONRPC, ref('Error')]}
 describe('mcpPost', summary='MCP: send a JSON-RPC message', tags=['mcp'], description=_MCP_TEXT,
-         request=_JSONRPC, responses={200: _JSONRPC, 202: None}, errors=[400, 401, 403, 404, 429, 503])
+         request={'anyOf': [_JSONRPC, {'type': 'array', 'items': _JSONRPC}]},
+         responses={200: {'anyOf': [_JSONRPC, {'type': 'array', 'items': _JSONRPC}]}, 202: None,
+                    400: _RPC_OR_ERROR, 404: _RPC_OR_ERROR},
+         errors=[401, 403, 429, 503])
 describe('mcpGet', summary='MCP: no server-sent event stream (405)', tags=['mcp'], request=None,
          responses={405: ref('Error')}, errors=[401, 403, 404])
 describe('mcpDelete', summary='MCP: no session to end (405)', tags=['mcp'], request=None,
