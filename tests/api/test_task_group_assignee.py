@@ -96,3 +96,50 @@ def test_a_group_too_large_for_one_transaction_is_refused_whole(api, org_id, mon
     assert r.status == 400 and 'at most 2' in r.json['message']
     assert api.get(f"/api/task-groups/{group['id']}").json['changeSequence'] == 1
     assert all('assigneeId' not in _task(api, t['id']) for t in tasks)
+
+
+def test_a_task_joining_while_the_group_is_reassigned_is_not_left_behind(api, org_id, monkeypatch):
+    """The group read its members; a task joins before the group's write commits: the member
+    counter check fails that write, which starts over and includes the newcomer."""
+    from chalicelib.services.hooks import task_groups
+    project, group, tasks, alice, bob = _setup(api, org_id, members=2)
+    newcomer = create(api, 'tasks', org_id, projectId=project['id'], title='late')
+    original, calls = task_groups.member_tasks, []
+
+    def read_then_someone_joins(group_id, org):
+        found = original(group_id, org)
+        calls.append(len(found))
+        if len(calls) == 1:   # between the group's read and its commit
+            assert api.put(f"/api/tasks/{newcomer['id']}", {'taskGroupId': group['id']}).status == 200
+        return found
+    monkeypatch.setattr(task_groups, 'member_tasks', read_then_someone_joins)
+    r = api.put(f"/api/task-groups/{group['id']}", {'assigneeId': alice['id']})
+    assert r.status == 200, r.json
+    assert calls[0] == 2 and calls[-1] == 3   # the first attempt was refused and read again
+    for t in [*tasks, newcomer]:
+        assert _task(api, t['id'])['assigneeId'] == alice['id']
+
+
+def test_a_task_joining_with_an_assignee_the_group_just_dropped_is_refused(api, org_id, monkeypatch):
+    """The task read the group's assignee; the group is re-assigned before the task's write
+    commits: the group's sequence check fails the join (409), nothing is written."""
+    from chalicelib.services.hooks import tasks as task_hook
+    project, group, _, alice, bob = _setup(api, org_id, members=0)
+    assert api.put(f"/api/task-groups/{group['id']}", {'assigneeId': alice['id']}).status == 200
+    joiner = create(api, 'tasks', org_id, projectId=project['id'], title='joiner')
+    original, calls = task_hook._group, []
+
+    def read_then_group_changes(group_id):
+        found = original(group_id)
+        calls.append(group_id)
+        if len(calls) == 1:
+            assert api.put(f"/api/task-groups/{group['id']}", {'assigneeId': bob['id']}).status == 200
+        return found
+    monkeypatch.setattr(task_hook, '_group', read_then_group_changes)
+    r = api.put(f"/api/tasks/{joiner['id']}", {'taskGroupId': group['id']})
+    assert r.status == 409 and 'changed meanwhile' in r.json['message']
+    after = _task(api, joiner['id'])
+    assert 'taskGroupId' not in after and after['changeSequence'] == 1
+    monkeypatch.setattr(task_hook, '_group', original)
+    r = api.put(f"/api/tasks/{joiner['id']}", {'taskGroupId': group['id']})
+    assert r.status == 200 and r.json['assigneeId'] == bob['id']

@@ -9,16 +9,20 @@ items, so a group of more than ``MAX_CASCADE`` tasks cannot change its assignee 
 ever half-assigned. (hooks/tasks.py: the per-task side of the rule.)"""
 from __future__ import annotations
 
+import time
+
 from chalicelib.core.clock import now_iso
 from chalicelib.core.errors import BadRequest
 from chalicelib.domain.registry import family as family_of
 from chalicelib.services import records
+from chalicelib.store import repository as repo
 from chalicelib.store import table
 
 from . import Hook
 
 BOOKKEEPING = {'updatedOn', 'changeSequence'}
-MAX_CASCADE = 40   # member tasks re-assigned in one transaction (each is one item, plus its event)
+MAX_CASCADE = 35   # member tasks re-assigned in one transaction (each is one item, plus its event)
+INDEX_WAITS = 3
 
 
 def member_tasks(group_id: str, org: str) -> list[table.Stored]:
@@ -30,10 +34,27 @@ def member_tasks(group_id: str, org: str) -> list[table.Stored]:
     return [found[id_] for _, id_ in keys if id_ in found and found[id_].data.get('taskGroupId') == group_id]
 
 
+def _members_now(group_id: str, org: str) -> tuple[list[table.Stored], str, dict[str, int]]:
+    """The group's tasks and its member counter (the per-value counter of taskGroupId, moved in
+    the transaction of every join and leave). The counter is read strongly, the index may trail
+    it on AWS: fewer members found than counted is read again, briefly."""
+    counter = table.value_counter_pk('tasks', org, 'taskGroupId', group_id)
+    for attempt in range(INDEX_WAITS):
+        shards = table.counter_shards(counter)
+        members = member_tasks(group_id, org)
+        if len(members) >= sum(shards.values()):
+            break
+        time.sleep(0.1 * (attempt + 1))
+    return members, counter, shards
+
+
 def cascade_ops(principal, group: dict, stored) -> list:
-    """Member tasks take the group's new assignee, in the group's transaction."""
+    """Member tasks take the group's new assignee, in the group's transaction, which also checks
+    that no task joined or left since they were read (the member counter's shards unchanged: a
+    task joining in between makes this write fail and be tried again by resources.update)."""
     assignee = group.get('assigneeId')
-    members = [m for m in member_tasks(group['id'], stored.org) if m.data.get('assigneeId') != assignee]
+    everyone, counter, shards = _members_now(group['id'], stored.org)
+    members = [m for m in everyone if m.data.get('assigneeId') != assignee]
     if len(members) > MAX_CASCADE:
         raise BadRequest(f"Task group {group['id']} has {len(members)} tasks to re-assign; at most "
                          f'{MAX_CASCADE} change assignee with their group in one write')
@@ -48,7 +69,7 @@ def cascade_ops(principal, group: dict, stored) -> list:
         new['updatedOn'] = now_iso()
         new['changeSequence'] = member.seq + 1
         ops += records.update_ops(tasks, new, member, principal=principal)
-    return ops
+    return ops + repo.check_counter(counter, shards, what='entity')
 
 
 class TaskGroupHook(Hook):
