@@ -481,3 +481,19 @@ def test_a_stale_change_sequence_is_refused_with_the_current_one(served, world):
     run(main)
     rest = served.rest('GET', f'/api/tasks/{t}')[1]
     assert rest['changeSequence'] == 2 and 'assigneeId' not in rest and rest['statusSlug'] == 'open'
+
+
+def test_an_unexpected_failure_inside_a_tool_is_a_tool_error_not_a_500(served, monkeypatch):
+    import dataclasses
+
+    from chalicelib.services.mcp import tools
+
+    def boom(args, principal):
+        raise RuntimeError('disk on fire')
+    monkeypatch.setitem(tools.BY_NAME, 'whoami', dataclasses.replace(tools.BY_NAME['whoami'], run=boom))
+    status, headers, body = served.rpc({'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call',
+                                        'params': {'name': 'whoami', 'arguments': {}}})
+    assert status == 200 and body['result']['isError'] is True
+    error = body['result']['structuredContent']['error']
+    assert error['status'] == 500 and headers['x-request-id'] in error['message']
+    assert 'disk on fire' not in json.dumps(body)

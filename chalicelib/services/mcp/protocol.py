@@ -242,13 +242,13 @@ def _call(params: dict[str, Any], principal: Principal) -> types.CallToolResult:
     observability.annotate(tool=name)
     try:
         result = tool.run(tools.validate(tool.input_schema, arguments), principal)
+        structured = json.loads(json.dumps(_omit_none(result), default=_plain))
     except ApiError as exc:
         return _tool_error(exc.status, exc.message, **exc.extra)
     except Exception:  # noqa: BLE001 - a tool never answers 500: logged, reported as a tool error
         request_id = observability.current().get('request_id')
         log.exception('tool %s failed, request %s', name, request_id)
         return _tool_error(500, f'The tool failed unexpectedly (request {request_id})')
-    structured = json.loads(json.dumps(_omit_none(result), default=_plain))
     return types.CallToolResult(content=[types.TextContent(type='text', text=json.dumps(structured))],
                                 structured_content=structured, is_error=False)
 
