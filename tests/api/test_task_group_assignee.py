@@ -129,8 +129,8 @@ def test_a_task_joining_with_an_assignee_the_group_just_dropped_is_refused(api, 
     joiner = create(api, 'tasks', org_id, projectId=project['id'], title='joiner')
     original, calls = task_hook._group, []
 
-    def read_then_group_changes(group_id):
-        found = original(group_id)
+    def read_then_group_changes(group_id, org):
+        found = original(group_id, org)
         calls.append(group_id)
         if len(calls) == 1:
             assert api.put(f"/api/task-groups/{group['id']}", {'assigneeId': bob['id']}).status == 200
@@ -143,3 +143,16 @@ def test_a_task_joining_with_an_assignee_the_group_just_dropped_is_refused(api, 
     monkeypatch.setattr(task_hook, '_group', original)
     r = api.put(f"/api/tasks/{joiner['id']}", {'taskGroupId': group['id']})
     assert r.status == 200 and r.json['assigneeId'] == bob['id']
+
+
+def test_another_organizations_group_is_an_unknown_reference_and_stays_untouched(api, org_id):
+    from tests.conftest import make_org
+    project, _, _, alice, _ = _setup(api, org_id, members=0)
+    other = make_org(api)
+    theirs = create(api, 'task-groups', other['id'], name='theirs')
+    task = create(api, 'tasks', org_id, projectId=project['id'])
+    for r in (api.post('/api/tasks', {'projectId': project['id'], 'taskGroupId': theirs['id']}),
+              api.put(f"/api/tasks/{task['id']}", {'taskGroupId': theirs['id']})):
+        assert r.status == 400 and 'refers to a record that does not exist' in r.json['message']
+    history = api.get(f"/api/task-groups/{theirs['id']}/history").json['content']
+    assert [h['action'] for h in history] == ['CREATE']

@@ -33,8 +33,11 @@ def group_message(task_id: str, group: Stored) -> str:
             f'(PUT /api/task-groups/{group.id} or the assign_task_group tool), not per task')
 
 
-def _group(group_id: Any) -> Stored | None:
-    return table.get('task-groups', group_id) if isinstance(group_id, str) and group_id else None
+def _group(group_id: Any, org: str | None) -> Stored | None:
+    """The task's group when it is one of the task's organization; anything else is unknown
+    here (the write's reference check answers it with the usual 400, whoever holds the id)."""
+    group = table.get('task-groups', group_id) if isinstance(group_id, str) and group_id else None
+    return group if group is not None and group.org == org else None
 
 
 def _take_group_assignee(data: dict[str, Any], group: Stored) -> None:
@@ -47,7 +50,7 @@ def _take_group_assignee(data: dict[str, Any], group: Stored) -> None:
 
 class TaskHook(Hook):
     def before_create(self, family, principal, data, body):
-        group = _group(data.get('taskGroupId'))
+        group = _group(data.get('taskGroupId'), data.get('organizationId'))
         if group is None:
             return   # no group (or an unknown one: the reference check answers 400)
         sent = body.get('assigneeId')
@@ -57,7 +60,7 @@ class TaskHook(Hook):
 
     def before_update(self, family, principal, new, stored):
         group_id = new.get('taskGroupId')
-        group = _group(group_id)
+        group = _group(group_id, stored.org)
         if group is None:
             return
         before = stored.data.get('assigneeId')
@@ -77,7 +80,7 @@ class TaskHook(Hook):
             return []
         ops = []
         if after:
-            group = _group(after)
+            group = _group(after, data.get('organizationId'))
             if group is not None:
                 if group.data.get('assigneeId') != data.get('assigneeId'):
                     raise Conflict(f'Task group {group.id} changed meanwhile; retry')
@@ -85,7 +88,7 @@ class TaskHook(Hook):
                                                message=f'Task group {group.id} changed meanwhile; retry'))
                 ops += _history(principal, group, {'taskAdded': data['id']})
         if before:
-            group = _group(before)
+            group = _group(before, data.get('organizationId'))
             if group is not None:
                 ops += _history(principal, group, {'taskRemoved': data['id']})
         return ops
