@@ -13,6 +13,7 @@ from chalicelib.api import (
     health,
     http,
     internal,
+    mcp,
     middleware,
     resources,
     work,
@@ -32,6 +33,7 @@ app.register_blueprint(workflow.bp)
 app.register_blueprint(bridges.bp)
 app.register_blueprint(events.bp)
 app.register_blueprint(work.bp)
+app.register_blueprint(mcp.bp)            # the MCP tool connector (/mcp) and its metadata
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)
 
 # Event handlers (chalicelib/api/handlers.py; infra/app.py sets their event sources up when

@@ -104,6 +104,9 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     os.chdir(ROOT)
     rate = chaos_settings().rate
+    # the MCP connector is on locally, its resource the local URL (MCP_ENABLED=false turns it off)
+    os.environ.setdefault('MCP_ENABLED', 'true')
+    os.environ.setdefault('MCP_PUBLIC_URL', f"http://127.0.0.1:{int(os.environ.get('PORT') or 8000)}/mcp")
     moto = prepare_environment()
     try:
         create_resources()

@@ -55,6 +55,9 @@ def _admit(event, mode: str):
             principal = identity.authenticate(event.headers)
         elif mode == 'service':
             principal = internal.authenticate_service(event.headers)
+        elif mode == 'mcp':
+            from chalicelib.services.mcp import auth as mcp_auth  # noqa: PLC0415 - lazy: cold start
+            principal = mcp_auth.authenticate(event.headers)
         else:
             principal = None
     except ApiError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 PUBLIC: set[str] = set()       # resource paths that need no credential
 SERVICE: set[str] = set()      # resource paths authenticated by the internal service token
+MCP: set[str] = set()          # the MCP connector: its own challenge and token audience (services/mcp/auth.py)
 
 
 def public(path: str) -> str:
@@ -16,9 +17,16 @@ def service(path: str) -> str:
     return path
 
 
+def mcp(path: str) -> str:
+    MCP.add(path)
+    return path
+
+
 def of(resource_path: str | None) -> str:
     if resource_path in PUBLIC:
         return 'public'
     if resource_path in SERVICE:
         return 'service'
+    if resource_path in MCP:
+        return 'mcp'
     return 'user'

@@ -57,6 +57,11 @@ class Config:
     client_ip_hash_key: str | None = None
     # work orchestration (services/work.py): the domain-event bus
     event_bus_name: str = 'platform-local'
+    # the MCP tool connector at <basePath>/mcp (services/mcp/): off unless MCP_ENABLED;
+    # mcp_public_url is the resource identifier bearer tokens must carry in their audience
+    mcp_enabled: bool = False
+    mcp_public_url: str | None = None
+    mcp_allowed_origins: frozenset[str] = frozenset()
 
 
 def _int(name: str, default: int) -> int:
@@ -132,6 +137,10 @@ def get_config() -> Config:
         secret_cache_seconds=_float('ORG_SECRET_CACHE_SECONDS', 30.0),
         client_ip_hash_key=env.get('CLIENT_IP_HASH_KEY') or None,
         event_bus_name=env.get('EVENT_BUS_NAME') or 'platform-local',
+        mcp_enabled=_flag('MCP_ENABLED'),
+        mcp_public_url=(env.get('MCP_PUBLIC_URL') or '').strip() or None,
+        mcp_allowed_origins=frozenset(o.strip().rstrip('/').lower()
+                                      for o in env.get('MCP_ALLOWED_ORIGINS', '').split(',') if o.strip()),
     )
 
 

@@ -135,7 +135,7 @@ FAMILIES: tuple[Family, ...] = (
     _f('tasks', 'Task', 'project',
        'title description searchText statusSlug taskGroupId>task-groups? assigneeId>users? '
        'teamId>teams? createdByActivityId? dueDate:datetime? priority:int? metadata:object '
-       'data:object plan:object', name_field='title', summary_omit=('plan',),
+       'data:object plan:object', name_field='title', summary_omit=('plan',), hook='tasks',
        indexed=('statusSlug', 'assigneeId', 'teamId', 'taskGroupId', 'createdByActivityId')),
     _f('task-groups', 'TaskGroup', 'project',
        f'{_TEXT} statusSlug assigneeId>users? teamId>teams? metadata:object plan:object',

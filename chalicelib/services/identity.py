@@ -120,7 +120,7 @@ def principal_from_basic(value: str) -> Principal:
     return principal_for(access, owner, credential='basic', rate_key=f'key-{record["id"]}', expected_email=email)
 
 
-def principal_from_jwt(token: str) -> Principal:
+def principal_from_jwt(token: str, *, audience: str | None = None) -> Principal:
     """The user a verified bearer token names.
 
     The identity provider's subject (``iss`` + ``sub``) is the identity: once bound to a user it
@@ -131,10 +131,11 @@ def principal_from_jwt(token: str) -> Principal:
     second identity-provider account claiming the same address, never lands in an account
     someone else signs in to."""
     cfg = get_config()
-    if not (cfg.jwt_issuer and cfg.jwt_audience and cfg.jwt_jwks_url):
+    audience = audience or cfg.jwt_audience   # the MCP connector passes its resource (services/mcp/auth.py)
+    if not (cfg.jwt_issuer and audience and cfg.jwt_jwks_url):
         raise Unauthorized('Bearer tokens are not accepted by this deployment')
     try:
-        claims = jwt_verify.verify(token, issuer=cfg.jwt_issuer, audience=cfg.jwt_audience,
+        claims = jwt_verify.verify(token, issuer=cfg.jwt_issuer, audience=audience,
                                    jwks_url=cfg.jwt_jwks_url, max_key_age=cfg.jwt_keys_max_age_seconds)
     except jwt_verify.InvalidToken as exc:
         raise Unauthorized(str(exc)) from None

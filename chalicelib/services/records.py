@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from chalicelib.core import observability
@@ -227,6 +228,35 @@ def commit(ops: list[Op]) -> None:
     our words (store/repository.py never passes DynamoDB's message on). A table that stays
     throttled or failing is 503 with Retry-After (StoreUnavailable)."""
     try:
-        repo.commit(ops)
+        repo.commit(merged(ops))
     except InvalidItem as exc:
         raise BadRequest(f'The resource cannot be stored: {exc}') from None
+
+
+def merged(ops: list[Op]) -> list[Op]:
+    """A transaction may touch an item once: counter moves of one shard are summed (a write of
+    several records, e.g. a task group's assignee cascading to its tasks, moves one counter many
+    times) and conditions on one item are AND-ed (a reference check and a sequence check of the
+    same record); a condition tagged ``holds`` explains the merged failure."""
+    out: list[Op] = []
+    seen: dict[tuple, int] = {}
+    for op in ops:
+        if op.kind == 'add':
+            key: tuple = ('add', op.item.pk, op.item.sk)
+        elif op.kind == 'check':
+            key = ('check', *op.model_key)
+        else:
+            out.append(op)
+            continue
+        if key not in seen:
+            seen[key] = len(out)
+            out.append(replace(op))
+            continue
+        first = out[seen[key]]
+        if op.kind == 'add':
+            first.amount += op.amount
+        else:
+            first.condition = first.condition & op.condition
+            if op.tag.get('what') == 'holds':
+                first.tag = op.tag
+    return [op for op in out if op.kind != 'add' or op.amount]

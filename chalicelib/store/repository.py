@@ -149,7 +149,27 @@ def check_exists(family: str, id_: str, org: str | None, **tag: Any) -> Op:
               tag={'what': 'reference', **tag})
 
 
+def check_sequence(family: str, id_: str, seq: int, **tag: Any) -> Op:
+    """Transaction condition: the entity still exists at sequence ``seq`` (a write that copied
+    a value from it, such as a task group's assignee onto a joining task, holds only then)."""
+    model = configure()
+    return Op('check', model_key=(entity_pk(family, id_), ENTITY_SK),
+              condition=model.pk.exists() & model.tpk.exists() & (model.seq == seq), tag=tag)
+
+
 # ----------------------------------------------------------------------------- unique values, counters
+
+def check_counter(pk: str, shards: dict[str, int], **tag: Any) -> list[Op]:
+    """Transaction conditions: every shard of the counter ``pk`` still holds what was read
+    (``shards``, from table.counter_shards; a shard not read must still be zero or absent)."""
+    model = configure()
+    ops = []
+    for shard in (str(n) for n in range(get_config().counter_shards)):
+        value = shards.get(shard, 0)
+        cond = (model.cnt == value) if value else (model.cnt.does_not_exist() | (model.cnt == 0))
+        ops.append(Op('check', model_key=(pk, shard), condition=cond, tag=tag))
+    return ops
+
 
 def claim_unique(family: str, *, scope: str, field_name: str, value: Any, owner_id: str) -> Op:
     model = configure()

@@ -239,6 +239,11 @@ def count_value(family: str, tenant: str, field_name: str, value: str) -> int:
     return sum(int(i.cnt or 0) for i in configure().query(value_counter_pk(family, tenant, field_name, value)))
 
 
+def counter_shards(pk: str) -> dict[str, int]:
+    """The shards of one counter as they are now (strongly consistent Query): shard -> count."""
+    return {i.sk: int(i.cnt or 0) for i in configure().query(pk, consistent_read=True)}
+
+
 def walk_value(family: str, tenant: str, *, slot: int, field_name: str, value: str, order: str,
                descending: bool, limit: int | None) -> list[tuple[str, str]]:
     """(sort key, id) of the first ``limit`` records (all when None) holding ``value`` in the

@@ -97,6 +97,18 @@ def test_the_curl_walkthrough(server):
     assert _call(base, 'GET', path, key=key)[0] == 404
 
 
+def test_make_run_serves_the_mcp_connector_at_its_local_url(server):
+    base, key = server['base'], server['key']
+    status, _, doc = _call(base, 'GET', '/.well-known/oauth-protected-resource/mcp')
+    assert status == 200 and doc['resource'] == base + '/mcp'
+    status, headers, _ = _call(base, 'POST', '/mcp', {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/list'})
+    challenge = {k.lower(): v for k, v in headers.items()}['www-authenticate']
+    assert status == 401 and f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"' in challenge
+    status, _, listed = _call(base, 'POST', '/mcp', {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/list'}, key,
+                              headers={'mcp-protocol-version': '2025-11-25'})
+    assert status == 200 and len(listed['result']['tools']) == 19
+
+
 def test_errors_are_json_everywhere(server):
     base, key = server['base'], server['key']
     for method, path, expected in (('GET', '/api/nope', 404), ('GET', '/nothing/here', 404),
