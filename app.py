@@ -7,6 +7,7 @@ from chalicelib.api import (
     authorizer,
     bridges,
     docs,
+    documents,
     events,
     health,
     http,
@@ -17,7 +18,9 @@ from chalicelib.api import (
 )
 
 app = Chalice(app_name='platform-api', configure_logs=False)  # logs: core/observability.py
-app.api.binary_types = []  # every response is text: JSON, or a service bridge's text answer
+# Responses are all text (JSON, or a service bridge's text answer); these request types arrive
+# as bytes (small document uploads, chalicelib/api/documents.py).
+app.api.binary_types = list(documents.BINARY_TYPES)
 http.bind(app)
 middleware.install(app)
 app.register_blueprint(resources.bp)
@@ -28,4 +31,5 @@ app.register_blueprint(internal.bp)
 app.register_blueprint(workflow.bp)
 app.register_blueprint(bridges.bp)
 app.register_blueprint(events.bp)
+app.register_blueprint(documents.bp)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)

@@ -55,6 +55,11 @@ class Config:
     secret_cache_seconds: float = 30.0
     # key of the HMAC that turns a UI client's address into clientIpHash (services/ui_events.py)
     client_ip_hash_key: str | None = None
+    # documents (services/documents.py, README "Documents"): upload sessions and content links
+    upload_max_bytes: int = 5 * 2 ** 30
+    upload_session_seconds: int = 86_400
+    small_upload_max_bytes: int = 5 * 2 ** 20
+    content_url_seconds: int = 300
 
 
 def _int(name: str, default: int) -> int:
@@ -129,6 +134,10 @@ def get_config() -> Config:
         org_secrets_prefix=env.get('ORG_SECRETS_PREFIX') or 'platform/local/org/',
         secret_cache_seconds=_float('ORG_SECRET_CACHE_SECONDS', 30.0),
         client_ip_hash_key=env.get('CLIENT_IP_HASH_KEY') or None,
+        upload_max_bytes=_int('UPLOAD_MAX_BYTES', 5 * 2 ** 30),
+        upload_session_seconds=_int('UPLOAD_SESSION_SECONDS', 86_400),
+        small_upload_max_bytes=_int('SMALL_UPLOAD_MAX_BYTES', 5 * 2 ** 20),
+        content_url_seconds=_int('CONTENT_URL_SECONDS', 300),
     )
 
 
