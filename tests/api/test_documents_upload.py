@@ -197,8 +197,10 @@ def test_another_users_session_is_not_theirs(api, org_id, store):
 
 
 def test_a_failing_table_at_complete_deletes_the_object_and_leaves_no_family(api, store, bucket, monkeypatch):
-    from chalicelib.store import repository
-    monkeypatch.setattr(repository, 'sleep', lambda s: None)
+    from chalicelib.core.config import get_config, reset_config
+    monkeypatch.setenv('STORE_RETRY_BUDGET_SECONDS', '0.2')
+    reset_config()
+    get_config()   # read now: chalice's test client swaps os.environ during requests
     session = _request(api, store)
     parts = _upload_parts(bucket, session, [b'payload'])
 

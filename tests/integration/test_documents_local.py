@@ -139,3 +139,29 @@ def test_a_small_file_round_trips_byte_identical(server):
                               raw=payload, headers={'content-type': 'application/octet-stream'})
     assert status == 201, family
     assert _follow(server, family['id']) == payload
+
+
+def test_twenty_deltas_in_parallel_all_land(server):
+    """20 deltas saved at once on one document (the local server is threaded, moto applies one
+    request at a time): each is APPLIED on its own version, or retried until it is; the final
+    document holds every operation."""
+    from concurrent.futures import ThreadPoolExecutor
+    base, key = server['base'], server['key']
+    status, _, project = _call(base, 'GET', f"/api/projects/{server['store']['projectId']}", key=key)
+    status, _, family = _call(base, 'POST', '/api/document-families',
+                              {'projectId': project['id'], 'path': 'shared.doc'}, key)
+    assert status == 201
+    doc = f"/api/document-families/{family['id']}/document"
+    assert _call(base, 'PUT', doc, {'version': 0, 'nodes': [{'id': 'root'}]}, key)[0] == 200
+
+    def save(i):
+        return _call(base, 'POST', '/api/linked-deltas', {'documentFamilyId': family['id'], 'operations': [
+            {'op': 'add', 'node': {'id': f'n{i}', 'parentId': 'root', 'index': i, 'content': f'line {i}'}}]}, key)
+    with ThreadPoolExecutor(20) as pool:
+        results = list(pool.map(save, range(20)))
+    assert [r[0] for r in results] == [201] * 20, [r[2] for r in results if r[0] != 201]
+    assert {r[2]['state'] for r in results} == {'APPLIED'}
+    assert sorted(r[2]['appliedVersion'] for r in results) == list(range(2, 22))
+    status, _, final = _call(base, 'GET', doc, key=key)
+    assert final['version'] == 21
+    assert [n['id'] for n in final['nodes']] == ['root'] + [f'n{i}' for i in range(20)]
