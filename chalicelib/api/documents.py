@@ -162,7 +162,8 @@ _BATCH_REQUEST = schema('BatchUpdateRequest', {
             'newLabels': {'type': 'array', 'items': {'type': 'string'}},
             'removedLabels': {'type': 'array', 'items': {'type': 'string'}}}},
         'notes': {'type': 'object', 'properties': {
-            'newNotes': {'type': 'array', 'items': {}}, 'deletedNotes': {'type': 'array', 'items': {'type': 'string'}}}},
+            'newNotes': {'type': 'array', 'items': {}},
+            'deletedNotes': {'type': 'array', 'items': {'type': 'string'}}}},
         'deletes': {'type': 'object', 'properties': {
             'documentFamilyIds': {'type': 'array', 'items': {'type': 'string', 'format': 'uuid'}}}},
         'task': {'type': 'object', 'required': ['id'], 'additionalProperties': True,

@@ -121,9 +121,10 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
             warnings.append(f'note {i} was not saved: a note is a string or {{content}}')
             continue
         try:
-            resources.create('events', {'organizationId': project.org, 'eventType': NOTE_EVENT, 'source': 'batch-update',
-                                        'description': text, 'name': text[:100],
-                                        'payload': {'projectId': project.id, 'documentFamilyIds': targets}}, principal)
+            resources.create('events', {
+                'organizationId': project.org, 'eventType': NOTE_EVENT, 'source': 'batch-update',
+                'description': text, 'name': text[:100],
+                'payload': {'projectId': project.id, 'documentFamilyIds': targets}}, principal)
         except ApiError as exc:
             warnings.append(f'note {i} was not saved: {exc.message}')
     for note_id in deleted_notes:
@@ -148,8 +149,9 @@ def _update(path: str, change: dict[str, Any], key: str, principal: Principal) -
     try:
         if path == 'tasks' and 'statusSlug' in fields:
             stored = resources.load_visible('tasks', change['id'], principal)
-            if not table.unique_exists('task-statuses', scope=stored.org, field_name='slug', value=fields['statusSlug']):
-                raise BadRequest(f"Field 'statusSlug' refers to a task status that does not exist: {fields['statusSlug']}")
+            slug = fields['statusSlug']
+            if not table.unique_exists('task-statuses', scope=stored.org, field_name='slug', value=slug):
+                raise BadRequest(f"Field 'statusSlug' refers to a task status that does not exist: {slug}")
         return {'success': True, key: resources.update(path, change['id'], fields, principal=principal)}
     except ApiError as exc:
         return _failed(exc)

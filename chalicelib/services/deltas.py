@@ -331,7 +331,8 @@ def save(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
         if attempt:
             family = table.get(FAMILIES.path, family.id)
             if family is None:
-                raise BadRequest(f"Field 'documentFamilyId' refers to a record that does not exist: {body['documentFamilyId']}")
+                raise BadRequest("Field 'documentFamilyId' refers to a record that does not exist: "
+                                 f"{body['documentFamilyId']}")
         current = int(family.data.get('documentVersion') or 0)
         if base is not None and base > current:
             raise BadRequest(f"Field 'baseVersion' ({base}) is ahead of the document (version {current})")
@@ -353,7 +354,7 @@ def save(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
                 records.commit(ops)
                 return delta
 
-            def delta_ops(version: int) -> list:
+            def delta_ops(version: int, delta: dict[str, Any] = delta) -> list:
                 delta['appliedVersion'] = version
                 return records.create_ops(DELTAS, [delta], principal)
             _save_version(family, nodes, principal, delta_ops)

@@ -246,7 +246,8 @@ def complete(store_id: str, body: dict[str, Any], principal: Principal) -> dict[
     return _store_new_family(store, principal, key=key, path=session['path'], mime=session['contentType'],
                              family_id=session['familyId'], declared=session.get('contentLength'),
                              session_ops=lambda: [uploads.finish(upload_id, token, session['familyId'])],
-                             on_failure=lambda: _quietly(records.commit, [uploads.release(upload_id, token, 'ABORTED')]),
+                             on_failure=lambda: _quietly(records.commit,
+                                                         [uploads.release(upload_id, token, 'ABORTED')]),
                              upload_id=upload_id)
 
 
@@ -406,7 +407,8 @@ def _store_new_family(store: Stored, principal: Principal, *, key: str, path: st
         project_id=project_id)
     family['contentObjectId'] = content['id']
     for attempt in range(resources.CONFLICT_RETRIES):
-        ops = records.create_ops(FAMILIES, [family], principal) + records.create_ops(CONTENT_OBJECTS, [content], principal)
+        ops = records.create_ops(FAMILIES, [family], principal)
+        ops += records.create_ops(CONTENT_OBJECTS, [content], principal)
         ops += session_ops()
         ops.append(repo.check_exists('document-stores', store.id, store.org, field='documentStoreId', value=store.id))
         try:

@@ -1,8 +1,9 @@
 """Upload session items (services/documents.py): one item per S3 multipart upload.
 
-| item           | pk                     | sk  | attributes                                           |
-|----------------|------------------------|-----|------------------------------------------------------|
-| upload session | ``UPLOAD#{uploadId}``  | ``#`` | kind ``upload-session``, org, ttl (= expiresAt, epoch s), data: uploadId, storageKey, storeId, projectId, organizationId, userId, familyId (chosen up front), path, contentType, contentLength?, expiresAt, createdOn, state OPEN / COMPLETING / COMPLETED / ABORTED, claim + claimUntil (epoch s) while COMPLETING |
+upload session: pk ``UPLOAD#{uploadId}``, sk ``#``; kind ``upload-session``, org, ttl (= expiresAt,
+epoch seconds), data: uploadId, storageKey, storeId, projectId, organizationId, userId, familyId
+(chosen up front), path, contentType, contentLength?, expiresAt, createdOn, state (OPEN /
+COMPLETING / COMPLETED / ABORTED), claim and claimUntil (epoch seconds) while COMPLETING.
 
 Never listed (no index keys). The state moves only by conditional writes: OPEN -> COMPLETING
 (a claim with a lease, so one caller completes the S3 upload at a time) -> COMPLETED (in the

@@ -90,7 +90,8 @@ def test_one_family_failing_does_not_undo_another_and_failed_notes_are_warnings(
 
 
 @pytest.mark.parametrize('body', [{}, {'projectId': 'x', 'documentFamilyIds': 'a'},
-                                  {'documentFamilyIds': ['nope']}, {'labelUpdates': {'newLabels': ['00000000-0000-0000-0000-000000000000']}},
+                                  {'documentFamilyIds': ['nope']},
+                                  {'labelUpdates': {'newLabels': ['00000000-0000-0000-0000-000000000000']}},
                                   {'documentStatus': {'slug': 'nope'}}, {'task': {'title': 'no id'}}])
 def test_bad_batches_are_400_and_change_nothing(api, world, body):
     full = {'projectId': world['project']['id'], **body} if body else body

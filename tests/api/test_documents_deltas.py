@@ -66,7 +66,8 @@ def test_a_parent_cycle_opens_and_saves(api, family):
     doc = _doc(api, family)
     assert [n['id'] for n in doc['nodes']] == ['r', 'c', 'A', 'B']
     # deltas on the loop terminate too: move a node of the loop, delete the loop
-    r = _delta(api, family, {'op': 'move', 'id': 'c', 'parentId': 'A'}, {'op': 'update', 'id': 'B', 'set': {'content': 'x'}})
+    r = _delta(api, family, {'op': 'move', 'id': 'c', 'parentId': 'A'},
+               {'op': 'update', 'id': 'B', 'set': {'content': 'x'}})
     assert r.status == 201 and r.json['state'] == 'APPLIED', r.json
     r = _delta(api, family, {'op': 'move', 'id': 'A', 'parentId': 'c'})
     assert r.json['state'] == 'FAILED' and 'under itself' in r.json['errorMessage']
@@ -163,7 +164,8 @@ def test_dynamodb_failing_leaves_the_document_as_it_was_and_no_orphan(api, famil
         if op != 'TransactWriteItems':
             return None
         n = faults.transaction_size(params)
-        return faults.cancelled(*(['ThrottlingError' if fault == 'throttled' else 'ValidationError'] + ['None'] * (n - 1)))
+        code = 'ThrottlingError' if fault == 'throttled' else 'ValidationError'
+        return faults.cancelled(*([code] + ['None'] * (n - 1)))
     with faults.inject(rule) as answered:
         r = _delta(api, family, {'op': 'delete', 'id': 'l1'})
         p = _put(api, family, 1, [])
