@@ -234,11 +234,15 @@ def load_nodes(family: Stored) -> list[dict[str, Any]]:
             _cache.move_to_end(key)
             return copy.deepcopy(_cache[key])
     nodes = json.loads(blobs.read(key))['nodes']
+    _remember(key, nodes)
+    return copy.deepcopy(nodes)
+
+
+def _remember(key: str, nodes: list[dict[str, Any]]) -> None:
     with _cache_lock:
-        _cache[key] = nodes
+        _cache[key] = copy.deepcopy(nodes)
         while len(_cache) > CACHE_SIZE:
             _cache.popitem(last=False)
-    return copy.deepcopy(nodes)
 
 
 def _save_version(family: Stored, nodes: list[dict[str, Any]], principal: Principal,
@@ -264,6 +268,7 @@ def _save_version(family: Stored, nodes: list[dict[str, Any]], principal: Princi
     except BaseException:
         _forget(key)
         raise
+    _remember(key, nodes)   # the next delta on this document starts from memory, not S3
     return version
 
 
