@@ -31,8 +31,7 @@ from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.domain.registry import family as family_of
-from chalicelib.store import blobs, table
-from chalicelib.store import repository as repo
+from chalicelib.store import blobs, table, uploads
 from chalicelib.store.repository import WriteConflict
 from chalicelib.store.table import Stored
 
@@ -354,8 +353,7 @@ def save(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
         try:
             if state == 'FAILED':
                 ops = records.create_ops(DELTAS, [delta], principal)
-                ops.append(repo.check_exists(FAMILIES.path, family.id, family.org, field='documentFamilyId',
-                                             value=family.id))
+                ops.append(uploads.check_unchanged(FAMILIES.path, family.id, family.seq))
                 records.commit(ops)
                 return delta
 
@@ -367,9 +365,8 @@ def save(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
         except _Stale:
             pass
         except WriteConflict as exc:
-            if exc.code != 'TransactionConflict':
-                raise BadRequest("Field 'documentFamilyId' refers to a record that does not exist: "
-                                 f"{family.id}") from None
+            if exc.code != 'TransactionConflict' and not (exc.op is not None and exc.op.tag.get('what') == 'entity'):
+                raise
         if time.monotonic() - started > SAVE_BUDGET_SECONDS:
             break
         time.sleep(random.uniform(0, min(0.2, 0.01 * 2 ** min(attempt, 5))))

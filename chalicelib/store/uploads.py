@@ -73,6 +73,16 @@ def release(upload_id: str, token: str, state: str = 'OPEN') -> Op:
               tag={'what': 'session'})
 
 
+def check_unchanged(family: str, id_: str, seq: int, **tag) -> Op:
+    """Transaction condition: the entity still exists at sequence ``seq`` (a FAILED delta is
+    recorded only against the family version it was evaluated on, and never after the family's
+    delete collected its deltas)."""
+    from .table import entity_pk  # noqa: PLC0415 - small; kept beside its one use
+    model = configure()
+    return Op('check', model_key=(entity_pk(family, id_), ENTITY_SK), condition=model.seq == seq,
+              tag={'what': 'entity', **tag})
+
+
 def abort(upload_id: str) -> Op:
     """OPEN -> ABORTED."""
     model = configure()
