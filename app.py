@@ -9,6 +9,7 @@ from chalicelib.api import (
     authorizer,
     bridges,
     docs,
+    documents,
     events,
     health,
     http,
@@ -21,7 +22,9 @@ from chalicelib.api import (
 )
 
 app = Chalice(app_name='platform-api', configure_logs=False)  # logs: core/observability.py
-app.api.binary_types = []  # every response is text: JSON, or a service bridge's text answer
+# Responses are all text (JSON, or a service bridge's text answer); these request types arrive
+# as bytes (small document uploads, chalicelib/api/documents.py).
+app.api.binary_types = list(documents.BINARY_TYPES)
 http.bind(app)
 middleware.install(app)
 app.register_blueprint(resources.bp)
@@ -34,6 +37,7 @@ app.register_blueprint(bridges.bp)
 app.register_blueprint(events.bp)
 app.register_blueprint(work.bp)
 app.register_blueprint(mcp.bp)            # the MCP tool connector (/mcp) and its metadata
+app.register_blueprint(documents.bp)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)
 
 # Event handlers (chalicelib/api/handlers.py; infra/app.py sets their event sources up when

@@ -60,8 +60,11 @@ def grants(stage: str) -> list[Grant]:
                         'dynamodb:DescribeTable'),
               (table, f'{table}/index/*'), APP),
         # Object-level only (multipart: create/upload part/complete are PutObject).
-        Grant('Documents', ('s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'),
+        Grant('Documents', ('s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload',
+                            's3:ListMultipartUploadParts'),
               (_arn('s3', f'{n.bucket}/*', regional=False, account=False),), APP),
+        # a deleted family's document versions are found by prefix (services/documents.py)
+        Grant('DocumentsList', ('s3:ListBucket',), (_arn('s3', n.bucket, regional=False, account=False),), APP),
         Grant('ActivityStartsSend', ('sqs:SendMessage', 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes'),
               (_arn('sqs', n.queue),), APP),
         Grant('Events', ('events:PutEvents',), (_arn('events', f'event-bus/{n.event_bus}'),), APP),

@@ -62,6 +62,11 @@ class Config:
     mcp_enabled: bool = False
     mcp_public_url: str | None = None
     mcp_allowed_origins: frozenset[str] = frozenset()
+    # documents (services/documents.py, README "Documents"): upload sessions and content links
+    upload_max_bytes: int = 5 * 2 ** 30
+    upload_session_seconds: int = 86_400
+    small_upload_max_bytes: int = 5 * 2 ** 20
+    content_url_seconds: int = 300
 
 
 def _int(name: str, default: int) -> int:
@@ -141,6 +146,10 @@ def get_config() -> Config:
         mcp_public_url=(env.get('MCP_PUBLIC_URL') or '').strip() or None,
         mcp_allowed_origins=frozenset(o.strip().rstrip('/').lower()
                                       for o in env.get('MCP_ALLOWED_ORIGINS', '').split(',') if o.strip()),
+        upload_max_bytes=_int('UPLOAD_MAX_BYTES', 5 * 2 ** 30),
+        upload_session_seconds=_int('UPLOAD_SESSION_SECONDS', 86_400),
+        small_upload_max_bytes=_int('SMALL_UPLOAD_MAX_BYTES', 5 * 2 ** 20),
+        content_url_seconds=_int('CONTENT_URL_SECONDS', 300),
     )
 
 

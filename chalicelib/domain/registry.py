@@ -49,6 +49,8 @@ class Family:
     # fields whose equality filters are served from an index (at most INDEX_SLOTS; a dotted name
     # is a path into an object field): `field == 'v'` costs the same in any tenant size
     indexed: tuple[str, ...] = ()
+    # declared fields only the server writes (shown in responses, ignored in request bodies)
+    server: tuple[str, ...] = ()
 
     @cached_property
     def own_fields(self) -> tuple[Field, ...]:
@@ -76,7 +78,7 @@ class Family:
     @cached_property
     def writable(self) -> dict[str, Field]:
         """Fields a client may set in a create or update body."""
-        return {f.name: f for f in self.own_fields if f.name not in SERVER_FIELDS}
+        return {f.name: f for f in self.own_fields if f.name not in SERVER_FIELDS and f.name not in self.server}
 
     @cached_property
     def references(self) -> dict[str, tuple[str, str]]:
@@ -156,8 +158,10 @@ FAMILIES: tuple[Family, ...] = (
        f'{_NAMED} storeType storePurpose publicAccess:bool=false metadata:object'),
     _f('document-families', 'DocumentFamily', 'project',
        'path documentStoreId>document-stores? documentStatus:object? labels:strings mixins:strings '
-       'locked:bool=false size:int metadata:object', name_field='path',
-       indexed=('documentStoreId', 'documentStatus.id')),
+       'locked:bool=false size:int metadata:object '
+       'contentType storageKey contentObjectId documentVersion:int documentKey', name_field='path',
+       indexed=('documentStoreId', 'documentStatus.id'), hook='document_families',
+       server=('contentType', 'storageKey', 'contentObjectId', 'documentVersion', 'documentKey')),
     _f('content-objects', 'ContentObject', 'project',
        'name contentMetadata:object metadata:object contentType:int index:int size:int '
        'created:datetime? modified:datetime? docTransitionType documentFamilyId>document-families? '
@@ -242,8 +246,8 @@ FAMILIES: tuple[Family, ...] = (
        indexed=('eventType',)),
     _f('linked-deltas', 'LinkedDelta', 'project',
        'name state=PENDING@LinkedDeltaState errorMessage? documentFamilyId>document-families? '
-       'operations:array',
-       indexed=('documentFamilyId', 'state')),
+       'operations:array baseVersion:int? appliedVersion:int',
+       indexed=('documentFamilyId', 'state'), hook='linked_deltas', server=('appliedVersion',)),
 )
 
 BY_PATH: dict[str, Family] = {f.path: f for f in FAMILIES}

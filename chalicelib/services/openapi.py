@@ -69,6 +69,16 @@ REGISTRY_NOTES = {
     ('organizations', 'delete'): (
         'Platform admins only; 409 while the organization still has memberships (members or invitations).'),
     ('users', 'create'): 'Platform admins only: managers add people by e-mail invitation (createMembership).',
+    ('linked-deltas', 'create'): (
+        'With documentFamilyId: {documentFamilyId, baseVersion?, name?, operations} applies the operations '
+        '({op: add, node} | {op: update, id, set} | {op: delete, id} | {op: move, id, parentId}) to the '
+        "family's current document version: state APPLIED, APPLIED_PARTIAL (errorMessage lists what was "
+        'dropped and why) or FAILED (nothing applied); appliedVersion is the version it produced. Without '
+        'documentFamilyId the body is stored as a bare delta record and no document changes.'),
+    ('document-families', 'update'): (
+        "documentStatus is written as {id} or {slug} of a document status of the family's project (400 "
+        'otherwise) and read back as the whole DocumentStatus.'),
+    ('document-families', 'delete'): 'Also deletes its content objects, linked deltas, file and document versions.',
     ('users', 'update'): (
         'A user cannot change their own email (400): the identity provider asserts it. A platform admin can.'),
 }

@@ -250,6 +250,10 @@ def _require_write(family: Family, principal: Principal, stored: Stored, *, op: 
 def create(family: Family | str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     family = _family(family)
     hook = hook_for(family)
+    body = hook.prepare_body(family, principal, body, None)
+    instead = hook.create_instead(family, principal, body)
+    if instead is not None:
+        return instead
     values, _ = clean_input(family, body)
     org, project = _owner(family, principal, body)
     access.require_active(principal, org)
@@ -287,6 +291,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
 
 def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: Principal) -> dict[str, Any]:
     family = _family(family)
+    body = hook_for(family).prepare_body(family, principal, body, id_)
     expected = _sequence_from(body)
     values, nulls = clean_input(family, body)
     races = conflicts = 0
@@ -342,8 +347,10 @@ def delete(family: Family | str, id_: str, principal: Principal) -> None:
             soft = {**stored.data, 'deleted': True, 'deleteUserId': principal.user_id,
                     'deleteUserEmail': principal.email, 'deletedDate': now, 'updatedOn': now,
                     'changeSequence': stored.seq + 1}
+        hook_for(family).before_delete(family, principal, stored)
         try:
             records.commit(records.delete_ops(family, stored, principal, soft=soft))
+            hook_for(family).after_delete(family, principal, stored)
             return
         except WriteConflict as exc:
             if _transient(exc):

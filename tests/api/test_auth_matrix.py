@@ -58,6 +58,8 @@ CUSTOM_BODIES: dict[tuple[str, str], Callable[[World], Any]] = {
     ('POST', '/api/events/ui/batch'): lambda w: {'events': [{'kind': 'ui.error', 'payload': {'code': 1}}]},
     ('POST', '/api/activity-plans/{id}/start'): lambda w: {'projectId': w.resources['activity-plans']['projectId']},
     ('POST', '/api/tasks/take-next'): lambda w: {'projectId': w.resources['projects']['id']},
+    ('POST', '/api/content-objects/{id}/validate'): lambda w: {},
+    ('POST', '/api/batch-update'): lambda w: {'projectId': w.resources['projects']['id']},
 }
 # Query strings of custom GET routes that need one.
 CUSTOM_QUERIES: dict[tuple[str, str], Callable[[World], str]] = {
@@ -69,6 +71,11 @@ EXPECTED: dict[tuple[str, str, str], set[int] | str] = {
     ('POST', '/api/events/ui/batch', 'viewer'): 'ok',
     # the query names a project of the default organization: not theirs to see
     ('GET', '/api/service-bridges/agent-tools', 'other organization'): {404},
+    # validating a content object is a read, for viewers too
+    ('POST', '/api/content-objects/{id}/validate', 'viewer'): 'ok',
+    # the world's document family has no uploaded file
+    **{('GET', '/api/document-families/{id}/content', case): {404}
+       for case in ('right credential', 'right JWT', 'viewer', 'member', 'manager')},
 }
 
 
@@ -290,6 +297,9 @@ def world():
             from tests.work_support import create_resources
             create_resources()   # the activity queue (activity starts) and the event bus
             platform = bootstrap(api_key=ADMIN_KEY)
+            from chalicelib.store import blobs
+            blobs.reset()
+            blobs.client().create_bucket(Bucket=get_config().bucket_name)   # the document routes' bucket
             with Client(APP) as client:
                 yield _build(Api(client, ADMIN_KEY), platform['organizationId'], platform['userId'])
     finally:

@@ -15,6 +15,22 @@ from chalicelib.store.table import Stored
 
 
 class Hook:
+    def prepare_body(self, family: Family, principal: Principal, body: dict[str, Any],
+                     id_: str | None) -> dict[str, Any]:
+        """Rewrite a create (``id_`` None) or update body before it is validated (a reference
+        given by slug becomes an id, ...)."""
+        return body
+
+    def create_instead(self, family: Family, principal: Principal, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Handle a create entirely (a linked delta applied to its document); None: generic."""
+        return None
+
+    def before_delete(self, family: Family, principal: Principal, stored: Stored) -> None:
+        """Runs before a delete's transaction (delete dependent records first: no orphans)."""
+
+    def after_delete(self, family: Family, principal: Principal, stored: Stored) -> None:
+        """Runs after a delete committed (clean up outside the table: stored files)."""
+
     def before_create(self, family: Family, principal: Principal, data: dict[str, Any],
                       body: dict[str, Any]) -> None:
         """Adjust a new resource before it is stored."""

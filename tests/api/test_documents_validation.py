@@ -1,0 +1,56 @@
+"""POST /api/content-objects/{id}/validate: JSONata rules per taxon group, ../ paths to
+enclosing groups, errors as entries (never a 500), disabled rules skipped."""
+from __future__ import annotations
+
+from tests.support import create
+
+DATA = {'invoiceDate': '2026-01-02', 'invoice': {
+    'total': 30, 'currency': 'EUR',
+    'lineItems': [{'amount': 10, 'description': 'a'}, {'amount': 20, 'description': 'b'}]}}
+
+
+def _rule(path, formula, name, **extra):
+    return {'taxonPath': path, 'taxonomyRef': 'tax', 'validation': {'name': name, 'ruleFormula': formula, **extra}}
+
+
+RULES = [
+    _rule('invoice', 'total = $sum(lineItems.amount)', 'total adds up'),
+    _rule('invoice/lineItems', 'amount <= ../total', 'line within total'),
+    _rule('invoice/lineItems', "../../invoiceDate > '2025-12-31'", 'dated this year'),
+    _rule('invoice/lineItems', 'amount > 15', 'big lines', messageFormula="'line ' & description & ' is small'"),
+    _rule('invoice', '../../../nothing = 1', 'walks above the top'),
+    _rule('invoice', 'total = (', 'syntax error'),
+    _rule('invoice', '$error("custom")', 'raises'),
+    _rule('invoice', 'false', 'disabled one', disabled=True),
+    _rule('invoice', "currency = 'USD'", 'only for USD', conditional=True, conditionalFormula="currency = 'USD'"),
+]
+
+
+def test_rules_are_evaluated_per_group(api, org_id):
+    made = create(api, 'content-objects', org_id, documentTaxonValidations=RULES,
+                  metadata={'extractedData': DATA})
+    r = api.post(f"/api/content-objects/{made['id']}/validate", {})
+    assert r.status == 200, r.json
+    by_name = {e['name']: e for e in r.json}
+    assert set(by_name) == {'total adds up', 'line within total', 'dated this year', 'big lines',
+                            'walks above the top', 'syntax error', 'raises'}
+    assert by_name['total adds up'] == {'taxonPath': 'invoice', 'name': 'total adds up', 'passed': True}
+    assert by_name['line within total']['passed'] is True
+    assert by_name['dated this year']['passed'] is True
+    assert by_name['big lines']['passed'] is False and by_name['big lines']['message'] == 'line a is small'
+    for name in ('walks above the top', 'syntax error', 'raises'):
+        assert by_name[name]['passed'] is False and by_name[name]['error'].startswith('evaluation error:'), name
+    assert 'above the top' in by_name['walks above the top']['error']
+    # data sent in the body replaces the stored extracted data
+    r = api.post(f"/api/content-objects/{made['id']}/validate",
+                 {'data': {'invoice': {'total': 5, 'lineItems': [{'amount': 10}]}, 'invoiceDate': '2020-01-01'}})
+    by_name = {e['name']: e for e in r.json}
+    assert by_name['total adds up']['passed'] is False and by_name['line within total']['passed'] is False
+    assert by_name['dated this year']['passed'] is False
+
+
+def test_a_content_object_without_rules_validates_to_nothing(api, org_id, users):
+    made = create(api, 'content-objects', org_id)
+    assert api.post(f"/api/content-objects/{made['id']}/validate", {}).json == []
+    assert api.as_key(users['VIEWER']).post(f"/api/content-objects/{made['id']}/validate", {}).status == 200
+    assert api.post('/api/content-objects/00000000-0000-0000-0000-000000000000/validate', {}).status == 404
