@@ -8,7 +8,7 @@ from chalice import Blueprint
 
 from chalicelib.domain.registry import FAMILIES, Family
 
-from .http import ANY_CONTENT, JSON_CONTENT, body, caller, created, no_content, params
+from .http import ANY_CONTENT, JSON_CONTENT, body, caller, created, no_content, one_based_pages, params
 
 bp = Blueprint(__name__)
 
@@ -35,7 +35,8 @@ def _register(family: Family) -> None:
     # lazy imports below: the services load pynamodb and pydantic; `import app` must not (cold start)
     def list_view():
         from chalicelib.services import listing  # noqa: PLC0415 - lazy: cold start
-        return listing.list_resources(family, listing.parse_request(family, params()), caller())
+        req = listing.parse_request(family, params(), one_based=one_based_pages())
+        return listing.list_resources(family, req, caller())
 
     def get_view(**ids):
         from chalicelib.services import resources  # noqa: PLC0415 - lazy: cold start
