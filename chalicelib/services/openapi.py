@@ -21,6 +21,7 @@ from typing import Any
 from chalicelib.domain.embeds import embeds_of
 from chalicelib.domain.fields import ENUMS, Field
 from chalicelib.domain.models import MAX_STRING, always_present, embedded_family
+from chalicelib.domain.org_paths import ORG_SLUG_FAMILIES
 from chalicelib.domain.registry import FAMILIES, OWNERSHIP_FIELDS, Family
 from chalicelib.domain.shapes import SHAPES
 
@@ -71,6 +72,9 @@ REGISTRY_NOTES = {
     ('organizations', 'delete'): (
         'Platform admins only; 409 while the organization still has memberships (members or invitations).'),
     ('users', 'create'): 'Platform admins only: managers add people by e-mail invitation (createMembership).',
+    **{(path, 'get'): ('A path segment that is not a UUID is an organization slug: that organization\'s list page '
+                       '(the list parameters apply). See also /api/' + path + '/{id}/{slug}.')
+       for path in ORG_SLUG_FAMILIES},
     ('users', 'update'): (
         'A user cannot change their own email (400): the identity provider asserts it. A platform admin can.'),
 }
@@ -408,8 +412,9 @@ def _render_operation(desc: dict[str, Any], op_id: str, path: str, method: str, 
     operation: dict[str, Any] = {'operationId': op_id, 'summary': desc['summary'], 'tags': desc['tags']}
     if desc.get('description'):
         operation['description'] = desc['description']
-    parameters = [_path_parameter(a) for a in route.view_args]
-    parameters += desc.get('parameters', [])
+    declared = {p['name']: p for p in desc.get('parameters', []) if p.get('in') == 'path'}
+    parameters = [declared.get(a) or _path_parameter(a) for a in route.view_args]
+    parameters += [p for p in desc.get('parameters', []) if p.get('in') != 'path']
     if parameters:
         operation['parameters'] = parameters
     body = desc.get('request')
