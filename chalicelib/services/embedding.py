@@ -7,8 +7,9 @@ referenced records), and each record gets its objects. A family without embedded
 or a page whose records hold none, costs nothing.
 
 Visibility: the object is the referenced record as the caller's own GET of it would show it
-(less the target family's heavy fields, domain/embeds.HEAVY). A record the caller may not see,
-or one that no longer exists, is ``{"id": ...}`` only. An absent ``xId`` means no ``x``. An
+(less the target family's heavy fields, domain/embeds.HEAVY). A record the caller may not see
+is ``{"id": ...}`` only. One that no longer exists, and an absent ``xId``, mean no ``x`` (the
+id stays as stored). An
 embedded record of an organization whose organization is embedded in the same response (a
 project's status) carries that ``organization`` too (the SDK's ProjectStatus requires it).
 """
@@ -36,10 +37,12 @@ def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal
     wanted = {(target, item[id_field]) for item in items for id_field, target in embeds.values()
               if isinstance(item.get(id_field), str)}
     found = table.batch_get(sorted(wanted)) if wanted else {}
-    shown: dict[str, dict[str, Any]] = {}
+    shown: dict[str, dict[str, Any] | None] = {}
     for target, ref_id in wanted:
         stored = found.get(ref_id)
-        if stored is None or stored.family != target or not _visible(target, principal, stored):
+        if stored is None or stored.family != target:
+            shown[ref_id] = None   # deleted since (or never there): no object
+        elif not _visible(target, principal, stored):
             shown[ref_id] = {'id': ref_id}
         else:
             heavy = HEAVY.get(target, ())
@@ -49,13 +52,13 @@ def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal
         new = dict(item)
         for name, (id_field, _target) in embeds.items():
             ref_id = item.get(id_field)
-            if isinstance(ref_id, str):
+            if isinstance(ref_id, str) and shown[ref_id] is not None:
                 new[name] = dict(shown[ref_id])
             else:
                 new.pop(name, None)
         for name in embeds:
             org = (new.get(name) or {}).get('organizationId')
-            if name != 'organization' and org is not None and len(shown.get(org, {})) > 1:
+            if name != 'organization' and org is not None and len(shown.get(org) or {}) > 1:
                 new[name]['organization'] = shown[org]
         out.append(new)
     return out

@@ -165,7 +165,8 @@ class _Schemas:
         from chalicelib.domain.registry import family as family_of  # noqa: PLC0415
         return {name: {'allOf': [_ref(family_of(target).entity)], 'nullable': True,
                        'description': f'the record {id_field} names, as its own GET shows it (heavy fields left '
-                                      f'out); only {{"id"}} when the caller may not see it'}
+                                      f'out); only {{"id"}} when the caller may not see it; absent when '
+                                      f'{id_field} is, or names a record that no longer exists'}
                 for name, (id_field, target) in embeds_of(fam.path).items()}
 
     @staticmethod

@@ -89,6 +89,13 @@ def test_get_and_list_embed_the_contract_references(api, org_id, platform):
     product = api.post('/api/products', {'name': 'pr', 'productGroup': {'id': group['id']}}).json
     api.put(f"/api/product-groups/{group['id']}", {'name': 'renamed'})
     assert api.get(f"/api/products/{product['id']}").json['productGroup']['name'] == 'renamed'  # current, not a copy
+    from chalicelib.core.principal import Principal
+    from chalicelib.domain.registry import family
+    from chalicelib.services import embedding
+    gone = str(uuid.uuid4())   # a reference to a record that no longer exists: the id stays, no object
+    dangling = embedding.embed_one(family('products'), {**product, 'productGroupId': gone},
+                                   Principal(user_id=platform['userId'], email='a@b.c', platform_admin=True))
+    assert dangling['productGroupId'] == gone and 'productGroup' not in dangling
     ks = api.post('/api/knowledge-sets', {'name': 'k', 'project': project}).json   # a whole GET body as reference
     assert ks['projectId'] == project['id'] and ks['project']['id'] == project['id']
     assert ks['organization']['id'] == org_id
