@@ -6,7 +6,8 @@ requirements-sdk.txt (`make test` builds it first; running this file alone build
 same make target). The SDK session is tests/integration/sdk_session.py, run by that
 virtualenv's interpreter; the CLI is that virtualenv's ``kodexa`` with HOME in a temporary
 directory (where it keeps its profile). Nothing here sends a packet beyond loopback: the SDK and
-CLI are only ever given the local server's URL.
+CLI are only given the local server's URL, and both run with tests/integration/sdk_guard on their
+path, whose sitecustomize lets their sockets reach loopback only (a trip fails the test).
 """
 from __future__ import annotations
 
@@ -35,8 +36,13 @@ def sdk_bin() -> Path:
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(('AWS_', 'KODEXA', 'PYTHON'))}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / '.config'), COLUMNS='200', NO_COLOR='1')
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / '.config'), COLUMNS='200', NO_COLOR='1',
+               PYTHONPATH=str(Path(__file__).with_name('sdk_guard')))
     return env
+
+
+def _untripped(run: subprocess.CompletedProcess) -> None:
+    assert 'NETGUARD TRIPPED' not in run.stderr + run.stdout, run.stderr
 
 
 def test_the_sdk_session(server, sdk_bin, tmp_path):  # noqa: F811 - the fixture
@@ -44,10 +50,23 @@ def test_the_sdk_session(server, sdk_bin, tmp_path):  # noqa: F811 - the fixture
                           server['base'], server['key']], capture_output=True, text=True, timeout=300,
                          env=_env(tmp_path), cwd=tmp_path)
     done = [line.split(' ', 2)[1] if line.startswith('ok ') else line for line in run.stdout.splitlines()]
+    _untripped(run)
     assert run.returncode == 0, run.stdout + run.stderr
     for step in STEPS:
         assert any(line.startswith(f'ok {step} ') for line in run.stdout.splitlines()), (step, done)
     assert run.stdout.rstrip().endswith('{"done": true}')
+
+
+def test_the_guard_of_the_sdk_processes_trips_beyond_loopback(sdk_bin, tmp_path):
+    code = ("import socket\n"
+            "for attempt in (lambda: socket.create_connection(('example.com', 80), timeout=1),\n"
+            "                lambda: socket.socket().connect(('192.0.2.1', 80))):\n"
+            "    try:\n        attempt()\n    except OSError as e:\n        print('refused', e)\n")
+    run = subprocess.run([str(sdk_bin / 'python'), '-c', code], capture_output=True, text=True, timeout=60,
+                         env=_env(tmp_path), cwd=tmp_path)
+    assert 'NETGUARD TRIPPED lookup example.com' in run.stderr, run.stderr
+    assert 'NETGUARD TRIPPED connect 192.0.2.1:80' in run.stderr, run.stderr
+    assert run.stdout.count('refused') == 2
 
 
 def test_the_cli_logs_in_and_lists(server, sdk_bin, tmp_path):  # noqa: F811 - the fixture
@@ -59,6 +78,7 @@ def test_the_cli_logs_in_and_lists(server, sdk_bin, tmp_path):  # noqa: F811 - t
     def kodexa(*args: str) -> str:
         run = subprocess.run([str(sdk_bin / 'kodexa'), *args], capture_output=True, text=True, timeout=120,
                              env=_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL)
+        _untripped(run)
         assert run.returncode == 0, run.stdout + run.stderr
         return run.stdout
     assert 'Logged in' in kodexa('login', '--url', base, '--token', key)
