@@ -17,16 +17,31 @@ from __future__ import annotations
 
 from typing import Any
 
+from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.domain.embeds import HEAVY, embeds_of
 from chalicelib.domain.registry import Family
 from chalicelib.domain.registry import family as family_of
 from chalicelib.store import table
 
+log = get_logger('embedding')
+
 
 def embed_one(family: Family, data: dict[str, Any], principal: Principal) -> dict[str, Any]:
     """``data`` with its references embedded (a new dict; ``data`` is not changed)."""
     return embed_page(family, [data], principal)[0]
+
+
+def embed_written(family: Family, data: dict[str, Any], principal: Principal) -> dict[str, Any]:
+    """``embed_one`` for the answer to a write that is already committed: a read that fails now
+    (throttling, ...) must not report the write as failed (a client would retry a create), so the
+    record is then answered with its ids only, and the failure logged."""
+    try:
+        return embed_one(family, data, principal)
+    except Exception:  # noqa: BLE001 - the write stands; only the embedding is missing
+        log.warning('embedding after a committed %s write failed; answered with ids only', family.path,
+                    exc_info=True)
+        return data
 
 
 def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal) -> list[dict[str, Any]]:

@@ -280,7 +280,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
             ops.append(repo.check_exists('projects', project.id, org, field='projectId', value=project.id))
         try:
             records.commit(ops)
-            return embedding.embed_one(family, data, principal)
+            return embedding.embed_written(family, data, principal)
         except WriteConflict as exc:
             if _transient(exc) and attempt + 1 < CONFLICT_RETRIES:
                 _backoff(attempt)
@@ -318,7 +318,7 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
         ops += _reference_ops(family, {k: v for k, v in values.items() if stored.data.get(k) != v}, stored.org)
         try:
             records.commit(ops)
-            return embedding.embed_one(family, new, principal)
+            return embedding.embed_written(family, new, principal)
         except WriteConflict as exc:
             if _transient(exc):   # another transaction held an item: nothing written, try again
                 conflicts += 1

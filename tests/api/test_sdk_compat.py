@@ -177,3 +177,17 @@ def test_pages_count_from_one_for_x_access_token_only(api, org_id):
     both = page(1, {'x-api-key': ADMIN_KEY, 'x-access-token': ADMIN_KEY})        # x-api-key wins: from 0
     assert both['content'] == second['content']
     assert api.get('/api/prompts/default?page=1', key=None, headers=legacy).json['number'] == 1
+
+
+def test_a_failed_embedding_never_reports_a_committed_write_as_failed(api, org_id, monkeypatch):
+    from botocore.exceptions import ClientError
+
+    from chalicelib.services import embedding
+
+    def throttled(keys):
+        raise ClientError({'Error': {'Code': 'ThrottlingException', 'Message': 'slow down'}}, 'BatchGetItem')
+    monkeypatch.setattr(embedding.table, 'batch_get', throttled)
+    made = api.post('/api/projects', {'name': 'kept', 'organizationId': org_id})
+    assert made.status == 201 and 'organization' not in made.json and made.json['organizationId'] == org_id
+    monkeypatch.undo()
+    assert api.get(f"/api/projects/{made.json['id']}").json['organization']['id'] == org_id
