@@ -6,10 +6,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LINT_VENV := .venv-lint
 LINT_STAMP := $(LINT_VENV)/.installed
+SDK_VENV := .venv-sdk
+SDK_STAMP := $(SDK_VENV)/.installed
 STAGE ?= prod
 OUT := out/$(STAGE)
 
-.PHONY: run test bench fuzz lint package cfn-lint policy clean
+.PHONY: run test bench fuzz lint package cfn-lint policy clean sdk
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -24,10 +26,20 @@ $(LINT_STAMP): requirements-lint.txt
 	$(LINT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-lint.txt
 	touch $(LINT_STAMP)
 
+# The platform's own SDK and CLI (kodexa, kodexa-cli) pin their own dependencies: their own
+# virtualenv, which tests/integration/test_sdk_client.py drives the local server from.
+$(SDK_STAMP): requirements-sdk.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
+	$(PYTHON) -m venv $(SDK_VENV)
+	$(SDK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-sdk.txt
+	touch $(SDK_STAMP)
+
+sdk: $(SDK_STAMP)
+
 run: $(STAMP)
 	PYTHONPATH=. $(PY) -m localdev.run
 
-test: $(STAMP)
+test: $(STAMP) $(SDK_STAMP)
 	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider tests
 
 bench: $(STAMP)
@@ -56,4 +68,4 @@ policy: $(STAMP)
 	PYTHONPATH=. $(PY) -m infra.iam write $(STAGE)
 
 clean:
-	rm -rf $(VENV) $(LINT_VENV) .local out
+	rm -rf $(VENV) $(LINT_VENV) $(SDK_VENV) .local out

@@ -5,7 +5,16 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-for script in ('bench_foundation.py', 'bench_list.py', 'bench_write_cost.py', 'bench_bridges.py', 'bench_work.py',
-               'bench_mcp.py', 'bench_documents.py'):
+SCRIPTS = (
+    'bench_foundation.py',
+    'bench_list.py',
+    'bench_write_cost.py',
+    'bench_bridges.py',
+    'bench_work.py',
+    'bench_mcp.py',
+    'bench_documents.py',
+    'bench_embedding.py',
+)
+for script in SCRIPTS:
     print(f'\n===== {script} =====', flush=True)
     subprocess.run([sys.executable, os.path.join(HERE, script)], check=True)

@@ -82,6 +82,14 @@ def time_left(margin: float = 1.0) -> float | None:
     return max(0.001, remaining() / 1000 - margin)
 
 
+def one_based_pages() -> bool:
+    """Whether this request pages from 1: it authenticated with the legacy ``x-access-token``
+    header (the platform's SDK and CLI), which identity.authenticate reads when ``x-api-key`` is
+    absent. Every other credential pages from 0, as the contract says (README "SDK compatibility")."""
+    headers = request().headers or {}
+    return not headers.get('x-api-key') and bool(headers.get('x-access-token'))
+
+
 def caller() -> Principal:
     """The authenticated principal of this request (401 when there is none)."""
     return current()

@@ -4,11 +4,15 @@ Routes are generated from the registry, so every family gets exactly the same be
 each view is one call into the services."""
 from __future__ import annotations
 
+import uuid
+
 from chalice import Blueprint
 
+from chalicelib.domain.org_paths import ORG_SLUG_FAMILIES, VERSIONED
 from chalicelib.domain.registry import FAMILIES, Family
 
-from .http import ANY_CONTENT, JSON_CONTENT, body, caller, created, no_content, params
+from .docmeta import describe, ref
+from .http import ANY_CONTENT, JSON_CONTENT, body, caller, created, no_content, one_based_pages, params
 
 bp = Blueprint(__name__)
 
@@ -35,11 +39,23 @@ def _register(family: Family) -> None:
     # lazy imports below: the services load pynamodb and pydantic; `import app` must not (cold start)
     def list_view():
         from chalicelib.services import listing  # noqa: PLC0415 - lazy: cold start
-        return listing.list_resources(family, listing.parse_request(family, params()), caller())
+        req = listing.parse_request(family, params(), one_based=one_based_pages())
+        return listing.list_resources(family, req, caller())
 
     def get_view(**ids):
+        if family.path in ORG_SLUG_FAMILIES and not _is_uuid(ids[family.id_param]):
+            return org_list_view(ids[family.id_param])   # /api/prompts/{orgSlug}: that organization's list
         from chalicelib.services import resources  # noqa: PLC0415 - lazy: cold start
         return resources.get(family, ids[family.id_param], caller())
+
+    def org_list_view(org_slug):
+        from chalicelib.services import listing, org_paths  # noqa: PLC0415 - lazy: cold start
+        req = listing.parse_request(family, params(), one_based=one_based_pages())
+        return org_paths.list_for_organization(family, org_slug, req, caller())
+
+    def by_slug_view(id, slug, version=None):  # noqa: A002 - the family's {id} segment holds the org slug
+        from chalicelib.services import org_paths  # noqa: PLC0415 - lazy: cold start
+        return org_paths.get_by_slug(family, id, slug, version, caller())
 
     def create_view():
         from chalicelib.services import resources  # noqa: PLC0415 - lazy: cold start
@@ -67,6 +83,40 @@ def _register(family: Family) -> None:
                    ('delete', item, 'DELETE', delete_view, ANY_CONTENT)]
     for op, route, method, view, content in routes:
         bp.route(route, methods=[method], name=operation_name(family, op), content_types=content)(view)
+    if family.path in ORG_SLUG_FAMILIES:   # domain/org_paths.py
+        name = f'get{family.entity}BySlug'
+        bp.route(f'{item}/{{slug}}', methods=['GET'], name=name, content_types=ANY_CONTENT)(by_slug_view)
+        _describe_by_slug(family, name, versioned=False)
+        if family.path in VERSIONED:
+            name = f'get{family.entity}BySlugAndVersion'
+            bp.route(f'{item}/{{slug}}/{{version}}', methods=['GET'], name=name,
+                     content_types=ANY_CONTENT)(by_slug_view)
+            _describe_by_slug(family, name, versioned=True)
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _describe_by_slug(family: Family, name: str, *, versioned: bool) -> None:
+    params = [{'name': 'id', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+               'description': 'the organization\'s slug (this level of the path is the id of the family\'s '
+                              'other routes)'},
+              {'name': 'slug', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+               'description': f'the {family.entity}\'s slug in that organization'}]
+    if versioned:
+        params.append({'name': 'version', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+                       'description': 'the version it must have (404 otherwise)'})
+    summary = f'Get a {family.entity} by organization slug and slug' + (' and version' if versioned else '')
+    describe(name, summary=summary,
+             description='Read-only: the same record as the id route, found by slugs (the platform SDK\'s '
+                         'addressing). Unknown or invisible organization, slug or version: 404.',
+             tags=[family.path], request=None, responses={200: ref(family.entity)},
+             errors=[400, 401, 403, 404, 429, 503], parameters=params)
 
 
 for _family in FAMILIES:

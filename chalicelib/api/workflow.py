@@ -6,7 +6,7 @@ from chalice import Blueprint
 
 from chalicelib.domain.registry import BY_PATH, FAMILIES
 
-from .http import ANY_CONTENT, JSON_CONTENT, body, caller, params
+from .http import ANY_CONTENT, JSON_CONTENT, body, caller, one_based_pages, params
 
 bp = Blueprint(__name__)
 
@@ -28,7 +28,8 @@ def cancel_execution(executionId):
           content_types=ANY_CONTENT)
 def task_group_history(id):
     from chalicelib.services import listing, workflow  # noqa: PLC0415 - lazy: cold start
-    return workflow.task_group_history(id, listing.parse_request(BY_PATH['task-group-history'], params()), caller())
+    req = listing.parse_request(BY_PATH['task-group-history'], params(), one_based=one_based_pages())
+    return workflow.task_group_history(id, req, caller())
 
 
 @bp.route('/api/resolve/schemes', methods=['GET'], name='listResourceSchemes', content_types=ANY_CONTENT)

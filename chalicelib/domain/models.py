@@ -130,7 +130,7 @@ def embedded_model(family: Family) -> type[BaseModel]:
         type_ = python_type(f)
         if name == 'id' or f.ref:
             type_ = Annotated[StrictStr, AfterValidator(_uuid_text)]
-        if f.nullable:
+        if name not in required:   # null on input is "not given" (services/references.py); read by id anyway
             type_ = type_ | None
         fields[name] = (type_, ...) if name in required else (type_, None)
     return create_model(f'{family.entity}Embedded', __config__=ConfigDict(extra='allow'), **fields)

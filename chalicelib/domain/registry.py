@@ -188,11 +188,15 @@ FAMILIES: tuple[Family, ...] = (
     _f('knowledge-set-snapshots', 'KnowledgeSetSnapshot', 'org',
        f'{_TEXT} knowledgeSetId>knowledge-sets? snapshot:any'),
     _f('knowledge-set-sources', 'KnowledgeSetSource', 'org',
-       'contentObjectId>content-objects? contentObject:any createdAt:any executionId knowledgeSetId>knowledge-sets? '
-       'knowledgeSet:any metadata:any', name_field='executionId'),
+       # contentObject and knowledgeSet: the referenced records, embedded on read (domain/embeds.py)
+       'contentObjectId>content-objects? createdAt:any executionId knowledgeSetId>knowledge-sets? '
+       'metadata:any', name_field='executionId'),
     _f('executions', 'Execution', 'project',
        'name description status=PENDING@ExecutionStatus statusMessages:array activityId>activities? '
-       'assistantId>assistants? startedOn:datetime? completedOn:datetime? metadata:object '
+       'assistantId>assistants? startDate:datetime? endDate:datetime? metadata:object '
+       # the SDK's names (kodexa.model Execution): the contract names no execution fields
+       'processingTime:int? exceptionDetails:object? statusDetails:object? pipeline:object? '
+       'parameters:object? context:object? '
        # work orchestration (services/work.py): the step run, its attempts and result
        'step:object attempts:int? nextAttemptAt:datetime? output:any inputs:object',
        id_param='executionId', hook='executions',

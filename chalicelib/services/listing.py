@@ -54,7 +54,7 @@ from chalicelib.domain.registry import family as family_of
 from chalicelib.query import And, Compare, Not, Or, evaluate
 from chalicelib.store import table
 
-from . import access
+from . import access, embedding
 from .filtering import FilterPlan, RelatedRecords, plan_for
 from .hooks import hook_for
 
@@ -77,6 +77,9 @@ class ListRequest:
     query: str | None = None
     filters: list[str] = field(default_factory=list)
     summary: bool = False
+    # pages numbered from 1 (page 0 is the first page too; ``number`` counts from 1): requests
+    # authenticated with the legacy x-access-token header, as the platform's SDK and CLI send them
+    one_based: bool = False
 
 
 def _int_param(params: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:
@@ -111,12 +114,16 @@ def parse_sort(family: Family, specs: list[str]) -> list[tuple[str, bool]]:
     return out
 
 
-def parse_request(family: Family, params: dict[str, list[str]]) -> ListRequest:
+def parse_request(family: Family, params: dict[str, list[str]], *, one_based: bool = False) -> ListRequest:
+    """``one_based``: the client numbers pages from 1 (``page`` 0 and 1 are both the first page;
+    the envelope's ``number`` counts from 1 too)."""
     query = (params.get('query') or [''])[-1].strip()
     if not query.strip('*'):  # '*' (or '**', ...) means everything, like an empty query
         query = ''
+    page = _int_param(params, 'page', 0, 0, MAX_PAGE)
     return ListRequest(
-        page=_int_param(params, 'page', 0, 0, MAX_PAGE),
+        page=max(page - 1, 0) if one_based else page,
+        one_based=one_based,
         size=_int_param(params, 'pageSize', DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE),
         sort=parse_sort(family, params.get('sort') or []),
         query=query or None,
@@ -138,6 +145,9 @@ def list_resources(family: Family | str, req: ListRequest, principal: Principal)
     page = _list(family, principal, req)
     if req.summary and family.summary_omit:
         page['content'] = [{k: v for k, v in i.items() if k not in family.summary_omit} for i in page['content']]
+    page['content'] = embedding.embed_page(family, page['content'], principal)
+    if req.one_based:
+        page['number'] = req.page + 1
     return page
 
 

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
+from chalicelib.domain.embeds import embeds_of
 from chalicelib.domain.fields import ENUMS, Field
 from chalicelib.domain.models import MAX_STRING, always_present, embedded_family
+from chalicelib.domain.org_paths import ORG_SLUG_FAMILIES
 from chalicelib.domain.registry import FAMILIES, OWNERSHIP_FIELDS, Family
 from chalicelib.domain.shapes import SHAPES
 
@@ -79,6 +82,9 @@ REGISTRY_NOTES = {
         "documentStatus is written as {id} or {slug} of a document status of the family's project (400 "
         'otherwise) and read back as the whole DocumentStatus.'),
     ('document-families', 'delete'): 'Also deletes its content objects, linked deltas, file and document versions.',
+    **{(path, 'get'): ('A path segment that is not a UUID is an organization slug: that organization\'s list page '
+                       '(the list parameters apply). See also /api/' + path + '/{id}/{slug}.')
+       for path in ORG_SLUG_FAMILIES},
     ('users', 'update'): (
         'A user cannot change their own email (400): the identity provider asserts it. A platform admin can.'),
 }
@@ -135,6 +141,8 @@ class _Schemas:
         self.families = tuple(families)
 
     def field(self, f: Field, request: bool) -> dict[str, Any]:
+        """A field's schema. In request bodies every field that is not required accepts null
+        (not given on create, cleared on update: services/references.py)."""
         if f.enum:
             schema: dict[str, Any] = _ref(f.enum)
         elif f.shape and f.type == 'array':  # endpoints: an array of ServiceBridgeEndpoint, ...
@@ -145,7 +153,31 @@ class _Schemas:
             schema = _ref(embedded_family(f).entity)
         else:
             schema = self._plain(f, request)
-        return _nullable(schema) if f.nullable else schema
+        return _nullable(schema) if f.nullable or (request and not f.required) else schema
+
+    @staticmethod
+    def reference_objects(fam: Family, ownership: bool) -> dict[str, Any]:
+        """``x: {id, ...}`` accepted instead of ``xId`` (services/references.py)."""
+        out = {}
+        for name, (id_field, target) in fam.references.items():
+            if name in fam.writable or (id_field in OWNERSHIP_FIELDS and not ownership):
+                continue
+            out[name] = {
+                'type': 'object', 'nullable': True, 'required': ['id'], 'additionalProperties': True,
+                'properties': {'id': {'type': 'string', 'format': 'uuid'}},
+                'description': f'the referenced {target} record by its id, instead of {id_field} (other keys '
+                               f'are ignored; both sent and different: 400)'}
+        return out
+
+    @staticmethod
+    def embedded(fam: Family) -> dict[str, Any]:
+        """References embedded in responses (domain/embeds.py)."""
+        from chalicelib.domain.registry import family as family_of  # noqa: PLC0415
+        return {name: {'allOf': [_ref(family_of(target).entity)], 'nullable': True,
+                       'description': f'the record {id_field} names, as its own GET shows it (heavy fields left '
+                                      f'out); only {{"id"}} when the caller may not see it; absent when '
+                                      f'{id_field} is, or names a record that no longer exists'}
+                for name, (id_field, target) in embeds_of(fam.path).items()}
 
     @staticmethod
     def _plain(f: Field, request: bool) -> dict[str, Any]:
@@ -177,6 +209,7 @@ class _Schemas:
         props['uuid'] = {'type': 'string', 'description': 'secondary identifier, server-generated'}
         props['changeSequence'] = {'type': 'integer', 'format': 'int32',
                                    'description': 'optimistic-locking token; never written directly'}
+        props.update(self.embedded(fam))
         return {'type': 'object', 'description': f'{fam.entity}. {SCOPE_TEXT[fam.scope]}',
                 'required': [n for n in always if n in props], 'properties': props}
 
@@ -185,7 +218,7 @@ class _Schemas:
         required: list[str] = []
         if fam.scope == 'org':
             props['organizationId'] = {
-                'type': 'string', 'format': 'uuid',
+                'type': 'string', 'format': 'uuid', 'nullable': True,
                 'description': 'owning organization; defaults to the caller\'s only organization'}
         if fam.scope == 'project':
             props['projectId'] = {'type': 'string', 'format': 'uuid', 'description': 'owning project'}
@@ -194,21 +227,25 @@ class _Schemas:
             props[name] = self._with_default(f, self.field(f, request=True))
             if f.required:
                 required.append(name)
-        out: dict[str, Any] = {'type': 'object', 'description': f'Body of a {fam.entity} create.',
+        props.update(self.reference_objects(fam, ownership=True))
+        out: dict[str, Any] = {'type': 'object', 'description': f'Body of a {fam.entity} create (null for a '
+                               'field that is not required means "not given").',
                                'properties': props}
         if required:
             out['required'] = required
         return out
 
     def update_request(self, fam: Family) -> dict[str, Any]:
-        props = {name: self.field(f, request=True) for name, f in fam.writable.items()
-                 if name not in OWNERSHIP_FIELDS}
+        identity = set(fam.unique) if fam.scope == 'global' else set()  # organization slug: never null
+        props = {name: self.field(replace(f, required=True) if name in identity else f, request=True)
+                 for name, f in fam.writable.items() if name not in OWNERSHIP_FIELDS}
+        props.update(self.reference_objects(fam, ownership=False))
         props['changeSequence'] = {
             'type': 'integer', 'format': 'int32', 'nullable': True,
             'description': 'optimistic locking: when not null, must equal the stored value (else 409)'}
         return {'type': 'object',
                 'description': f'Body of a {fam.entity} update: omitted fields keep their value, '
-                               'null clears a nullable field.',
+                               'null clears a field that is not required (back to its default, or absent).',
                 'properties': props}
 
     @staticmethod
@@ -238,7 +275,8 @@ class _Schemas:
                 'content': {'type': 'array', 'items': {}},
                 'totalPages': {'type': 'integer'},
                 'totalElements': {'type': 'integer'},
-                'number': {'type': 'integer', 'description': 'zero-based page number'},
+                'number': {'type': 'integer', 'description': 'the page number, counted as the request\'s '
+                                                            'page parameter (see page)'},
                 'size': {'type': 'integer', 'description': 'page size'},
                 'first': {'type': 'boolean'},
                 'last': {'type': 'boolean'},
@@ -281,7 +319,10 @@ def _list_parameters(fam: Family | None = None) -> list[dict[str, Any]]:
                       'description': f'summary: leave out the heavy fields ({", ".join(omit)}); full (default): all',
                       'schema': {'type': 'string', 'enum': ['summary', 'full']}})
     return extra + [
-        {'name': 'page', 'in': 'query', 'required': False, 'description': 'zero-based page number',
+        {'name': 'page', 'in': 'query', 'required': False,
+         'description': 'zero-based page number; requests authenticated with the legacy x-access-token header '
+                        '(the platform\'s SDK and CLI) number pages from 1 (0 and 1 are then both the first page, '
+                        'and the envelope\'s number counts from 1)',
          'schema': {'type': 'integer', 'minimum': 0, 'maximum': MAX_PAGE, 'default': 0}},
         {'name': 'pageSize', 'in': 'query', 'required': False,
          'schema': {'type': 'integer', 'minimum': 1, 'maximum': MAX_PAGE_SIZE, 'default': DEFAULT_PAGE_SIZE}},
@@ -382,8 +423,9 @@ def _render_operation(desc: dict[str, Any], op_id: str, path: str, method: str, 
     operation: dict[str, Any] = {'operationId': op_id, 'summary': desc['summary'], 'tags': desc['tags']}
     if desc.get('description'):
         operation['description'] = desc['description']
-    parameters = [_path_parameter(a) for a in route.view_args]
-    parameters += desc.get('parameters', [])
+    declared = {p['name']: p for p in desc.get('parameters', []) if p.get('in') == 'path'}
+    parameters = [declared.get(a) or _path_parameter(a) for a in route.view_args]
+    parameters += [p for p in desc.get('parameters', []) if p.get('in') != 'path']
     if parameters:
         operation['parameters'] = parameters
     body = desc.get('request')

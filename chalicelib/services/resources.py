@@ -43,7 +43,7 @@ from chalicelib.store import repository as repo
 from chalicelib.store.repository import Op, WriteConflict
 from chalicelib.store.table import Stored
 
-from . import access, records
+from . import access, embedding, records, references
 from .hooks import hook_for
 
 MAX_RETRIES = 3
@@ -101,7 +101,7 @@ def visible(family: Family, principal: Principal, stored: Stored) -> bool:
 
 
 def get(family: Family | str, id_: str, principal: Principal) -> dict[str, Any]:
-    return load_visible(family, id_, principal).data
+    return embedding.embed_one(_family(family), load_visible(family, id_, principal).data, principal)
 
 
 def sequence(family: Family | str, id_: str, principal: Principal) -> int:
@@ -110,8 +110,10 @@ def sequence(family: Family | str, id_: str, principal: Principal) -> int:
 
 # ----------------------------------------------------------------------------- input
 
-def clean_input(family: Family, body: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
-    """Validate the writable fields of a body -> (values to store, fields to clear)."""
+def clean_input(family: Family, body: dict[str, Any], *, creating: bool = False) -> tuple[dict[str, Any], set[str]]:
+    """Validate the writable fields of a body -> (values to store, fields to clear). Null is
+    400 for a required field; for any other it is "not given" on create (the caller ignores the
+    returned nulls) and "clear" on update (services/references.py)."""
     values: dict[str, Any] = {}
     nulls: set[str] = set()
     for key, value in body.items():
@@ -119,7 +121,8 @@ def clean_input(family: Family, body: dict[str, Any]) -> tuple[dict[str, Any], s
         if spec is None:
             continue  # server, ownership and undeclared fields are ignored (README)
         if value is None:
-            if not spec.nullable:
+            if spec.required or (key in family.unique and family.scope == 'global' and not creating):
+                # required, or an identity unique platform-wide (organization slug, user e-mail)
                 raise BadRequest(f"Field '{key}' cannot be null")
             nulls.add(key)
         else:
@@ -250,11 +253,12 @@ def _require_write(family: Family, principal: Principal, stored: Stored, *, op: 
 def create(family: Family | str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     family = _family(family)
     hook = hook_for(family)
+    body = references.normalize(family, body)
     body = hook.prepare_body(family, principal, body, None)
     instead = hook.create_instead(family, principal, body)
     if instead is not None:
         return instead
-    values, _ = clean_input(family, body)
+    values, _ = clean_input(family, body, creating=True)
     org, project = _owner(family, principal, body)
     access.require_active(principal, org)
     resolve_embedded(family, values, org)
@@ -280,7 +284,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
             ops.append(repo.check_exists('projects', project.id, org, field='projectId', value=project.id))
         try:
             records.commit(ops)
-            return data
+            return embedding.embed_written(family, data, principal)
         except WriteConflict as exc:
             if _transient(exc) and attempt + 1 < CONFLICT_RETRIES:
                 _backoff(attempt)
@@ -291,6 +295,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
 
 def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: Principal) -> dict[str, Any]:
     family = _family(family)
+    body = references.normalize(family, body)
     body = hook_for(family).prepare_body(family, principal, body, id_)
     expected = _sequence_from(body)
     values, nulls = clean_input(family, body)
@@ -307,8 +312,10 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
             embedded = True
         new = dict(stored.data)
         new.update(values)
-        for name in nulls:
+        for name in nulls:   # null clears: back to the field's default, or absent
             new.pop(name, None)
+            if family.writable[name].default is not None:
+                new[name] = family.writable[name].default
         hook_for(family).before_update(family, principal, new, stored)
         new['updatedOn'] = now_iso()
         new['changeSequence'] = stored.seq + 1
@@ -316,7 +323,7 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
         ops += _reference_ops(family, {k: v for k, v in values.items() if stored.data.get(k) != v}, stored.org)
         try:
             records.commit(ops)
-            return new
+            return embedding.embed_written(family, new, principal)
         except WriteConflict as exc:
             if _transient(exc):   # another transaction held an item: nothing written, try again
                 conflicts += 1

@@ -336,7 +336,7 @@ def run_attempt(execution_id: str, attempt: int) -> str:
     new = dict(data)
     now = clock.now_iso()
     new.update(status='RUNNING', attempts=attempt, updatedOn=now, changeSequence=stored.seq + 1)
-    new.setdefault('startedOn', now)
+    new.setdefault('startDate', now)
     new.pop('nextAttemptAt', None)
     _append(new, 'INFO', f'attempt {attempt} of {policy["maxAttempts"]} started')
     try:
@@ -390,7 +390,7 @@ def _finish(stored, status: str, kind: str, text: str, *, output: Any = None, wa
         if waiting:
             new['metadata'] = {**(new.get('metadata') or {}), 'waitingFor': 'agent'}
         if status in TERMINAL:
-            new['completedOn'] = now
+            new['endDate'] = now
         try:
             records.commit(records.update_ops(fam, new, stored, principal=SERVICE))
             break

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from chalicelib.domain.embeds import embeds_of
 from chalicelib.domain.fields import ENUMS
 from chalicelib.domain.registry import COMMON_FIELDS, FAMILIES, OWNERSHIP_FIELDS, SERVER_FIELDS
 from tests.support import sample
@@ -110,7 +111,8 @@ def test_three_schemas_per_family(doc):
     for fam in FAMILIES:
         entity = schemas[fam.entity]
         # <Entity>: every field a response may carry; required = always returned
-        assert set(entity['properties']) == set(fam.fields), fam.entity
+        # plus the embedded references (domain/embeds.py)
+        assert set(entity['properties']) == set(fam.fields) | set(embeds_of(fam.path)), fam.entity
         required = set(entity['required'])
         assert set(COMMON) <= required
         assert {f.name for f in fam.ownership_fields} <= required
@@ -134,7 +136,9 @@ def test_three_schemas_per_family(doc):
         assert 'required' not in update
         assert 'changeSequence' in update['properties']
         assert not set(update['properties']) & (OWNERSHIP_FIELDS | (SERVER_FIELDS - {'changeSequence'}))
-        assert set(update['properties']) == set(fam.writable) - OWNERSHIP_FIELDS | {'changeSequence'}
+        objects = {n for n, (id_field, _) in fam.references.items()
+                   if n not in fam.writable and id_field not in OWNERSHIP_FIELDS}   # x: {id} for xId
+        assert set(update['properties']) == set(fam.writable) - OWNERSHIP_FIELDS | {'changeSequence'} | objects
 
 
 def test_field_types(doc):

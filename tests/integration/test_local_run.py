@@ -85,8 +85,8 @@ def test_the_curl_walkthrough(server):
     path = f'/api/projects/{project["id"]}'
     status, _, page = _call(base, 'GET', f"/api/projects?filter=organizationId=='{org['id']}'", key=key)
     assert status == 200 and [p['id'] for p in page['content']] == [project['id']]
-    status, _, updated = _call(base, 'PUT', path, {'description': '', 'color': '#000000', 'notes': None}, key)
-    assert status == 400  # notes is not nullable
+    status, _, updated = _call(base, 'PUT', path, {'description': '', 'color': '#000000', 'name': None}, key)
+    assert status == 400  # name is required: null cannot clear it
     status, _, updated = _call(base, 'PUT', path, {'description': '', 'changeSequence': 1}, key)
     assert status == 200 and updated['description'] == '' and updated['changeSequence'] == 2
     status, _, stale = _call(base, 'PUT', path, {'description': 'x', 'changeSequence': 1}, key)
