@@ -5,8 +5,9 @@ server and the local front door, localdev/run.py), against floors measured in th
   ``get_item`` of the same item on the same moto server over a keep-alive connection (target:
   <= 1.5x), with the DynamoDB calls one GET makes (target: 2, issued concurrently);
 * cold start of the first request: a fresh interpreter importing ``app`` and answering one
-  authenticated GET by id (chalice.test.Client, same moto server), against a bare Chalice app
-  whose one route does one ``get_item`` of the same item (target: <= 1.15x), medians of RUNS.
+  authenticated GET by id (the handler called with an API Gateway proxy event, as Lambda does;
+  same moto server), against a bare Chalice app whose one route does one ``get_item`` of the
+  same item, called the same way (target: <= 1.15x), medians of RUNS.
 
     PYTHONPATH=. .venv/bin/python bench/bench_request_path.py
 """
@@ -31,12 +32,29 @@ RUNS = int(os.environ.get('BENCH_COLD_RUNS', '15'))
 ADMIN_KEY = 'bench-admin-key-0123456789abcdef'
 TABLE = 'platform-bench-request-path'
 
-BARE = r"""
+# Both apps are invoked the way Lambda invokes them: the handler called with an API Gateway
+# proxy event (no test client, whose own imports would dilute the ratio).
+EVENT = r"""
+def event(project_id, key):
+    return {'resource': '/api/projects/{id}', 'path': '/api/projects/' + project_id, 'httpMethod': 'GET',
+            'headers': {'x-api-key': key, 'Host': 'bench'}, 'multiValueHeaders': {'x-api-key': [key]},
+            'queryStringParameters': None, 'multiValueQueryStringParameters': None,
+            'pathParameters': {'id': project_id}, 'stageVariables': None, 'body': None, 'isBase64Encoded': False,
+            'requestContext': {'resourcePath': '/api/projects/{id}', 'httpMethod': 'GET', 'requestId': 'cold',
+                               'path': '/api/projects/' + project_id, 'stage': 'api',
+                               'identity': {'sourceIp': '192.0.2.1'}}}
+class Context:
+    function_name = 'bench'; memory_limit_in_mb = 1024; aws_request_id = 'cold'
+    invoked_function_arn = 'arn:aws:lambda:us-east-1:123456789012:function:bench'
+    def get_remaining_time_in_millis(self):
+        return 29000
+"""
+
+BARE = EVENT + r"""
 import os, sys, time
 t = time.perf_counter()
 import boto3
 from chalice import Chalice
-from chalice.test import Client
 app = Chalice(app_name='bare')
 @app.route('/api/projects/{id}')
 def get(id):
@@ -44,20 +62,17 @@ def get(id):
     item = ddb.get_item(TableName=os.environ['TABLE_NAME'], Key={'pk': {'S': 'projects#' + id}, 'sk': {'S': '#'}},
                         ConsistentRead=True)['Item']
     return {'id': id, 'name': item['data']['M']['name']['S']}
-with Client(app) as c:
-    r = c.http.get('/api/projects/' + sys.argv[1], headers={'x-api-key': sys.argv[2]})
-assert r.status_code == 200, r.body
+r = app(event(sys.argv[1], sys.argv[2]), Context())
+assert r['statusCode'] == 200, r
 print(time.perf_counter() - t)
 """
 
-OURS = r"""
+OURS = EVENT + r"""
 import sys, time
 t = time.perf_counter()
 import app
-from chalice.test import Client
-with Client(app.app) as c:
-    r = c.http.get('/api/projects/' + sys.argv[1], headers={'x-api-key': sys.argv[2]})
-assert r.status_code == 200, r.body
+r = app.app(event(sys.argv[1], sys.argv[2]), Context())
+assert r['statusCode'] == 200, r
 print(time.perf_counter() - t)
 """
 
@@ -105,8 +120,7 @@ def _median_ms(fn, n: int) -> float:
 def _cold(code: str, env: dict[str, str], project_id: str, key: str) -> float:
     xs = []
     for _ in range(RUNS):
-        # cwd outside the project: chalice.test.Client would apply .chalice/config.json's stage
-        res = subprocess.run([sys.executable, '-c', code, project_id, key], cwd=tempfile.gettempdir(), env=env,
+        res = subprocess.run([sys.executable, '-c', code, project_id, key], cwd=ROOT, env=env,
                              capture_output=True, text=True)
         if res.returncode != 0:
             raise SystemExit(res.stderr[-2000:])
