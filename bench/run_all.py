@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-for script in ('bench_foundation.py', 'bench_list.py', 'bench_write_cost.py', 'bench_bridges.py'):
+for script in ('bench_foundation.py', 'bench_list.py', 'bench_write_cost.py', 'bench_bridges.py',
+               'bench_request_path.py'):
     print(f'\n===== {script} =====', flush=True)
     subprocess.run([sys.executable, os.path.join(HERE, script)], check=True)

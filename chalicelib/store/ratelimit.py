@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-
-
 @dataclass(frozen=True)
 class WindowCounts:
     admitted: bool
