@@ -217,6 +217,7 @@ def read_async(user_id: str | None, entities: Iterable[tuple[str, str]] = ()) ->
     """Start one strongly consistent BatchGetItem of the user item and ``entities`` on the pool;
     the future's result is a ``Reads``."""
     wanted = list(dict.fromkeys(entities))
+    client()   # created here, once: two threads creating it at once would each build one
     return _executor().submit(_read, user_id, wanted)
 
 
