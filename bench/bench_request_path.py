@@ -117,15 +117,22 @@ def _median_ms(fn, n: int) -> float:
     return statistics.median(out)
 
 
-def _cold(code: str, env: dict[str, str], project_id: str, key: str) -> float:
-    xs = []
+def _run_once(code: str, env: dict[str, str], project_id: str, key: str) -> float:
+    res = subprocess.run([sys.executable, '-c', code, project_id, key], cwd=ROOT, env=env,
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(res.stderr[-2000:])
+    return float(res.stdout.strip().splitlines()[-1]) * 1000
+
+
+def _cold(env: dict[str, str], project_id: str, key: str) -> tuple[float, float]:
+    """Medians of RUNS fresh interpreters each, bare and ours alternating (the machine's load
+    drifts; alternating exposes both to the same drift)."""
+    bare, ours = [], []
     for _ in range(RUNS):
-        res = subprocess.run([sys.executable, '-c', code, project_id, key], cwd=ROOT, env=env,
-                             capture_output=True, text=True)
-        if res.returncode != 0:
-            raise SystemExit(res.stderr[-2000:])
-        xs.append(float(res.stdout.strip().splitlines()[-1]) * 1000)
-    return statistics.median(xs)
+        bare.append(_run_once(BARE, env, project_id, key))
+        ours.append(_run_once(OURS, env, project_id, key))
+    return statistics.median(bare), statistics.median(ours)
 
 
 def _calls_per_get(project_id: str, key: str) -> tuple[list[str], int]:
@@ -205,8 +212,7 @@ def main() -> None:
             raw, two, member, admin = (statistics.mean(rows[k]) for k in ('raw', 'two', 'member', 'admin'))
 
             cold_env = {**env, 'AWS_ENDPOINT_URL': endpoint}
-            bare_cold = _cold(BARE, cold_env, project['id'], member_key)
-            ours_cold = _cold(OURS, cold_env, project['id'], member_key)
+            bare_cold, ours_cold = _cold(cold_env, project['id'], member_key)
             calls, in_flight = _calls_per_get(project['id'], member_key)
         finally:
             proc.send_signal(signal.SIGTERM)
