@@ -11,11 +11,14 @@ The partition of a user (pk ``users#{userId}``, the user entity's own partition)
 |                | identity-provider subject bound on first bearer sign-in (``{iss}|{sub}``,  |
 |                | set once, with its unique item ``UQ#users#ALL#sub#...`` in the same       |
 |                | transaction)                                                              |
+|                | ``key_{hash}`` = a live key's expiry and the rate windows: the request    |
+|                | gate (store/gate.py) authenticates and counts with ONE UpdateItem here    |
 | ``KEY#{hash}`` | one per API key: ``data`` = the key record (never the key itself)         |
 
-New keys name their user (``pk_{userId, base64url}_{secret}``, core/secrets.py), so an API-key
-request reads user, roles and key record with ONE BatchGetItem (three known keys, consistent
-reads). A pointer item ``KEY#{hash}`` / ``#`` (same record, ``ref`` = userId) finds the user of
+New keys name their user (``pk_{userId, base64url}_{secret}``, core/secrets.py), so a request
+goes straight to the user's gate item; ``user_access`` (user, roles and key record with ONE
+BatchGetItem, consistent reads) authenticates without counting (identity.authenticate).
+A pointer item ``KEY#{hash}`` / ``#`` (same record, ``ref`` = userId) finds the user of
 a key whose text does not name it (keys handed to bootstrap): one GetItem more. Only the
 SHA-256 of a key is ever stored.
 """
