@@ -177,3 +177,21 @@ def test_a_get_of_a_malformed_id_reads_nothing_ahead(api):
         r = Api.get(api, '/api/projects/not-a-uuid')
     assert r.status == 400
     assert sorted(rec.calls) == ['BatchGetItem', 'UpdateItem']   # the user only: nothing to read ahead
+
+
+def test_when_the_gate_fails_a_bad_key_is_still_401_and_a_write_503(api, org_id):
+    """The limiter fails closed for writes; authentication does not fail open: the caller is
+    authenticated by the uncounted read path first."""
+    from tests.faults import error, inject
+
+    def gate(op, params):
+        return error('ThrottlingException') if op == 'UpdateItem' and \
+            params.get('Key', {}).get('sk', {}).get('S') == 'ACL' else None
+    _, key = make_user(api, org_id, 'MEMBER')
+    caller = api.as_key(key)
+    with inject(gate) as answered:
+        assert api.as_key(key[:-2] + 'zz').get('/api/account/me').status == 401
+        assert api.as_key(key[:-2] + 'zz').post('/api/labels', {'name': 'x', 'organizationId': org_id}).status == 401
+        assert caller.post('/api/labels', {'name': 'x', 'organizationId': org_id}).status == 503
+        assert caller.get('/api/account/me').status == 200
+        assert answered
