@@ -14,6 +14,7 @@ SCRIPTS = (
     'bench_mcp.py',
     'bench_documents.py',
     'bench_embedding.py',
+    'bench_request_path.py',
 )
 for script in SCRIPTS:
     print(f'\n===== {script} =====', flush=True)

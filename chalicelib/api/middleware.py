@@ -39,38 +39,51 @@ def _translate_chalice_error(response: Response, request_id: str) -> Response:
     return _error_response(status, message, headers)
 
 
-def _admit(event, mode: str):
+def _admit(event, mode: str, route: str | None):
     """Authenticate the caller and count the request -> (principal, rate-limit decision).
 
-    Only authenticated callers are counted (one UpdateItem). A request without a valid
-    credential, and a public route, is answered without touching the counters (headers still
-    state the limit): counting them would turn every garbage request into a DynamoDB write;
-    floods of those are for the gateway's throttling to absorb (infra/usage_plan.py). When the
-    counters cannot be reached, a write is refused with 503 and a read is counted in memory
+    A user's request is admitted by services/admission.py: one UpdateItem authenticates and
+    counts it while one BatchGetItem reads, concurrently, the user's record and, for a GET by
+    id, the record itself (the view then reads nothing). A request without a valid credential,
+    and a public route, is answered without touching the counters (headers still state the
+    limit): counting them would turn every garbage request into a DynamoDB write; floods of
+    those are for the gateway's throttling to absorb (infra/usage_plan.py). When the counters
+    cannot be reached, a write is refused with 503 and a read is counted in memory
     (services/ratelimit.py)."""
     # lazy: the services load pynamodb; `import app` must not (cold start)
-    from chalicelib.services import identity, internal, ratelimit  # noqa: PLC0415
+    from chalicelib.services import admission, internal, ratelimit  # noqa: PLC0415
     try:
         if mode == 'user':
-            principal = identity.authenticate(event.headers)
-        elif mode == 'service':
-            principal = internal.authenticate_service(event.headers)
-        elif mode == 'mcp':
+            return admission.admit(event.headers, event.method, reads=_reads(event, route))
+        if mode == 'mcp':
             from chalicelib.services.mcp import auth as mcp_auth  # noqa: PLC0415 - lazy: cold start
-            principal = mcp_auth.authenticate(event.headers)
-        else:
-            principal = None
-    except ApiError as exc:
-        raise _Refused(exc, ratelimit.untracked()) from None
-    if principal is None or not principal.rate_key:
-        return principal, ratelimit.untracked()   # public route, or the internal service caller
-    try:
-        decision = ratelimit.check(principal.user_id, principal.rate_key, event.method)
+            return mcp_auth.admit(event.headers, event.method)
+        if mode == 'service':
+            return internal.authenticate_service(event.headers), ratelimit.untracked()
+        return None, ratelimit.untracked()   # public route
+    except ratelimit.Refused as exc:
+        raise _Refused(exc, exc.decision) from None
     except ratelimit.LimiterUnavailable as exc:
         raise _Refused(exc, exc.decision) from None
-    if not decision.allowed:
-        raise _Refused(decision.error(), decision)
-    return principal, decision
+    except ApiError as exc:
+        raise _Refused(exc, ratelimit.untracked()) from None
+
+
+_GET_BY_ID: dict[str, tuple[str, str]] = {}
+
+
+def _reads(event, route: str | None) -> list[tuple[str, str]]:
+    """What the view will read by key, to read it with the admission: a GET by id's record."""
+    if event.method != 'GET' or not route:
+        return []
+    if not _GET_BY_ID:
+        from chalicelib.domain.registry import FAMILIES  # noqa: PLC0415 - lazy: cold start
+        _GET_BY_ID.update({f'/api/{f.path}/{{{f.id_param}}}': (f.path, f.id_param) for f in FAMILIES})
+    found = _GET_BY_ID.get(route)
+    if found is None:
+        return []
+    id_ = (event.uri_params or {}).get(found[1])
+    return [(found[0], id_)] if id_ else []
 
 
 class _Refused(Exception):
@@ -101,7 +114,7 @@ def install(app) -> None:
 def _handle(event, get_response, route: str | None, request_id: str) -> Response:
     decision = None
     try:
-        principal, decision = _admit(event, policy.of(route))
+        principal, decision = _admit(event, policy.of(route), route)
         if principal is not None:
             observability.annotate(user_id=principal.user_id, organization_id=principal.default_org)
         set_current(principal)

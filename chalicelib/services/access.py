@@ -90,10 +90,11 @@ def shares_organization(principal: Principal, user_id: str) -> bool:
 # "organization suspended", and lists spanning several organizations leave its records out.
 # Platform administrators are not affected. Cost: one strongly consistent read of the
 # organization item per request that touches an organization (a BatchGetItem for a list over
-# several), remembered for the rest of the request; none for platform administrators. A one-call
-# request path (the performance issue) would carry the status with what authentication reads,
-# e.g. on each member's ACL item, written by the suspension through the outbox; until then the
-# read keeps "suspension applies on the next request" without any cache.
+# several), remembered for the rest of the request; none for platform administrators. The
+# request's admission (services/admission.py) reads the statuses of the organizations the caller
+# held on their previous request in the same BatchGetItem as the user and the record, at the
+# same time as the gate; ``suspended`` reads only those it did not. Never cached across
+# requests: suspension applies on the next request.
 
 SUSPENDED = 'SUSPENDED'
 

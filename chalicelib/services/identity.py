@@ -11,12 +11,26 @@ Credentials accepted (the first one present wins, in this order):
 
 Keys are stored hashed (SHA-256, see core/secrets.py); an expired or revoked key is a 401 like
 an unknown one. A credential whose user no longer exists or is inactive is a 401 as well.
-Cost: an API key names its owner, so authenticating it is ONE BatchGetItem of three items in
-the owner's partition (user, roles, key record; strongly consistent, see store/credentials.py);
-a bearer token is one GetItem (subject -> user) plus a BatchGetItem of user and roles (its first
-sign-in also reads the e-mail's owner and writes the binding in one transaction). Nothing
-is cached across requests, so a revoked key or a removed membership takes effect on the next
-request on every Lambda instance.
+
+Two entry points:
+
+``admit(headers, method, reads=...)``: the request path (the middleware). Authentication and
+rate accounting are ONE UpdateItem on the user's gate item (store/gate.py: the ACL item carries
+the live keys, the bound subject, the roles and the rate windows, and returns them), and ONE
+BatchGetItem reads, at the same time on a second thread, the user's record, the entities the
+route will read (a GET by id: that record) and the organizations the caller belonged to on
+their previous request in this process (``_org_hint``), whose status decides suspension
+(services/access.py). Nothing is answered before the gate has decided. So a GET by id costs two
+calls in flight together; the first request of a user in a process, or one touching an
+organization the hint did not name, reads the organization once more (one GetItem). A key whose
+text does not name its owner (keys handed to bootstrap) and a bearer token first map to the user
+(the key's pointer item; the subject's unique item): both mappings never change, so they are
+remembered per process and cost one GetItem only on a process's first request of that
+credential. Nothing that can change is cached: a revoked key, a removed membership, a changed
+role or a suspended organization apply on the next request.
+
+``authenticate(headers) -> Principal``: the same identity without counting a request (MCP
+tools, tests): one BatchGetItem of user, roles and key record (store/credentials.py).
 """
 from __future__ import annotations
 
@@ -45,7 +59,9 @@ MAX_SUBJECT_LENGTH = 255
 JWT_RATE_KEY = 'jwt'   # a user's bearer tokens count as one credential
 
 
-def authenticate(headers: Mapping[str, str]) -> Principal:
+def authenticate(headers: Mapping[str, str], *, audience: str | None = None) -> Principal:
+    """The caller the headers name, uncounted (the rate-counting path is services/admission.py).
+    ``audience``: what a bearer JWT must name in ``aud`` (default ``AUTH_JWT_AUDIENCE``)."""
     raw = headers.get('x-api-key') or headers.get('x-access-token')
     if raw:
         return principal_from_api_key(raw.strip())
@@ -56,7 +72,7 @@ def authenticate(headers: Mapping[str, str]) -> Principal:
         if scheme == 'bearer' and value.startswith(KEY_PREFIX):
             return principal_from_api_key(value)
         if scheme == 'bearer':
-            return principal_from_jwt(value)
+            return principal_from_jwt(value, audience=audience)
         if scheme == 'basic':
             return principal_from_basic(value)
         raise Unauthorized('Unsupported Authorization scheme (use Bearer or Basic)')
@@ -101,12 +117,18 @@ def _key_access(raw: str) -> tuple[credentials.UserAccess, str, dict[str, Any]]:
     return access, owner, access.key
 
 
+def key_rate_key(key_hash: str) -> str:
+    """The credential the rate limiter counts for an API key (a prefix of its hash)."""
+    return f'key-{key_hash[:20]}'
+
+
 def principal_from_api_key(raw: str) -> Principal:
-    access, owner, record = _key_access(raw)
-    return principal_for(access, owner, credential='api-key', rate_key=f'key-{record["id"]}')
+    access, owner, _ = _key_access(raw)
+    return principal_for(access, owner, credential='api-key', rate_key=key_rate_key(hash_key(raw)))
 
 
-def principal_from_basic(value: str) -> Principal:
+def basic_parts(value: str) -> tuple[str, str]:
+    """(e-mail, key) of Basic credentials; 401 when they are malformed."""
     if not value or len(value) > 2 * MAX_CREDENTIAL_LENGTH:
         raise Unauthorized('Invalid Basic credentials')
     try:
@@ -116,8 +138,14 @@ def principal_from_basic(value: str) -> Principal:
     email, sep, key = decoded.rpartition(':')   # keys never contain ':'; e-mails may
     if not sep or not email or not key:
         raise Unauthorized('Invalid Basic credentials')
-    access, owner, record = _key_access(key)
-    return principal_for(access, owner, credential='basic', rate_key=f'key-{record["id"]}', expected_email=email)
+    return email, key
+
+
+def principal_from_basic(value: str) -> Principal:
+    email, key = basic_parts(value)
+    access, owner, _ = _key_access(key)
+    return principal_for(access, owner, credential='basic', rate_key=key_rate_key(hash_key(key)),
+                         expected_email=email)
 
 
 def principal_from_jwt(token: str, *, audience: str | None = None) -> Principal:
@@ -130,6 +158,16 @@ def principal_from_jwt(token: str, *, audience: str | None = None) -> Principal:
     bound to that user (once, in one transaction). So an address reserved in advance, or a
     second identity-provider account claiming the same address, never lands in an account
     someone else signs in to."""
+    subject, claims = verified_subject(token, audience=audience)
+    user_id = credentials.user_id_for_subject(subject)
+    if user_id is not None:
+        return principal_for(credentials.user_access(user_id), user_id, credential='jwt', rate_key=JWT_RATE_KEY)
+    return first_sign_in(claims, subject)
+
+
+def verified_subject(token: str, *, audience: str | None = None) -> tuple[str, dict[str, Any]]:
+    """(``{iss}|{sub}``, claims) of a bearer token the identity provider signed for ``audience``
+    (default ``AUTH_JWT_AUDIENCE``); else 401 (503 when its keys cannot be fetched)."""
     cfg = get_config()
     audience = audience or cfg.jwt_audience   # the MCP connector passes its resource (services/mcp/auth.py)
     if not (cfg.jwt_issuer and audience and cfg.jwt_jwks_url):
@@ -145,11 +183,7 @@ def principal_from_jwt(token: str, *, audience: str | None = None) -> Principal:
     sub = claims.get('sub')
     if not isinstance(sub, str) or not sub or len(sub) > MAX_SUBJECT_LENGTH:
         raise Unauthorized('The token carries no subject')
-    subject = f"{claims.get('iss')}|{sub}"
-    user_id = credentials.user_id_for_subject(subject)
-    if user_id is not None:
-        return principal_for(credentials.user_access(user_id), user_id, credential='jwt', rate_key=JWT_RATE_KEY)
-    return _first_sign_in(claims, subject)
+    return f"{claims.get('iss')}|{sub}", claims
 
 
 def _verified_email(claims: dict[str, Any]) -> str:
@@ -162,7 +196,7 @@ def _verified_email(claims: dict[str, Any]) -> str:
     return email.strip().lower()
 
 
-def _first_sign_in(claims: dict[str, Any], subject: str) -> Principal:
+def first_sign_in(claims: dict[str, Any], subject: str) -> Principal:
     email = _verified_email(claims)
     user_id = credentials.user_id_for_email(email)
     if user_id is None:

@@ -9,8 +9,9 @@ the internal service caller are not counted (their responses still carry the hea
 the limit): counting them would make every garbage request a DynamoDB write; the gateway's
 throttling absorbs floods.
 
-Windows are fixed: the minute window is the UTC minute, the burst window the second. One
-conditional UpdateItem per request counts all four windows (store/ratelimit.py).
+Windows are fixed: the minute window is the UTC minute, the burst window the second. The
+request's one gate UpdateItem (store/gate.py, services/admission.py) authenticates it and counts
+all four windows on the user's ACL item; a refused request is given back (not counted).
 
 When the counters cannot be read or written (the table throttles or fails), the limiter fails
 closed for writes: any method but GET, HEAD and OPTIONS gets 503 with ``Retry-After`` and
@@ -77,28 +78,39 @@ class LimiterUnavailable(ServiceUnavailable):
         self.decision = decision
 
 
-def _limits() -> store.Limits:
+def limits() -> store.Limits:
     cfg = get_config()
     return store.Limits(key_minute=cfg.rate_limit_per_minute, key_second=cfg.rate_limit_burst_per_second,
                         user_minute=cfg.rate_limit_user_per_minute, user_second=cfg.rate_limit_user_burst_per_second)
 
 
-def check(user_id: str, credential: str, method: str = 'GET') -> Decision:
-    """Count one request of ``user_id`` through ``credential`` and decide (module docstring).
-    Raises ``LimiterUnavailable`` for a write when the counters cannot be reached."""
-    limits = _limits()
+class Refused(TooManyRequests):
+    """Over a limit: 429 with the headers of ``decision``."""
+
+    def __init__(self, decision: Decision) -> None:
+        error = decision.error()
+        super().__init__(error.message, headers=error.headers)
+        self.decision = decision
+
+
+def decide(counts, limits_: store.Limits, now: float) -> Decision:
+    """The decision for the counts the gate returned (store/gate.py ``GateAnswer``)."""
+    return _decide(counts, limits_, now)
+
+
+def without_table(user_id: str, credential: str, method: str = 'GET') -> Decision:
+    """The gate could not count (module docstring): a write is refused with
+    ``LimiterUnavailable``; a read is counted in this process's windows (``Refused`` when over)."""
+    if method.upper() not in READ_METHODS:
+        raise LimiterUnavailable(untracked())
+    limits_ = limits()
     now = clock()
     minute = int(now // 60)
-    second = int(now) % 60
-    try:
-        counts = store.hit(user_id, credential, minute=minute, second=second, limits=limits,
-                           expires_at=(minute + 1) * 60 + TTL_GRACE_SECONDS)
-    except Exception as exc:  # noqa: BLE001 - any failure of the counters: decided below, never a 500
-        log.warning('rate limiter unavailable (%s)', type(exc).__name__)
-        if method.upper() not in READ_METHODS:
-            raise LimiterUnavailable(untracked()) from None
-        counts = _fallback.hit(user_id, credential, minute=minute, second=second, limits=limits)
-    return _decide(counts, limits, now)
+    counts = _fallback.hit(user_id, credential, minute=minute, second=int(now) % 60, limits=limits_)
+    decision = _decide(counts, limits_, now)
+    if not decision.allowed:
+        raise Refused(decision)
+    return decision
 
 
 def _decide(counts: store.WindowCounts, limits: store.Limits, now: float) -> Decision:

@@ -43,7 +43,7 @@ from chalicelib.store import repository as repo
 from chalicelib.store.repository import Op, WriteConflict
 from chalicelib.store.table import Stored
 
-from . import access, embedding, records, references
+from . import access, admission, embedding, records, references
 from .hooks import hook_for
 
 MAX_RETRIES = 3
@@ -83,7 +83,9 @@ def load_visible(family: Family | str, id_: str, principal: Principal) -> Stored
     """The stored record, or 404 when it does not exist or the caller may not see it."""
     family = _family(family)
     id_ = check_id(family, id_)
-    stored = table.get(family.path, id_)
+    read, stored = admission.prefetched(principal, family.path, id_)   # read with the admission
+    if not read:
+        stored = table.get(family.path, id_)
     if stored is None or not visible(family, principal, stored):
         raise NotFound(f'No {family.entity} with id {id_}')
     observability.annotate(organization_id=stored.org)

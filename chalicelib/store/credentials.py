@@ -11,11 +11,14 @@ The partition of a user (pk ``users#{userId}``, the user entity's own partition)
 |                | identity-provider subject bound on first bearer sign-in (``{iss}|{sub}``,  |
 |                | set once, with its unique item ``UQ#users#ALL#sub#...`` in the same       |
 |                | transaction)                                                              |
+|                | ``key_{hash}`` = a live key's expiry and the rate windows: the request    |
+|                | gate (store/gate.py) authenticates and counts with ONE UpdateItem here    |
 | ``KEY#{hash}`` | one per API key: ``data`` = the key record (never the key itself)         |
 
-New keys name their user (``pk_{userId, base64url}_{secret}``, core/secrets.py), so an API-key
-request reads user, roles and key record with ONE BatchGetItem (three known keys, consistent
-reads). A pointer item ``KEY#{hash}`` / ``#`` (same record, ``ref`` = userId) finds the user of
+New keys name their user (``pk_{userId, base64url}_{secret}``, core/secrets.py), so a request
+goes straight to the user's gate item; ``user_access`` (user, roles and key record with ONE
+BatchGetItem, consistent reads) authenticates without counting (identity.authenticate).
+A pointer item ``KEY#{hash}`` / ``#`` (same record, ``ref`` = userId) finds the user of
 a key whose text does not name it (keys handed to bootstrap): one GetItem more. Only the
 SHA-256 of a key is ever stored.
 """
@@ -28,9 +31,11 @@ from typing import Any
 
 from pynamodb.expressions.operand import Path
 
+from chalicelib.core.clock import parse_instant
 from chalicelib.core.config import get_config
 from chalicelib.core.observability import get_logger
 
+from .gate import NEVER
 from .model import Item, client, configure
 from .repository import Op, StoreUnavailable, WriteConflict, commit, update_item
 from .table import ENTITY_SK, GLOBAL_TENANT, entity_pk, unique_key, unique_owner
@@ -40,6 +45,7 @@ log = get_logger('credentials')
 KEY_SK = 'KEY#'
 ACL_SK = 'ACL'
 ACL_ATTR = 'acl_'
+KEY_ATTR = 'key_'   # on the ACL item: a live key's expiry (store/gate.py)
 SUBJECT_ATTR = 'sub'
 
 
@@ -96,10 +102,42 @@ def _items(key_hash: str, record: dict[str, Any]):
     return model, pointer, owned
 
 
+def key_expiry(record: dict[str, Any]) -> int:
+    """The epoch second a key stops working (store/gate.py ``NEVER`` when it has no expiry)."""
+    expires = record.get('expiresAt')
+    return int(parse_instant(expires).timestamp()) if expires else NEVER
+
+
+def key_live_op(user_id: str, key_hash: str, record: dict[str, Any]) -> Op:
+    """Transaction operation: the gate item (the ACL item, store/gate.py) knows the key is live."""
+    model = configure()
+    return update_item(entity_pk('users', user_id), ACL_SK,
+                       [model.kind.set('acl'), Path(f'{KEY_ATTR}{key_hash}').set(key_expiry(record))], what='key')
+
+
 def put_key(key_hash: str, record: dict[str, Any]) -> None:
     model, pointer, owned = _items(key_hash, record)
     commit([Op('put', item=pointer, condition=model.pk.does_not_exist(), tag={'what': 'key'}),
-            Op('put', item=owned, condition=model.pk.does_not_exist(), tag={'what': 'key'})])
+            Op('put', item=owned, condition=model.pk.does_not_exist(), tag={'what': 'key'}),
+            key_live_op(record['userId'], key_hash, record)])
+
+
+def heal_key(key_hash: str, user_id: str) -> bool:
+    """A key stored before the gate item carried keys: add its ``key_`` attribute, provided its
+    key record still exists (a revocation in between wins). False when it does not."""
+    model = configure()
+    try:
+        item = model.get(entity_pk('users', user_id), f'{KEY_SK}{key_hash}', consistent_read=True)
+    except model.DoesNotExist:
+        return False
+    record = item.data.as_dict() if item.data is not None else {}
+    try:
+        commit([Op('check', model_key=(entity_pk('users', user_id), f'{KEY_SK}{key_hash}'),
+                   condition=model.pk.exists(), tag={'what': 'key'}),
+                key_live_op(user_id, key_hash, record)])
+    except WriteConflict:
+        return False
+    return True
 
 
 def get_key(key_hash: str) -> dict[str, Any] | None:
@@ -126,7 +164,9 @@ def delete_key(key_hash: str, record: dict[str, Any]) -> bool:
     for _ in range(3):
         try:
             commit([Op('delete', item=pointer, condition=model.pk.exists(), tag={'what': 'key'}),
-                    Op('delete', item=owned, condition=model.pk.exists(), tag={'what': 'key'})])
+                    Op('delete', item=owned, condition=model.pk.exists(), tag={'what': 'key'}),
+                    update_item(entity_pk('users', record['userId']), ACL_SK,
+                                [Path(f'{KEY_ATTR}{key_hash}').remove()], what='key')])
             return True
         except WriteConflict as exc:
             if exc.code == 'ConditionalCheckFailed':

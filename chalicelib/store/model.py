@@ -10,9 +10,10 @@ One client style per purpose:
   expressions and TransactWriteItems built from the same attribute objects, so a write and
   its conditions cannot disagree on an attribute name;
 * **the low-level botocore client** under that model (``client()``) where a call's exact
-  shape matters more than typing: the credential BatchGetItem (three keys, consistent reads)
-  and the rate-window UpdateItem (``ReturnValuesOnConditionCheckFailure``), both on every
-  request's hot path, and raw-item reads that skip pynamodb's deserialisation;
+  shape matters more than typing: the request gate's UpdateItem (authentication and rate
+  accounting, ``ReturnValues``/``ReturnValuesOnConditionCheckFailure``) and the BatchGetItem
+  read beside it (store/gate.py), both on every request's hot path, and raw-item reads that
+  skip pynamodb's deserialisation;
 * **the boto3 Table resource** (``boto3_table()``) for list queries only: the filter language
   compiles to boto3 condition objects (chalicelib/query/dynamo.py), which only the resource
   API accepts as FilterExpression. It is created on the first list, never at import.

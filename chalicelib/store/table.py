@@ -6,10 +6,10 @@
 | unique value  | ``UQ#{family}#{scope}#{field}#{value}`` | ``#``                 | ``ref`` = owner id         |
 | counter shard | ``CNT#{family}#{tenant}``               | shard no.             | ``cnt``; summed on read    |
 | member count  | ``MEMBERS#{orgId}``                     | ``#``                 | ``cnt``; unsharded         |
-| user ACL      | ``users#{userId}``                      | ``ACL``               | store/credentials.py       |
+| user ACL      | ``users#{userId}``                      | ``ACL``               | roles, live keys, rate     |
+|               |                                         |                       | windows: store/gate.py     |
 | API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | store/credentials.py       |
 | key pointer   | ``KEY#{sha256(key)}``                   | ``#``                 | keys not naming their user |
-| rate window   | ``RL#{userId}#{minute}``                | ``#``                 | store/ratelimit.py; TTL    |
 | value counter | ``CNT#{family}#{tenant}#{field}={value}`` | shard no.           | records per indexed value  |
 
 Entity index attributes (removed when an entity is soft-deleted, so it leaves every list):

@@ -55,7 +55,8 @@ def quick_retries(monkeypatch):
 
 
 def _rate_window(op, params):
-    return op == 'UpdateItem' and params.get('Key', {}).get('pk', {}).get('S', '').startswith('RL#')
+    """The request gate's UpdateItem (store/gate.py: the user's ACL item counts the windows)."""
+    return op == 'UpdateItem' and params.get('Key', {}).get('sk', {}).get('S', '') == 'ACL'
 
 
 def _assert_503(r):

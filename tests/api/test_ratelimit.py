@@ -129,29 +129,45 @@ def test_every_response_carries_the_headers(api, clock):
     assert [r.status for r in responses.values()] == [200, 201, 400, 404, 405, 415, 401, 200]
 
 
-def test_the_window_is_one_item_per_user_with_every_counter_and_a_ttl(api, clock):
+def test_the_windows_are_counted_on_the_users_gate_item(api, clock):
+    """One item per user (the ACL item, store/gate.py) carries every counter of the minute; the
+    next minute starts over and drops the last minute's counters."""
     import boto3
+
+    from chalicelib.core.secrets import hash_key
+    from chalicelib.store.gate import credential_name
+    from tests.conftest import ADMIN_KEY
     me = api.get('/api/account/me').json
-    key_id = api.get('/api/account/me/api-keys').json[0]['id']
+    cred = credential_name(f'key-{hash_key(ADMIN_KEY)[:20]}')
     clock.now += 1
     api.get('/api/account/me')
     api.get('/api/account/me')
-    items = boto3.client('dynamodb', region_name='us-east-1').scan(
-        TableName='platform-test', FilterExpression='begins_with(pk, :p)',
-        ExpressionAttributeValues={':p': {'S': 'RL#'}})['Items']
-    assert len(items) == 1
-    item = items[0]
-    assert item['pk']['S'] == f"RL#{me['id']}#{T0 // 60}"
-    assert item['cnt'] == {'N': '4'} and item['s00'] == {'N': '2'} and item['s01'] == {'N': '2'}
-    assert item[f'k_key-{key_id}'] == {'N': '4'}
-    assert item[f'k_key-{key_id}_00'] == {'N': '2'} and item[f'k_key-{key_id}_01'] == {'N': '2'}
-    assert int(item['ttl']['N']) > T0 + 60
+    ddb = boto3.client('dynamodb', region_name='us-east-1')
+
+    def item():
+        return ddb.get_item(TableName='platform-test', ConsistentRead=True,
+                            Key={'pk': {'S': f"users#{me['id']}"}, 'sk': {'S': 'ACL'}})['Item']
+    got = item()
+    assert got['rm'] == {'N': str(T0 // 60)}
+    assert got['ru'] == {'N': '3'} and got['rs00'] == {'N': '1'} and got['rs01'] == {'N': '2'}
+    assert got[f'rk_{cred}'] == {'N': '3'}
+    assert got[f'rk_{cred}_00'] == {'N': '1'} and got[f'rk_{cred}_01'] == {'N': '2'}
+    assert not [name for name in got if name.startswith('RL#')]
+    clock.now = T0 + 60 + 5.5
+    r = api.get('/api/account/me')
+    assert r.status == 200 and limit_headers(r)[1] == 99
+    got = item()
+    assert got['rm'] == {'N': str(T0 // 60 + 1)} and got['ru'] == {'N': '1'} and got['rs05'] == {'N': '1'}
+    assert 'rs00' not in got and 'rs01' not in got and f'rk_{cred}_01' not in got
+    assert f'acl_{me["memberships"][0]["organizationId"]}' in got     # the roles stay
 
 
 def test_dynamodb_calls_of_one_authenticated_get_by_id(api, org_id, clock, idp):  # noqa: F811 - shared fixture
-    """An API key names its owner: one BatchGetItem authenticates it (user, roles, key record),
-    one UpdateItem counts the request, one GetItem reads the resource. A key that names no owner
-    (the bootstrap key) needs a GetItem more, and so does a bearer token (subject -> user)."""
+    """One UpdateItem authenticates and counts the request while one BatchGetItem reads the user
+    and the resource (tests/api/test_request_path.py: concurrently). A key that names no owner
+    (the bootstrap key) and a bearer token map to their user once per process (a GetItem on the
+    first request only)."""
+    from chalicelib.services import admission
     from chalicelib.store import model
     from tests.api.test_auth_credentials import RSA, bearer
     project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
@@ -172,12 +188,16 @@ def test_dynamodb_calls_of_one_authenticated_get_by_id(api, org_id, clock, idp):
         finally:
             for c in clients.values():
                 c.meta.events.unregister('before-call.dynamodb.*', record)
-        return list(calls)
-    assert count(api.as_key(key)) == ['BatchGetItem', 'UpdateItem', 'GetItem']
-    assert count(api) == ['GetItem', 'BatchGetItem', 'UpdateItem', 'GetItem']
+        return sorted(calls)
+    assert count(api.as_key(key)) == ['BatchGetItem', 'UpdateItem']
+    admission._owner_of_key.clear()
+    assert count(api) == ['BatchGetItem', 'GetItem', 'UpdateItem']      # the bootstrap key's pointer, once
+    assert count(api) == ['BatchGetItem', 'UpdateItem']
     email = api.get('/api/account/me').json['email']
     assert api.get('/api/account/me', key=None, headers=bearer(RSA.token(email))).status == 200   # first sign-in binds
-    assert count(api.as_key(None), bearer(RSA.token(email))) == ['GetItem', 'BatchGetItem', 'UpdateItem', 'GetItem']
+    admission._user_of_subject.clear()
+    assert count(api.as_key(None), bearer(RSA.token(email))) == ['BatchGetItem', 'GetItem', 'UpdateItem']
+    assert count(api.as_key(None), bearer(RSA.token(email))) == ['BatchGetItem', 'UpdateItem']
 
 
 def _second_app():

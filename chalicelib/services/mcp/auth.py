@@ -15,14 +15,14 @@ route's policy is ``mcp``, api/policy.py), so the rate limiter counts MCP calls 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from chalicelib.core.config import Config, get_config
 from chalicelib.core.errors import Forbidden, NotFound, Unauthorized
 from chalicelib.core.principal import Principal
-from chalicelib.core.secrets import KEY_PREFIX
 
-from .. import identity
+from .. import admission
 
 METADATA_PATH = '/.well-known/oauth-protected-resource'
 SCOPES = ('mcp:tools',)
@@ -76,7 +76,10 @@ def challenge(cfg: Config, message: str, *, error: str | None = None) -> Unautho
     return Unauthorized(message, headers={'WWW-Authenticate': value})
 
 
-def authenticate(headers: Mapping[str, str]) -> Principal:
+def admit(headers: Mapping[str, str], method: str) -> tuple[Principal, Any]:
+    """Authenticate and count an MCP request on the REST path (services/admission.py: one gate
+    UpdateItem), with this resource as the audience a bearer JWT must name; any credential
+    failure is the RFC 9728 challenge."""
     cfg = enabled()
     check_origin(headers, cfg)
     key = (headers.get('x-api-key') or headers.get('x-access-token') or '').strip()
@@ -85,13 +88,6 @@ def authenticate(headers: Mapping[str, str]) -> Principal:
         raise challenge(cfg, 'A credential is required: a bearer token for this resource (see the '
                              'resource_metadata of WWW-Authenticate) or an API key in x-api-key')
     try:
-        if key:
-            return identity.principal_from_api_key(key)
-        scheme, _, value = authorization.partition(' ')
-        value = value.strip()
-        if scheme.lower() == 'bearer' and value and not value.startswith(KEY_PREFIX):
-            return identity.principal_from_jwt(value, audience=resource(cfg))
-        return identity.authenticate(headers)
+        return admission.admit(headers, method, audience=resource(cfg))
     except Unauthorized as exc:
         raise challenge(cfg, exc.message, error='invalid_token') from None
-
