@@ -183,8 +183,11 @@ def _admit(cred: _Credential, headers: Mapping[str, str], method: str,
                           rate_key=cred.rate_key, user=user)
     principal.seen['prefetched'] = {key: got.entities.get(key) for key in wanted}
     statuses = principal.seen.setdefault('organizationStatus', {})
+    records = principal.seen.setdefault('records', {})   # read anyway: embedding reuses them
     for _, org in orgs:
         stored = got.entities.get(('organizations', org))
+        if stored is not None:
+            records[('organizations', org)] = stored
         statuses[org] = stored.data.get('organizationStatus', 'ACTIVE') if stored is not None else None
     fresh = () if principal.platform_admin or len(roles) > MAX_HINTED_ORGS else tuple(sorted(roles))
     if fresh != hinted:

@@ -51,7 +51,12 @@ def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal
         return items
     wanted = {(target, item[id_field]) for item in items for id_field, target in embeds.values()
               if isinstance(item.get(id_field), str)}
-    found = table.batch_get(sorted(wanted)) if wanted else {}
+    # records this request has read already (the caller's organizations, read with the
+    # admission for their status: services/admission.py) cost no second read
+    known = principal.seen.get('records') or {}
+    missing = sorted(key for key in wanted if key not in known)
+    found = table.batch_get(missing) if missing else {}
+    found.update({ref_id: known[(target, ref_id)] for target, ref_id in wanted if (target, ref_id) in known})
     shown: dict[str, dict[str, Any] | None] = {}
     for target, ref_id in wanted:
         stored = found.get(ref_id)
