@@ -77,7 +77,7 @@ REGISTRY_NOTES = {
         '({op: add, node} | {op: update, id, set} | {op: delete, id} | {op: move, id, parentId}) to the '
         "family's current document version: state APPLIED, APPLIED_PARTIAL (errorMessage lists what was "
         'dropped and why) or FAILED (nothing applied); appliedVersion is the version it produced. Without '
-        'documentFamilyId the body is stored as a bare delta record and no document changes.'),
+        'documentFamilyId or operations the body is stored as a bare delta record and no document changes.'),
     ('document-families', 'update'): (
         "documentStatus is written as {id} or {slug} of a document status of the family's project (400 "
         'otherwise) and read back as the whole DocumentStatus.'),

@@ -1,6 +1,6 @@
-"""Linked deltas: a create naming ``documentFamilyId`` applies the delta to that family's
-document (services/deltas.py) instead of storing the body as given. A body without it stores a
-bare delta record and touches no document (the generic create)."""
+"""Linked deltas: a create naming ``documentFamilyId`` and ``operations`` applies the delta to
+that family's document (services/deltas.py) instead of storing the body as given. A body
+without either stores a bare delta record and touches no document (the generic create)."""
 from __future__ import annotations
 
 from . import Hook
@@ -8,7 +8,7 @@ from . import Hook
 
 class LinkedDeltaHook(Hook):
     def create_instead(self, family, principal, body):
-        if body.get('documentFamilyId') is None:
+        if body.get('documentFamilyId') is None or body.get('operations') is None:
             return None
         from chalicelib.services import deltas  # noqa: PLC0415 - deltas imports the hooks
         return deltas.save(body, principal)
