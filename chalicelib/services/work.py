@@ -89,8 +89,10 @@ def start(plan_id: str | None, body: dict[str, Any], principal: Principal) -> di
     removed again and the answer is 503 (no PENDING activity is left without its message)."""
     if not isinstance(body, dict):
         raise BadRequest('The body must be a JSON object')
+    plan = None
     if plan_id is not None:   # the plan named by the path: 404 unless the caller can see it
-        plan_id = resources.load_visible('activity-plans', plan_id, principal).id
+        plan = resources.load_visible('activity-plans', plan_id, principal)
+        plan_id = plan.id
     project_id = _uuid(body, 'projectId')
     plan_id = plan_id if plan_id is not None else _uuid(body, 'activityPlanId')
     inputs = body.get('inputs', {})
@@ -104,7 +106,8 @@ def start(plan_id: str | None, body: dict[str, Any], principal: Principal) -> di
     project = table.get('projects', project_id)
     if project is None or not access.can_see_org(principal, project.org):
         raise BadRequest(f"Field 'projectId' refers to a project that does not exist: {project_id}")
-    plan = table.get('activity-plans', plan_id)
+    if plan is None:
+        plan = table.get('activity-plans', plan_id)
     if plan is None or plan.data.get('projectId') != project_id:
         raise BadRequest(f'Activity plan {plan_id} is not bound to project {project_id}')
     if request_id is not None:

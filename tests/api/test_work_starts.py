@@ -213,3 +213,54 @@ def test_an_illegal_execution_transition_is_409(api, project):
     assert api.put(f"/api/executions/{execution['id']}", {'status': 'TIMED_OUT'}).status == 200
     assert api.put(f"/api/executions/{execution['id']}", {'status': 'RUNNING'}).status == 409
 
+
+
+def test_attempt_messages_lost_by_a_failed_send_are_sent_again_on_redelivery(api, work, project, monkeypatch):
+    from chalicelib.store import work as work_store
+    plan = make_plan(api, project, STEPS[1:])
+    activity = api.post(f"/api/activity-plans/{plan['id']}/start",
+                        {'projectId': project['id'], 'inputs': {'amount': 1}}).json
+    real = work_store.send_messages
+    refused = []
+
+    def flaky(messages, **kwargs):
+        if messages and messages[0][0].get('type') == 'execution.attempt' and not refused:
+            refused.append(messages)
+            raise work_store.SendFailed('InternalError')
+        return real(messages, **kwargs)
+    monkeypatch.setattr(work_store, 'send_messages', flaky)
+    first = work.queue.poll_once(wait_seconds=0)       # materialised, but attempt 1 not sent
+    assert first == {'received': 1, 'failed': 1} and refused
+    assert api.get(f"/api/activities/{activity['id']}").json['status'] == 'RUNNING'
+    work.drain()                                        # the start again: attempt 1 sent, run
+    (execution,) = api.get(f"/api/executions?filter=activityId=='{activity['id']}'").json['content']
+    assert execution['status'] == 'SUCCEEDED' and execution['attempts'] == 1 and execution['output'] == 2
+    assert api.get(f"/api/tasks?filter=createdByActivityId=='{activity['id']}'").json['totalElements'] == 0
+    assert api.get(f"/api/activities/{activity['id']}").json['status'] == 'COMPLETED'
+
+
+def test_an_attempt_whose_worker_died_counts_as_failed_when_its_message_returns(api, work, project):
+    from chalicelib.domain.registry import family
+    from chalicelib.services import records
+    from chalicelib.services.internal import SERVICE
+    from chalicelib.store import table
+    plan = make_plan(api, project, [{'name': 's', 'stepType': 'SCRIPT', 'options': {'expression': '1'},
+                                     'executionPolicy': {'maxAttempts': 2, 'timeoutSeconds': 5}}])
+    activity = api.post(f"/api/activity-plans/{plan['id']}/start", {'projectId': project['id']}).json
+    work.queue.poll_once(wait_seconds=0)                # the start; attempt 1 is queued
+    work.queue.poll_once(wait_seconds=0)                # attempt 1 runs and succeeds...
+    (execution,) = api.get(f"/api/executions?filter=activityId=='{activity['id']}'").json['content']
+    # ...but make it look like a worker that claimed attempt 1 long ago and died
+    stored = table.get('executions', execution['id'])
+    dead = {**stored.data, 'status': 'RUNNING', 'attempts': 1, 'updatedOn': '2026-01-01T00:00:00.000000Z',
+            'changeSequence': stored.seq + 1}
+    dead.pop('completedOn', None)
+    records.commit(records.update_ops(family('executions'), dead, stored, principal=SERVICE))
+    work.send({'type': 'execution.attempt', 'executionId': execution['id'], 'attempt': 1})
+    work.drain()
+    execution = api.get(f"/api/executions/{execution['id']}").json
+    assert execution['attempts'] == 2 and execution['status'] == 'SUCCEEDED'
+    assert any('interrupted' in m['message'] for m in execution['statusMessages'])
+    work.send({'type': 'execution.attempt', 'executionId': execution['id'], 'attempt': 2})   # a duplicate
+    work.drain()
+    assert api.get(f"/api/executions/{execution['id']}").json['changeSequence'] == execution['changeSequence']
