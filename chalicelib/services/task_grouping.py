@@ -17,7 +17,7 @@ from chalicelib.store.repository import WriteConflict
 from . import access, records, resources
 from .hooks import hook_for
 
-MAX_TASKS_PER_CALL = 20   # each task is its entity, a history entry and (with its event) fits one transaction
+MAX_TASKS_PER_CALL = 15   # each task: its entity, history entries (joined, left) and its event: fits one transaction
 RETRIES = 3
 
 
