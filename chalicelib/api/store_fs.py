@@ -93,6 +93,12 @@ _STORE_VIEW = schema('StoreBySlug', {'allOf': [ref('DocumentStore'), {
 _PATH = {'name': 'path', 'in': 'query', 'schema': {'type': 'string', 'maxLength': 1024},
          'description': "the file's path in the store ('\\' read as '/', empty and '.' segments dropped, "
                         "no leading '/', '..' refused)"}
+_SLUGS = [{'name': 'orgSlug', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+           'description': "the organization's slug"},
+          {'name': 'storeSlug', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+           'description': "the document store's slug (unique per project; see the description)"},
+          {'name': 'version', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+           'description': 'any value (the SDK sends the store version, or "None"): ignored'}]
 _VERSION_TEXT = ('The version segment (the SDK sends the store\'s version, or "None") is accepted and ignored. ')
 _RESOLVE_TEXT = ('{orgSlug}/{storeSlug}: the document store with that slug in the organization (store slugs are '
                  'unique per project: when several of its projects hold one, 409). ')
@@ -102,7 +108,7 @@ _R = [400, 401, 403, 404, 409, 429, 503]
 describe('getStoreBySlug', summary='A document store by organization slug and store slug', tags=['stores'],
          description=_RESOLVE_TEXT + 'The DocumentStore record plus type "store", storeType "DOCUMENT", slug '
                      'and orgSlug (what the SDK reads a store by).',
-         responses={200: _STORE_VIEW}, errors=_R)
+         parameters=_SLUGS[:2], responses={200: _STORE_VIEW}, errors=_R)
 for _suffix, _text in (('', ''), ('Versioned', _VERSION_TEXT)):
     describe(f'uploadStoreFile{_suffix}', summary='Upload a file into a document store', tags=['stores'],
              description=_RESOLVE_TEXT + _text + 'multipart/form-data with the file as the "file" part (or the '
@@ -110,16 +116,16 @@ for _suffix, _text in (('', ''), ('Versioned', _VERSION_TEXT)):
                          'fields of the form become the family\'s metadata (strings). path defaults to the '
                          'file part\'s filename. A path may hold several families (uploads never overwrite).',
              request={'type': 'string', 'format': 'binary'},
-             parameters=[{**_PATH, 'required': False}], responses={201: ref('DocumentFamily')}, errors=_W)
+             parameters=[*_SLUGS, {**_PATH, 'required': False}], responses={201: ref('DocumentFamily')}, errors=_W)
     describe(f'getStoreFile{_suffix}', summary="Read a file of a document store", tags=['stores'],
              description=_RESOLVE_TEXT + _text + 'The newest family at path: 307 to a short-lived presigned '
                          'GET of its bytes (CONTENT_URL_SECONDS, default 300 s); with meta=true, 200 and the '
                          'DocumentFamily. 404 when nothing is at path.',
-             parameters=[{**_PATH, 'required': True},
+             parameters=[*_SLUGS, {**_PATH, 'required': True},
                          {'name': 'meta', 'in': 'query', 'required': False, 'schema': {'type': 'boolean'},
                           'description': 'true: answer the DocumentFamily instead of its bytes'}],
              responses={200: ref('DocumentFamily'), 307: None}, errors=_R)
     describe(f'deleteStoreFile{_suffix}', summary='Delete a file of a document store', tags=['stores'],
              description=_RESOLVE_TEXT + _text + 'Deletes every family of the store at path (each with its '
                          'content objects, deltas and files). 404 when nothing is at path.',
-             parameters=[{**_PATH, 'required': True}], responses={204: None}, errors=_R)
+             parameters=[*_SLUGS, {**_PATH, 'required': True}], responses={204: None}, errors=_R)
