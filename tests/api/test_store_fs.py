@@ -170,3 +170,30 @@ def test_another_organizations_store_is_404_and_viewers_read_only(api, org_id, s
     assert viewer.delete(f'{base}/fs?path=by-member.pdf').status == 403
     assert api.get(f'{base}/fs?path=by-viewer.pdf').status == 404
     assert api.as_key(None).get(f'{base}/fs?path=by-member.pdf').status == 401
+
+
+def test_families_keyed_before_the_path_index_are_found_after_the_backfill(api, store, bucket):
+    """A family written before `path` was indexed (counted, no path key): the backfill keys and
+    counts that one slot, once."""
+    from chalicelib.ops.backfill_indexes import backfill
+    from chalicelib.store.model import configure
+    from chalicelib.store.table import entity_pk
+    base = f"/api/stores/default/{store['slug']}"
+    families = [_upload(api, base, name, b'old').json for name in ('old.pdf', 'old.pdf', 'other.pdf')]
+    model = configure()
+    for family in families:   # as the code before the path index wrote them
+        item = model.get(entity_pk('document-families', family['id']), '#')
+        assert item.ixv is not None and item.x3 is not None
+        item.update(actions=[model.x3.remove()])
+    for counter in model.scan(model.pk.startswith(f"CNT#document-families#{store['organizationId']}#path=")):
+        counter.delete()
+    assert api.get(f'{base}/fs?path=old.pdf&meta=true').status == 404
+
+    first = backfill(page_size=7, out=lambda line: None)
+    assert first['extended'] == 3 and first['keyed'] == 0
+    assert api.get(f'{base}/fs?path=old.pdf&meta=true').json['id'] == families[1]['id']
+    listed = api.get("/api/document-families?filter=path=='old.pdf'").json
+    assert listed['totalElements'] == 2 and {f['id'] for f in listed['content']} == {f['id'] for f in families[:2]}
+    again = backfill(page_size=7, out=lambda line: None)
+    assert again['extended'] == 0 and api.get("/api/document-families?filter=path=='old.pdf'").json[
+        'totalElements'] == 2
