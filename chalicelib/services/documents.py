@@ -497,7 +497,11 @@ def _quietly(fn, *args) -> None:
 # ----------------------------------------------------------------------------- reading back
 
 def content_url(family_id: str, principal: Principal) -> str:
-    family = resources.load_visible(FAMILIES, family_id, principal)
+    return content_url_of(resources.load_visible(FAMILIES, family_id, principal))
+
+
+def content_url_of(family: Stored) -> str:
+    """A presigned GET of a family's uploaded file (the caller has checked it may see it)."""
     key = family.data.get('storageKey')
     if not key:
         raise NotFound(f'Document family {family.id} has no uploaded content')

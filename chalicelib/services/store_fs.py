@@ -23,7 +23,7 @@ from chalicelib.domain.registry import family as family_of
 from chalicelib.store import table
 from chalicelib.store.table import Stored
 
-from . import access, documents, org_paths, resources
+from . import access, documents, embedding, org_paths, resources
 
 STORES = family_of('document-stores')
 FAMILIES = family_of('document-families')
@@ -48,14 +48,13 @@ def resolve_store(org_slug: str, store_slug: str, principal: Principal) -> tuple
         raise Conflict(f'Organization {org_slug[:100]!r} has {len(stores)} document stores with slug '
                        f'{slug[:100]!r} (ids {", ".join(s.id for s in stores)}, in different projects): '
                        f'give one of them another slug, or use /api/document-stores/{{id}}')
-    org = table.get('organizations', org_id, consistent=False)
-    return (org.data.get('slug') if org is not None else None) or org_slug, stores[0]
+    return org_slug.strip().lower(), stores[0]   # organization slugs are stored lower-case
 
 
 def get_store(org_slug: str, store_slug: str, principal: Principal) -> dict[str, Any]:
     """The document store record, plus the fields the SDK reads a store by."""
     org_slug, store = resolve_store(org_slug, store_slug, principal)
-    data = resources.get(STORES, store.id, principal)
+    data = embedding.embed_one(STORES, store.data, principal)
     return {**data, 'type': 'store', 'storeType': 'DOCUMENT', 'slug': store.data.get('slug'), 'orgSlug': org_slug}
 
 
@@ -91,11 +90,11 @@ def newest(org_slug: str, store_slug: str, raw_path: str | None, principal: Prin
 
 
 def family_at(org_slug: str, store_slug: str, raw_path: str | None, principal: Principal) -> dict[str, Any]:
-    return resources.get(FAMILIES, newest(org_slug, store_slug, raw_path, principal).id, principal)
+    return embedding.embed_one(FAMILIES, newest(org_slug, store_slug, raw_path, principal).data, principal)
 
 
 def content_url_at(org_slug: str, store_slug: str, raw_path: str | None, principal: Principal) -> str:
-    return documents.content_url(newest(org_slug, store_slug, raw_path, principal).id, principal)
+    return documents.content_url_of(newest(org_slug, store_slug, raw_path, principal))
 
 
 def delete_at(org_slug: str, store_slug: str, raw_path: str | None, principal: Principal) -> int:
