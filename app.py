@@ -17,6 +17,7 @@ from chalicelib.api import (
     mcp,
     middleware,
     resources,
+    store_fs,
     work,
     workflow,
 )
@@ -38,6 +39,7 @@ app.register_blueprint(events.bp)
 app.register_blueprint(work.bp)
 app.register_blueprint(mcp.bp)            # the MCP tool connector (/mcp) and its metadata
 app.register_blueprint(documents.bp)
+app.register_blueprint(store_fs.bp)        # the SDK's and CLI's store file API (/api/stores/...)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)
 
 # Event handlers (chalicelib/api/handlers.py; infra/app.py sets their event sources up when

@@ -15,6 +15,7 @@ SCRIPTS = (
     'bench_documents.py',
     'bench_embedding.py',
     'bench_request_path.py',
+    'bench_store_fs.py',
 )
 for script in SCRIPTS:
     print(f'\n===== {script} =====', flush=True)

@@ -155,12 +155,13 @@ FAMILIES: tuple[Family, ...] = (
        'template:bool=false metadata:object', soft_delete=True,
        indexed=('type',)),
     _f('document-stores', 'DocumentStore', 'project',
-       f'{_NAMED} storeType storePurpose publicAccess:bool=false metadata:object'),
+       f'{_NAMED} storeType storePurpose publicAccess:bool=false metadata:object',
+       indexed=('slug',)),   # /api/stores/{orgSlug}/{storeSlug} (services/store_fs.py)
     _f('document-families', 'DocumentFamily', 'project',
        'path documentStoreId>document-stores? documentStatus:object? labels:strings mixins:strings '
        'locked:bool=false size:int metadata:object '
        'contentType storageKey contentObjectId documentVersion:int documentKey', name_field='path',
-       indexed=('documentStoreId', 'documentStatus.id'), hook='document_families',
+       indexed=('documentStoreId', 'documentStatus.id', 'path'), hook='document_families',
        server=('contentType', 'storageKey', 'contentObjectId', 'documentVersion', 'documentKey')),
     _f('content-objects', 'ContentObject', 'project',
        'name contentMetadata:object metadata:object contentType:int index:int size:int '

@@ -5,7 +5,10 @@
 Reads the whole table (an operator tool: Scan is fine here). For every listed entity of a
 family that declares ``indexed`` fields and is not yet marked counted (``ixv``), one
 transaction sets its index keys, marks it and adds it to its values' counters, on condition
-that it is still the version read and still unmarked. Hence:
+that it is still the version read and still unmarked. A marked entity lacking the key of a slot
+declared since it was written (a field added to ``indexed``) gets that key and that value's
+count the same way, on condition that it is still the version read and the slot still unkeyed
+(``extended``). Hence:
 
 * idempotent: a marked record is skipped, a second run changes nothing;
 * safe beside live traffic: a record written meanwhile by the API is keyed and counted by that
@@ -30,31 +33,36 @@ from chalicelib.store.repository import WriteConflict
 
 def backfill(*, state: Path | None = None, page_size: int = 500, out=print) -> dict[str, int]:
     start: dict[str, Any] | None = json.loads(state.read_text()) if state and state.exists() else None
-    totals = {'scanned': 0, 'keyed': 0, 'skipped': 0}
+    totals = {'scanned': 0, 'keyed': 0, 'extended': 0, 'skipped': 0}
     while True:
         items, start = table.scan_page(start, limit=page_size)
         for item in items:
             totals['scanned'] += 1
             family = BY_PATH.get(item.kind or '')
             if family is None or not family.indexed or item.sk != table.ENTITY_SK or item.tpk is None \
-                    or item.ixv is not None or item.data is None:
+                    or item.data is None:
                 continue
             data = item.data.as_dict()
             owner = records.tenant(family, item.org)
             values = records.indexed_values(family, data)
-            ops = [repo.key_values(item, int(item.seq or 0),
-                                   {slot: table.value_pk(family.path, owner, name, value)
-                                    for slot, (name, value) in values.items()})]
+            if item.ixv is not None:   # counted: only slots declared since it was written are new
+                values = {slot: nv for slot, nv in values.items() if getattr(item, f'x{slot}', None) is None}
+                if not values:
+                    continue
+            keys = {slot: table.value_pk(family.path, owner, name, value) for slot, (name, value) in values.items()}
+            ops = [repo.key_values(item, int(item.seq or 0), keys) if item.ixv is None
+                   else repo.key_new_values(item, int(item.seq or 0), keys)]
             ops += [repo.move_counter_at(table.value_counter_pk(family.path, owner, name, value), 1)
                     for name, value in values.values()]
             try:
                 repo.commit(ops)
-                totals['keyed'] += 1
+                totals['keyed' if item.ixv is None else 'extended'] += 1
             except WriteConflict:
                 totals['skipped'] += 1   # written meanwhile (keyed by that write) or already done
         if state is not None:
             state.write_text(json.dumps(start) if start else 'null')
-        out(f"scanned {totals['scanned']}, keyed {totals['keyed']}, skipped {totals['skipped']}")
+        out(f"scanned {totals['scanned']}, keyed {totals['keyed']}, extended {totals['extended']}, "
+            f"skipped {totals['skipped']}")
         if start is None:
             return totals
 

@@ -288,13 +288,25 @@ def abort(store_id: str, body: dict[str, Any], principal: Principal) -> None:
 
 def upload_small(store_id: str, *, path: str | None, data: bytes | None, content_type: str | None,
                  principal: Principal) -> dict[str, Any]:
-    store = _writable_store(store_id, principal)
+    return store_small(_writable_store(store_id, principal), path=path, data=data, content_type=content_type,
+                       principal=principal)
+
+
+def store_small(store: Stored, *, path: str | None, data: bytes | None, content_type: str | None,
+                principal: Principal, form_metadata: bool = False) -> dict[str, Any]:
+    """A small file into a store the caller may write: the body, or the ``file`` part of a
+    multipart/form-data body (with ``form_metadata``, its other text fields become the family's
+    ``metadata``: the store file API, services/store_fs.py)."""
     limit = get_config().small_upload_max_bytes
     header = (content_type or '').strip()
     filename = None
+    metadata: dict[str, str] = {}
     if header.lower().startswith('multipart/form-data'):
-        data, filename, part_type = _form_file(header, data or b'', limit)
+        parts = form_parts(header, data or b'', limit)
+        data, filename, part_type = _file_part(parts)
         mime = content_type_of(part_type, 'file content type')
+        if form_metadata:
+            metadata = form_fields(parts)
     else:
         mime = content_type_of(header or None, 'Content-Type')
     if not data:
@@ -307,11 +319,16 @@ def upload_small(store_id: str, *, path: str | None, data: bytes | None, content
     key = native_key(store.org, store.id, family_id)
     blobs.put(key, data, mime)
     return _store_new_family(store, principal, key=key, path=path, mime=mime, family_id=family_id,
-                             declared=None, session_ops=list, on_failure=lambda: None, upload_id=None)
+                             declared=None, session_ops=list, on_failure=lambda: None, upload_id=None,
+                             metadata=metadata)
 
 
-def _form_file(header: str, raw: bytes, limit: int) -> tuple[bytes, str | None, str | None]:
-    """The ``file`` part of a multipart/form-data body -> (bytes, filename, content type)."""
+MAX_FORM_FIELDS = 100
+MAX_FORM_FIELD_BYTES = 65_536
+
+
+def form_parts(header: str, raw: bytes, limit: int) -> list[dict[str, Any]]:
+    """The parts of a multipart/form-data body: ``{name, filename, type, data}`` each."""
     from python_multipart import MultipartParser  # noqa: PLC0415 - lazy: small uploads only
     from python_multipart.exceptions import MultipartParseError  # noqa: PLC0415
     match = re.search(r'boundary=("?)([^";]+)\1', header)
@@ -349,12 +366,41 @@ def _form_file(header: str, raw: bytes, limit: int) -> tuple[bytes, str | None, 
         parser.finalize()
     except MultipartParseError:
         raise BadRequest('Malformed multipart/form-data body') from None
+    out = []
     for part in parts:
         disposition = part['headers'].get('content-disposition', '')
-        if re.search(r'(^|;)\s*name="?file"?\s*(;|$)', disposition):
-            name = re.search(r'filename="([^"]*)"', disposition)
-            return bytes(part['data']), (name.group(1) if name else None), part['headers'].get('content-type')
+        name = re.search(r'(?:^|;)\s*name=(?:"([^"]*)"|([^;\s]*))', disposition)
+        filename = re.search(r'filename="([^"]*)"', disposition)
+        out.append({'name': (name.group(1) if name.group(1) is not None else name.group(2)) if name else None,
+                    'filename': filename.group(1) if filename else None,
+                    'type': part['headers'].get('content-type'), 'data': bytes(part['data'])})
+    return out
+
+
+def _file_part(parts: list[dict[str, Any]]) -> tuple[bytes, str | None, str | None]:
+    """The ``file`` part -> (bytes, filename, content type)."""
+    for part in parts:
+        if part['name'] == 'file':
+            return part['data'], part['filename'], part['type']
     raise BadRequest('multipart/form-data body without a "file" part')
+
+
+def form_fields(parts: list[dict[str, Any]]) -> dict[str, str]:
+    """The text fields of a form (parts without a filename), by name; other file parts are left
+    out. At most MAX_FORM_FIELDS fields of MAX_FORM_FIELD_BYTES UTF-8 bytes each."""
+    fields: dict[str, str] = {}
+    for part in parts:
+        if part['name'] in (None, '', 'file') or part['filename'] is not None:
+            continue
+        if len(part['data']) > MAX_FORM_FIELD_BYTES:
+            raise BadRequest(f"Form field {part['name'][:100]!r} is longer than {MAX_FORM_FIELD_BYTES} bytes")
+        try:
+            fields[part['name'][:200]] = part['data'].decode('utf-8')
+        except UnicodeDecodeError:
+            raise BadRequest(f"Form field {part['name'][:100]!r} is not UTF-8 text") from None
+        if len(fields) > MAX_FORM_FIELDS:
+            raise BadRequest(f'A form holds at most {MAX_FORM_FIELDS} fields besides the file')
+    return fields
 
 
 # ----------------------------------------------------------------------------- the family
@@ -371,7 +417,8 @@ def initial_status(project_id: str) -> dict[str, Any] | None:
 
 
 def _store_new_family(store: Stored, principal: Principal, *, key: str, path: str, mime: str, family_id: str,
-                      declared: int | None, session_ops, on_failure, upload_id: str | None) -> dict[str, Any]:
+                      declared: int | None, session_ops, on_failure, upload_id: str | None,
+                      metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     head = blobs.head(key)
     limit = get_config().upload_max_bytes
     problem = None
@@ -387,7 +434,8 @@ def _store_new_family(store: Stored, principal: Principal, *, key: str, path: st
         raise BadRequest(f'The upload cannot be completed: {problem}')
     project_id = store.data['projectId']
     values: dict[str, Any] = {'path': path, 'documentStoreId': store.id, 'size': head.size, 'contentType': mime,
-                              'storageKey': key, 'labels': [], 'mixins': [], 'locked': False, 'metadata': {}}
+                              'storageKey': key, 'labels': [], 'mixins': [], 'locked': False,
+                              'metadata': dict(metadata or {})}
     status = initial_status(project_id)
     if status is not None:
         values['documentStatus'] = status
@@ -449,7 +497,11 @@ def _quietly(fn, *args) -> None:
 # ----------------------------------------------------------------------------- reading back
 
 def content_url(family_id: str, principal: Principal) -> str:
-    family = resources.load_visible(FAMILIES, family_id, principal)
+    return content_url_of(resources.load_visible(FAMILIES, family_id, principal))
+
+
+def content_url_of(family: Stored) -> str:
+    """A presigned GET of a family's uploaded file (the caller has checked it may see it)."""
     key = family.data.get('storageKey')
     if not key:
         raise NotFound(f'Document family {family.id} has no uploaded content')

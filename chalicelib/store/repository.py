@@ -139,6 +139,18 @@ def key_values(item: Item, seq: int, value_keys: dict[int, str]) -> Op:
               tag={'what': 'entity'})
 
 
+def key_new_values(item: Item, seq: int, value_keys: dict[int, str]) -> Op:
+    """Give a counted entity the keys of equality-index slots declared after it was written,
+    only if it is still that version and those slots are still unkeyed (backfill; idempotent)."""
+    model = configure()
+    condition = (model.seq == seq) & model.ixv.exists() & model.tpk.exists()
+    for slot in value_keys:
+        condition = condition & getattr(model, f'x{slot}').does_not_exist()
+    return Op('update', item=model(item.pk, item.sk),
+              actions=[getattr(model, f'x{slot}').set(key) for slot, key in value_keys.items()],
+              condition=condition, tag={'what': 'entity'})
+
+
 def check_exists(family: str, id_: str, org: str | None, **tag: Any) -> Op:
     """The referenced entity exists, is not deleted and (when org is given) lives in org."""
     model = configure()

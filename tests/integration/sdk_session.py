@@ -16,7 +16,7 @@ import requests
 from kodexa.model.entities.product import Product
 from kodexa.model.entities.product_group import ProductGroup, ProductGroupsEndpoint
 from kodexa.model.objects import Assistant, KnowledgeSet, Project, Task
-from kodexa.platform.client import KodexaClient
+from kodexa.platform.client import DocumentStoreEndpoint, KodexaClient
 
 
 def ok(step: str, detail: object = '') -> None:
@@ -118,6 +118,30 @@ def main(base: str, key: str) -> None:
     else:
         raise AssertionError('a deleted knowledge set is still there')
     ok('knowledge sets', ks.id)
+
+    # the store file API (DocumentStoreEndpoint): a store of another project, found by org/slug
+    holder = requests.post(f'{base}/api/projects', headers={'x-api-key': key}, json={'name': f'sdk-files-{tag}'})
+    check(holder.status_code == 201, f'project for the store: {holder.text}')
+    made = requests.post(f'{base}/api/document-stores', headers={'x-api-key': key},
+                         json={'projectId': holder.json()['id'], 'name': 'SDK files', 'slug': f'sdk-files-{tag}'})
+    check(made.status_code == 201, f'document store: {made.text}')
+    store = client.get_object_by_ref('store', f'default/sdk-files-{tag}')
+    check(isinstance(store, DocumentStoreEndpoint) and store.id == made.json()['id'], f'store by ref: {store}')
+    payload = bytes(range(256)) * 64
+    family = store.upload_bytes('sdk/data.bin', payload, additional_metadata={'origin': 'sdk'},
+                                external_data={'po': 4711})
+    check(family.path == 'sdk/data.bin' and family.size == len(payload), f'upload_bytes: {family}')
+    check(family.metadata == {'origin': 'sdk', 'externalData': '{"po": 4711}'}, f'metadata: {family.metadata}')
+    check(store.get_bytes('sdk/data.bin') == payload, 'get_bytes returns the bytes')
+    check(store.exists_by_path('sdk/data.bin') and not store.exists_by_path('sdk/none.bin'), 'exists_by_path')
+    check(store.get_by_path('sdk/data.bin').id == family.id, 'get_by_path')
+    replaced = store.upload_bytes('sdk/data.bin', b'replaced', replace=True)
+    check(replaced.id != family.id and store.get_bytes('sdk/data.bin') == b'replaced', 'upload_bytes(replace=True)')
+    check(requests.get(f'{base}/api/document-families/{family.id}', headers={'x-api-key': key}).status_code == 404,
+          'the replaced family is deleted')
+    store.delete_by_path('sdk/data.bin')
+    check(not store.exists_by_path('sdk/data.bin'), 'delete_by_path')
+    ok('document store', f'{store.ref} upload/get_bytes/exists/get_by_path/replace/delete')
 
     project_id = project.id
     project.delete()

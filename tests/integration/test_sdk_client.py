@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from tests.integration.test_local_run import ROOT, _call, server  # noqa: F401 -
 
 SDK_VENV = ROOT / '.venv-sdk'
 STEPS = ('organizations', 'projects', 'project lists', 'products', 'assistants', 'tasks', 'executions',
-         'knowledge sets', 'project delete')
+         'knowledge sets', 'document store', 'project delete')
 
 
 @pytest.fixture(scope='module')
@@ -90,3 +91,31 @@ def test_the_cli_logs_in_and_lists(server, sdk_bin, tmp_path):  # noqa: F811 - t
     # the table shows the embedded organization's name (its organization.name column)
     row = next(line for line in projects.splitlines() if name in line)
     assert 'Default' in row, projects
+
+
+def test_the_cli_uploads_a_file_into_a_store(server, sdk_bin, tmp_path):  # noqa: F811 - the fixture
+    """`kodexa upload <org>/<store> <file>`, then the file read back byte for byte (GET .../fs: a 307
+    to the bytes, which urllib follows like the SDK's requests session)."""
+    base, key = server['base'], server['key']
+    slug = f'cli-files-{uuid.uuid4().hex[:6]}'
+    status, _, project = _call(base, 'POST', '/api/projects', {'name': slug}, key)
+    assert status == 201
+    status, _, store = _call(base, 'POST', '/api/document-stores',
+                             {'projectId': project['id'], 'name': 'CLI files', 'slug': slug}, key)
+    assert status == 201
+    payload = os.urandom(70_000) + b'\x00\r\n\xff end'
+    (tmp_path / 'scan-1.pdf').write_bytes(payload)
+    home = tmp_path / 'home'
+    home.mkdir()
+    run = subprocess.run([str(sdk_bin / 'kodexa'), 'upload', f'default/{slug}', 'scan-1.pdf',
+                          '--url', base, '--token', key], capture_output=True, text=True, timeout=120,
+                         env=_env(home), cwd=tmp_path, stdin=subprocess.DEVNULL)
+    _untripped(run)
+    assert run.returncode == 0 and 'Successfully uploaded scan-1.pdf' in run.stdout, run.stdout + run.stderr
+    request = urllib.request.Request(f'{base}/api/stores/default/{slug}/fs?path=scan-1.pdf',
+                                     headers={'x-api-key': key})
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        assert resp.status == 200 and resp.read() == payload
+    status, _, page = _call(base, 'GET', f"/api/document-families?filter=documentStoreId=='{store['id']}'",
+                            key=key)
+    assert status == 200 and [f['path'] for f in page['content']] == ['scan-1.pdf']
