@@ -7,7 +7,10 @@ server and the local front door, localdev/run.py), against floors measured in th
 * cold start of the first request: a fresh interpreter importing ``app`` and answering one
   authenticated GET by id (the handler called with an API Gateway proxy event, as Lambda does;
   same moto server), against a bare Chalice app whose one route does one ``get_item`` of the
-  same item, called the same way (target: <= 1.15x), medians of RUNS.
+  same item, called the same way (target: <= 1.15x), medians of RUNS. The app runs as the
+  deployment package ships it: app.py and chalicelib/ copied and compiled to bytecode
+  (infra/bytecode.py; a Lambda's read-only code directory cannot cache bytecode, so the package
+  carries it), whatever PYTHONDONTWRITEBYTECODE says.
 
     PYTHONPATH=. .venv/bin/python bench/bench_request_path.py
 """
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -68,9 +72,10 @@ print(time.perf_counter() - t)
 """
 
 OURS = EVENT + r"""
-import sys, time
+import os, sys, time
 t = time.perf_counter()
 import app
+assert app.__file__.startswith(os.getcwd()), app.__file__   # the staged copy, as packaged
 r = app.app(event(sys.argv[1], sys.argv[2]), Context())
 assert r['statusCode'] == 200, r
 print(time.perf_counter() - t)
@@ -118,7 +123,7 @@ def _median_ms(fn, n: int) -> float:
 
 
 def _run_once(code: str, env: dict[str, str], project_id: str, key: str) -> float:
-    res = subprocess.run([sys.executable, '-c', code, project_id, key], cwd=ROOT, env=env,
+    res = subprocess.run([sys.executable, '-c', code, project_id, key], cwd=env['PYTHONPATH'], env=env,
                          capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit(res.stderr[-2000:])
@@ -211,7 +216,9 @@ def main() -> None:
                     lambda: call('GET', f'/api/projects/{project["id"]}', ADMIN_KEY), OPS // 2))
             raw, two, member, admin = (statistics.mean(rows[k]) for k in ('raw', 'two', 'member', 'admin'))
 
-            cold_env = {**env, 'AWS_ENDPOINT_URL': endpoint}
+            from infra.bytecode import stage_app
+            staged = stage_app(Path(ROOT), Path(state) / 'task')
+            cold_env = {**env, 'AWS_ENDPOINT_URL': endpoint, 'PYTHONPATH': str(staged)}
             bare_cold, ours_cold = _cold(cold_env, project['id'], member_key)
             calls, in_flight = _calls_per_get(project['id'], member_key)
         finally:
