@@ -35,33 +35,36 @@ def compile_tree(root: Path) -> None:
 
 
 def add_to_zip(zip_path: Path) -> int:
-    """Rewrite ``zip_path`` with the .pyc of its modules added; returns how many were added."""
+    """Rewrite ``zip_path`` with the .pyc of its modules; returns how many it holds."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / 'pkg'
         with zipfile.ZipFile(zip_path) as src:
             infos = src.infolist()
             src.extractall(root)
-        before = {i.filename for i in infos}
         compile_tree(root)
-        added = sorted(p for p in root.rglob('*.pyc')
-                       if p.relative_to(root).as_posix() not in before)
+        # every .pyc now on disk: ours, over any the zip brought (chalice zips a developer's
+        # chalicelib/__pycache__ as it finds it: timestamp-checked, maybe of another build)
+        compiled = sorted(root.rglob('*.pyc'))
         rewritten = zip_path.with_suffix('.tmp')
         with zipfile.ZipFile(zip_path) as src, \
                 zipfile.ZipFile(rewritten, 'w', compression=zipfile.ZIP_DEFLATED) as out:
-            for info in infos:   # the original entries unchanged (names, modes, dates)
-                out.writestr(info, src.read(info.filename))
-            for path in added:
+            for info in infos:   # the other entries unchanged (names, modes, dates)
+                if not info.filename.endswith('.pyc'):
+                    out.writestr(info, src.read(info.filename))
+            for path in compiled:
                 out.write(path, path.relative_to(root).as_posix())
         os.replace(rewritten, zip_path)
-    return len(added)
+    return len(compiled)
 
 
-def stage_app(project: Path, dest: Path) -> Path:
+def stage_app(project: Path, dest: Path, *, compiled: bool = True) -> Path:
     """Copy the files chalice packages from ``project`` (app.py, chalicelib/) into ``dest``,
-    compiled as the package ships them. Returns ``dest``."""
+    compiled as the package ships them (or, ``compiled=False``, as sources only: a package
+    without bytecode, for comparison). Returns ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(project / 'app.py', dest / 'app.py')
     shutil.copytree(project / 'chalicelib', dest / 'chalicelib',
                     ignore=shutil.ignore_patterns('__pycache__', '*.pyc'), dirs_exist_ok=True)
-    compile_tree(dest)
+    if compiled:
+        compile_tree(dest)
     return dest
