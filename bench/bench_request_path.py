@@ -7,7 +7,11 @@ server and the local front door, localdev/run.py), against floors measured in th
 * cold start of the first request: a fresh interpreter importing ``app`` and answering one
   authenticated GET by id (the handler called with an API Gateway proxy event, as Lambda does;
   same moto server), against a bare Chalice app whose one route does one ``get_item`` of the
-  same item, called the same way (target: <= 1.15x), medians of RUNS.
+  same item, called the same way (target: <= 1.15x), medians of RUNS. The app runs as the
+  deployment package ships it: app.py and chalicelib/ copied and compiled to bytecode
+  (infra/bytecode.py; a Lambda's read-only code directory cannot cache bytecode, so the package
+  carries it), whatever PYTHONDONTWRITEBYTECODE says; one more row runs the same copy as
+  sources only (a package without bytecode), alternating with the other two.
 
     PYTHONPATH=. .venv/bin/python bench/bench_request_path.py
 """
@@ -23,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -68,9 +73,10 @@ print(time.perf_counter() - t)
 """
 
 OURS = EVENT + r"""
-import sys, time
+import os, sys, time
 t = time.perf_counter()
 import app
+assert app.__file__.startswith(os.getcwd()), app.__file__   # the staged copy, as packaged
 r = app.app(event(sys.argv[1], sys.argv[2]), Context())
 assert r['statusCode'] == 200, r
 print(time.perf_counter() - t)
@@ -118,21 +124,22 @@ def _median_ms(fn, n: int) -> float:
 
 
 def _run_once(code: str, env: dict[str, str], project_id: str, key: str) -> float:
-    res = subprocess.run([sys.executable, '-c', code, project_id, key], cwd=ROOT, env=env,
+    res = subprocess.run([sys.executable, '-c', code, project_id, key], cwd=env['PYTHONPATH'], env=env,
                          capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit(res.stderr[-2000:])
     return float(res.stdout.strip().splitlines()[-1]) * 1000
 
 
-def _cold(env: dict[str, str], project_id: str, key: str) -> tuple[float, float]:
-    """Medians of RUNS fresh interpreters each, bare and ours alternating (the machine's load
-    drifts; alternating exposes both to the same drift)."""
-    bare, ours = [], []
+def _cold(env: dict[str, str], source_env: dict[str, str], project_id: str, key: str) -> tuple[float, float, float]:
+    """Medians of RUNS fresh interpreters each, bare, ours and ours without bytecode
+    alternating (the machine's load drifts; alternating exposes all to the same drift)."""
+    bare, ours, source = [], [], []
     for _ in range(RUNS):
         bare.append(_run_once(BARE, env, project_id, key))
         ours.append(_run_once(OURS, env, project_id, key))
-    return statistics.median(bare), statistics.median(ours)
+        source.append(_run_once(OURS, source_env, project_id, key))
+    return statistics.median(bare), statistics.median(ours), statistics.median(source)
 
 
 def _calls_per_get(project_id: str, key: str) -> tuple[list[str], int]:
@@ -211,8 +218,13 @@ def main() -> None:
                     lambda: call('GET', f'/api/projects/{project["id"]}', ADMIN_KEY), OPS // 2))
             raw, two, member, admin = (statistics.mean(rows[k]) for k in ('raw', 'two', 'member', 'admin'))
 
-            cold_env = {**env, 'AWS_ENDPOINT_URL': endpoint}
-            bare_cold, ours_cold = _cold(cold_env, project['id'], member_key)
+            from infra.bytecode import stage_app
+            staged = stage_app(Path(ROOT), Path(state) / 'task')
+            sources = stage_app(Path(ROOT), Path(state) / 'sources', compiled=False)
+            cold_env = {**env, 'AWS_ENDPOINT_URL': endpoint, 'PYTHONPATH': str(staged)}
+            # a package without bytecode: compiled on every cold start (and never cached)
+            source_env = {**cold_env, 'PYTHONPATH': str(sources), 'PYTHONDONTWRITEBYTECODE': '1'}
+            bare_cold, ours_cold, source_cold = _cold(cold_env, source_env, project['id'], member_key)
             calls, in_flight = _calls_per_get(project['id'], member_key)
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -230,6 +242,7 @@ def main() -> None:
     print(f'\nCold start of the first request (fresh interpreter: import + one GET by id; medians of {RUNS}):')
     print(f'{"bare Chalice + one get_item (floor)":44}{bare_cold:8.1f}{1:9.2f}')
     print(f'{"app.py, authenticated GET by id":44}{ours_cold:8.1f}{ours_cold / bare_cold:9.2f}{"<=1.15":>8}')
+    print(f'{"  same, package without bytecode":44}{source_cold:8.1f}{source_cold / bare_cold:9.2f}')
     breakdown = ', '.join(f'{k} {v}' for k, v in sorted(calls.items()))
     print(f'\nDynamoDB calls per GET by id (member key, warm process): {sum(calls.values())} ({breakdown}); '
           f'at most {in_flight} in flight at once (target: 2, concurrently)')

@@ -5,7 +5,8 @@
 writes
     out/prod/data.json        the data stack (infra/stack.py)
     out/prod/app.json         the app stack (SAM): chalice package output patched by infra/app.py
-    out/prod/deployment.zip   the functions' code, referenced by app.json (CodeUri)
+    out/prod/deployment.zip   the functions' code, referenced by app.json (CodeUri), with its
+                              bytecode (infra/bytecode.py)
     out/prod/chalice/sam.json what chalice package emitted, untouched (for review and tests)
 
 ``chalice package`` imports app.py; it runs with the stage's environment variables from
@@ -23,7 +24,7 @@ import sys
 from pathlib import Path
 
 from infra import app as app_stack
-from infra import iam, stack
+from infra import bytecode, iam, stack
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,6 +70,7 @@ def main(stage: str, out_dir: str) -> None:
     except app_stack.PackagingError as exc:
         raise SystemExit(f'package: {exc}') from exc
     shutil.move(str(raw / 'deployment.zip'), out / 'deployment.zip')
+    bytecode.add_to_zip(out / 'deployment.zip')   # no compiling on a cold start (infra/bytecode.py)
     write(out / 'app.json', patched)
     write(out / 'data.json', stack.template(stage))
     print(f'wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}/: data.json app.json deployment.zip')

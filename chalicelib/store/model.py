@@ -116,6 +116,12 @@ def configure() -> type[Item]:
     Item._connection = None
     for name in INDEXES:
         getattr(Item, name)._connection = None
+    # the table client's session without botocore's whole endpoint table: ~50 ms off a cold
+    # start (store/endpoints.py). pynamodb keeps one session per thread and makes the client
+    # once, from the session of the thread that asks first: this one, unless another thread
+    # gets there first (it then decodes botocore's full table, as before).
+    from . import endpoints  # noqa: PLC0415 - lazy: with the model
+    Item._get_connection().connection._local.session = endpoints.session()
     return Item
 
 

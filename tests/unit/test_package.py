@@ -147,6 +147,18 @@ def test_make_package_writes_the_templates_without_aws_credentials_and_cfn_lint_
         assert fn['Properties']['CodeUri'] == './deployment.zip'
 
 
+def test_the_deployment_package_carries_the_bytecode_of_its_modules(templates):
+    """A Lambda's code directory is read-only: without .pyc in the zip every cold start compiles
+    every module it imports (infra/bytecode.py)."""
+    tag = sys.implementation.cache_tag
+    with zipfile.ZipFile(OUT / 'deployment.zip') as z:
+        names = set(z.namelist())
+        pyc = z.read(f'chalicelib/store/__pycache__/model.{tag}.pyc')
+    assert {f'__pycache__/app.{tag}.pyc', f'chalice/__pycache__/app.{tag}.pyc',
+            f'pynamodb/__pycache__/models.{tag}.pyc', 'chalicelib/store/dynamodb-endpoints.json'} <= names
+    assert int.from_bytes(pyc[4:8], 'little') == 0b01      # unchecked hash-based (PEP 552)
+
+
 def test_the_templates_fit_the_deploy_commands_of_the_readme(templates):
     """`aws cloudformation deploy` takes a template body up to 51,200 bytes; larger ones (the
     app) go through the artifacts bucket, up to 1 MB (processed SAM templates too)."""
