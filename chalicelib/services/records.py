@@ -27,6 +27,7 @@ from chalicelib.store import table
 from chalicelib.store.repository import InvalidItem, Op
 from chalicelib.store.table import Stored
 
+from . import parents
 from .hooks import hook_for
 
 
@@ -128,6 +129,7 @@ def create_ops(family: Family, records: list[dict[str, Any]], principal: Princip
             by_value[counter] = by_value.get(counter, 0) + amount
     ops += [repo.move_counter(family.path, key, n) for key, n in by_tenant.items()]
     ops += [repo.move_counter_at(counter, n) for counter, n in by_value.items()]
+    ops += parents.moves(family, records, 1)   # child counters (services/parents.py: no orphans)
     for data in records:
         ops += hook.extra_create_ops(family, principal, data)
         ops += hook.audit_ops(family, principal, 'CREATE', data, None)
@@ -169,6 +171,7 @@ def delete_ops(family: Family, stored: Stored, principal: Principal, *, soft: di
     ops += [repo.move_counter_at(counter, n)
             for counter, n in _value_counter_moves(family, owner, stored.data if stored.indexed else None,
                                                    None).items()]
+    ops += parents.moves(family, [stored.data], -1) + parents.delete_checks(family, stored)
     ops += hook_for(family).audit_ops(family, principal, 'DELETE', stored.data, stored)
     return ops
 

@@ -220,6 +220,12 @@ def query_project(family: str, project_id: str, condition=None) -> list[dict[str
     return _query_data('by_parent', 'ppk', project_pk(family, project_id), condition)
 
 
+def project_has(family: str, project_id: str) -> bool:
+    """Whether a project holds at least one listed record of a project-scoped ``family``
+    (one Query of by_parent, one item)."""
+    return next(iter(configure().by_parent.query(project_pk(family, project_id), limit=1)), None) is not None
+
+
 def walk_index(family: str, tenant: str, *, order: str, descending: bool, limit: int) -> list[str]:
     """Ids of the first ``limit`` records of a tenant in ``order`` ('createdOn', 'updatedOn' or
     'name'), read from a KEYS_ONLY index: keys only, never the items."""
