@@ -25,9 +25,8 @@ parent: they do not hold it.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import zlib
+from typing import Any
 
 from chalicelib.core.errors import Conflict
 from chalicelib.domain.registry import FAMILIES, Family

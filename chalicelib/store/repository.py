@@ -42,8 +42,17 @@ from chalicelib.core.errors import ServiceUnavailable
 from chalicelib.core.observability import get_logger
 
 from .model import Item, configure
-from .table import (ENTITY_SK, Stored, counter_pk, entity_pk, members_pk, name_sort_key, stored_from, tenant_pk,
-                    unique_key)
+from .table import (
+    ENTITY_SK,
+    Stored,
+    counter_pk,
+    entity_pk,
+    members_pk,
+    name_sort_key,
+    stored_from,
+    tenant_pk,
+    unique_key,
+)
 
 log = get_logger('store')
 

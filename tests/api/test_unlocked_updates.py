@@ -61,7 +61,9 @@ def test_what_is_not_plain_takes_the_read_modify_write_path(api, project, org_id
 
 def test_the_name_moves_its_list_position(api, org_id, project):
     other = api.post('/api/projects', {'name': 'Charlie', 'organizationId': org_id}).json
-    names = lambda: [p['name'] for p in api.get(f"/api/projects?filter=organizationId=='{org_id}'&sort=name:asc").json['content']]  # noqa: E731
+    def names():
+        page = api.get(f"/api/projects?filter=organizationId=='{org_id}'&sort=name:asc").json
+        return [p['name'] for p in page['content']]
     assert names() == ['Bravo', 'Charlie']
     assert api.put(f"/api/projects/{project['id']}", {'name': 'Delta'}).status == 200
     assert names() == ['Charlie', 'Delta']
