@@ -10,5 +10,8 @@ import pytest
 def table_invariants(aws):
     yield
     from chalicelib.ops import check_table
+    from chalicelib.store.model import configure
+    if not configure().exists():
+        return   # the test made no table (a unit test in the module)
     violations, snap = check_table.run()
     assert not violations, check_table.report(violations, snap, check_table.CHECKS)
