@@ -98,3 +98,11 @@ def test_the_creates_transaction_checks_its_organization(api, monkeypatch):
     monkeypatch.setattr(table, 'get', stale)
     r = api.post('/api/teams', {'organizationId': org['id'], 'name': 'x'})
     assert r.status == 400 and 'organizationId' in r.json['message']
+
+
+def test_a_ui_batch_of_100_distinct_kinds_fits_its_transactions(api, org_id):
+    """Each event counts in its organization (child counter), each distinct kind has a counter:
+    a full batch of distinct kinds still fits TransactWriteItems' 100 items per transaction."""
+    events = [{'kind': f'ui.kind{i}', 'payload': {'n': i}} for i in range(100)]
+    r = api.post('/api/events/ui/batch', {'events': events, 'organizationId': org_id})
+    assert r.status == 200 and r.json == {'accepted': 100, 'dropped': 0}, r.json
