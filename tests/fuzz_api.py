@@ -130,7 +130,10 @@ def _retrying(call, attempts: int = 20):
         except urllib.error.HTTPError as err:
             if err.code != 503 or attempt == attempts - 1:
                 raise
-            time.sleep(0.5)
+        except (TimeoutError, urllib.error.URLError):   # a slow fault outlasted the read timeout
+            if attempt == attempts - 1:
+                raise
+        time.sleep(0.5)
 
 
 def _after_chaos(moto_url: str, env: dict[str, str]) -> int:
