@@ -21,7 +21,8 @@ Built-in checks (each a function registered with ``@check``):
   live children.
 * ``orphans``: a live record whose organization or project is gone (or soft-deleted).
 * ``references``: a live record whose reference field (``>family`` in the registry) names a
-  record that does not exist (deleted after the reference was written: deletes do not look for
+  record that does not exist (audit records of read-only families excepted: the history of a
+  deleted task group is kept on purpose) (deleted after the reference was written: deletes do not look for
   referrers; see README "Reliability").
 
 Extending it: a module in ``chalicelib/ops/checks/`` (any name) is imported before a run; its
@@ -329,8 +330,8 @@ def orphans(snap: Snapshot) -> Iterator[Violation]:
 def references(snap: Snapshot) -> Iterator[Violation]:
     for family in FAMILIES:
         refs = [(name, spec.ref) for name, spec in family.writable.items() if spec.ref]
-        if not refs:
-            continue
+        if not refs or family.read_only:
+            continue   # read-only families are audit records (task-group history): they outlive what they name
         for row in snap.live(family.path):
             for name, target in refs:
                 value = row.data.get(name)
