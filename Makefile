@@ -11,7 +11,7 @@ SDK_STAMP := $(SDK_VENV)/.installed
 STAGE ?= prod
 OUT := out/$(STAGE)
 
-.PHONY: run test bench fuzz lint package cfn-lint policy clean sdk
+.PHONY: run test bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -53,6 +53,26 @@ lint: $(STAMP)
 # schemathesis against the local server (its own moto), driven by /v3/api-docs; ~2-4 min.
 fuzz: $(STAMP)
 	PYTHONPATH=. $(PY) tests/fuzz_api.py
+
+# schemathesis under injected AWS faults (CHAOS_RATE of DynamoDB/S3/SQS calls fail or stall):
+# no 500, every 5xx a 503 with Retry-After, the invariant checker clean afterwards. Slow faults
+# cost 8 s each, so fewer random cases per operation (5) and a 15-minute budget.
+fuzz-chaos: $(STAMP)
+	CHAOS_RATE=$${CHAOS_RATE:-0.1} CHAOS_SEED=$${CHAOS_SEED:-1616} FUZZ_MAX_EXAMPLES=$${FUZZ_MAX_EXAMPLES:-5} \
+	FUZZ_TIMEOUT=$${FUZZ_TIMEOUT:-900} PYTHONPATH=. $(PY) tests/fuzz_api.py
+
+# Only the stateful phase: sequences along the document's OpenAPI links (create -> get -> update -> delete).
+fuzz-stateful: $(STAMP)
+	FUZZ_PHASES=stateful PYTHONPATH=. $(PY) tests/fuzz_api.py
+
+# The table's invariants (chalicelib/ops/check_table.py; reads the whole table: an operator tool).
+# Against `make run`'s moto server: AWS_ENDPOINT_URL=http://127.0.0.1:<moto port> make check-data
+check-data: $(STAMP)
+	PYTHONPATH=. $(PY) -m chalicelib.ops.check_table
+
+# locust against a local server on loopback: 5 minutes, 20 users + 1 over the rate limit (tests/load/).
+load: $(STAMP)
+	PYTHONPATH=. $(PY) tests/load/run_load.py
 
 # The deployable templates of a stage, no AWS account needed: out/$(STAGE)/data.json (data
 # stack), app.json + deployment.zip (app stack). The first run downloads the Lambda wheels.

@@ -97,6 +97,40 @@ def patch_moto() -> None:
             _state.transact_items = None
 
     models.DynamoDBBackend.transact_write_items = transact_write_items
+    idempotent_transactions()
+
+
+IDEMPOTENCY_WINDOW = 600.0   # seconds, as DynamoDB's ClientRequestToken window
+
+
+def idempotent_transactions() -> None:
+    """TransactWriteItems honours ``ClientRequestToken`` as DynamoDB does (moto ignores it): a
+    call repeating the token of one that succeeded within 10 minutes succeeds again without being
+    applied twice. Without it, a transaction whose answer was lost (a chaos ``slow`` answer past
+    the client's timeout) and that the SDK retried would meet its own writes, which on AWS it
+    never does (issue 16)."""
+    import json
+    import time
+
+    from moto.dynamodb.responses import DynamoHandler
+    real = DynamoHandler.transact_write_items
+    done: dict[str, tuple[float, str, Any]] = {}
+
+    def transact_write_items(handler):
+        token = handler.body.get('ClientRequestToken')
+        if not token:
+            return real(handler)
+        now = time.monotonic()
+        for old in [t for t, (at, _, _) in done.items() if now - at > IDEMPOTENCY_WINDOW]:
+            del done[old]
+        request = json.dumps(handler.body.get('TransactItems'), sort_keys=True)
+        if token in done and done[token][1] == request:
+            return done[token][2]
+        result = real(handler)
+        done[token] = (now, request, result)
+        return result
+
+    DynamoHandler.transact_write_items = transact_write_items
 
 
 def serialized(app):

@@ -14,6 +14,13 @@ Operations that call out (the service bridge proxy and agent tool call) are excl
 bridges would name hosts beyond this machine. Extra arguments go to `schemathesis run`, e.g.
 --include-path-regex '^/api/projects'.
 Reports (JUnit) and the server log stay in the printed directory when the run fails.
+
+Under chaos (`make fuzz-chaos`: CHAOS_RATE, default 0.1 there, of the DynamoDB/S3/SQS calls of
+the server's own moto fail or stall, README "Chaos switch"), schemathesis's
+``not_a_server_error`` gives way to ``no_500`` (tests/fuzz_hooks.py): a 503 with Retry-After
+and the error body is the documented answer to a fault, anything else 5xx is a finding. After
+the run, chaos is switched off and the invariant checker (`chalicelib.ops.check_table`) must
+find nothing; the chaos counters and the checker's report are printed.
 """
 from __future__ import annotations
 
@@ -108,8 +115,46 @@ def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
         proc.wait(timeout=5)
 
 
+def _chaos_rate() -> float:
+    try:
+        return float(os.environ.get('CHAOS_RATE') or 0)
+    except ValueError:
+        return 0.0
+
+
+def _retrying(call, attempts: int = 20):
+    """A set-up read under chaos may meet a 503: try again (bounded)."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except urllib.error.HTTPError as err:
+            if err.code != 503 or attempt == attempts - 1:
+                raise
+        except (TimeoutError, urllib.error.URLError):   # a slow fault outlasted the read timeout
+            if attempt == attempts - 1:
+                raise
+        time.sleep(0.5)
+
+
+def _after_chaos(moto_url: str, env: dict[str, str]) -> int:
+    """Chaos off, its counters printed, then the invariant checker: its exit status."""
+    from localdev import chaos
+    state = chaos.remote_state(moto_url)
+    chaos.remote_configure(moto_url, rate=0)
+    per_service = ', '.join(f"{svc} {c['injected']}/{c['calls']} {c.get('kinds', {})}"
+                            for svc, c in state['byService'].items())
+    print(f"chaos: {state['calls']} AWS calls, {state['injected']} faults injected: {per_service}", flush=True)
+    check_env = {**env, 'AWS_ENDPOINT_URL': moto_url}
+    done = subprocess.run([sys.executable, '-m', 'chalicelib.ops.check_table'], cwd=ROOT, env=check_env,
+                          capture_output=True, text=True, timeout=600)
+    print(done.stdout + done.stderr, flush=True)
+    return done.returncode
+
+
 def main(argv: list[str]) -> int:
     port = _free_port()
+    chaos_rate = _chaos_rate()
+    moto_port = _free_port()
     key = f'pk_fuzz-{secrets.token_hex(16)}'
     base = f'http://127.0.0.1:{port}'
     work = Path(tempfile.mkdtemp(prefix='fuzz-'))
@@ -121,18 +166,22 @@ def main(argv: list[str]) -> int:
            'LOCAL_WORKERS': 'off'}
     for name in ('AWS_ENDPOINT_URL', 'MOTO_PORT'):  # our own moto, never a shared endpoint
         env.pop(name, None)
+    env['MOTO_PORT'] = str(moto_port)   # a fresh port of our own: the chaos switch and the checker reach it
+    env.setdefault('AWS_ACCESS_KEY_ID', 'local')
+    env.setdefault('AWS_SECRET_ACCESS_KEY', 'local')
     server_log = open(work / 'server.log', 'wb')
     server = subprocess.Popen([sys.executable, '-m', 'localdev.run'], cwd=ROOT, env=env,
                               stdout=server_log, stderr=subprocess.STDOUT)
     started = time.time()
     status = 1
     try:
-        _wait_for(f'{base}/v3/api-docs', server)
+        _wait_for(f'{base}/v3/api-docs', server, timeout=120 if chaos_rate else 60)
         config = work / 'schemathesis.toml'
         config.write_text(CONFIG)
         cmd = [
             sys.executable, '-m', 'schemathesis.cli', '--config-file', str(config), 'run',
-            f'{base}/v3/api-docs', '--url', base, '-H', f'x-api-key: {key}', '--checks', CHECKS,
+            f'{base}/v3/api-docs', '--url', base, '-H', f'x-api-key: {key}',
+            '--checks', CHECKS.replace('not_a_server_error', 'no_500') if chaos_rate else CHECKS,
             '--max-examples', os.environ.get('FUZZ_MAX_EXAMPLES', '15'),
             '--seed', os.environ.get('FUZZ_SEED', '20261'),
             '--workers', os.environ.get('FUZZ_WORKERS', '2'),
@@ -145,7 +194,7 @@ def main(argv: list[str]) -> int:
         ]
         fuzz_env = {k: v for k, v in env.items() if k != 'PORT'}
         fuzz_env.update(SCHEMATHESIS_HOOKS='tests.fuzz_hooks',
-                        FUZZ_PROTECTED_IDS=','.join(_protected_ids(base, key)))
+                        FUZZ_PROTECTED_IDS=','.join(_retrying(lambda: _protected_ids(base, key))))
         print(f'fuzzing {base} (server log and report in {work})', flush=True)
         fuzzer = subprocess.Popen(cmd, cwd=work, env=fuzz_env, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT)
@@ -160,6 +209,9 @@ def main(argv: list[str]) -> int:
             timer.cancel()
         if getattr(fuzzer, 'overran', False):
             status = 1
+        if chaos_rate and server.poll() is None:
+            checked = _after_chaos(f'http://127.0.0.1:{moto_port}', env)
+            status = status or checked
     finally:
         _stop(server)
         server_log.close()

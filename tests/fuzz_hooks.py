@@ -22,3 +22,19 @@ def before_call(context, case, kwargs):
     for name, value in list(case.path_parameters.items()):
         if isinstance(value, str) and value.lower() in PROTECTED:
             case.path_parameters[name] = str(uuid.uuid4())
+
+
+@schemathesis.check
+def no_500(ctx, response, case):
+    """Under chaos (`make fuzz-chaos`): a fault is answered 503 with Retry-After and the error
+    body; any other 5xx is a finding (used instead of ``not_a_server_error``)."""
+    if response.status_code < 500:
+        return None
+    if response.status_code != 503:
+        raise AssertionError(f'{response.status_code} is not the answer to a fault (503 with Retry-After)')
+    if not response.headers.get('Retry-After') and not response.headers.get('retry-after'):
+        raise AssertionError('503 without Retry-After')
+    body = response.json()
+    if not isinstance(body, dict) or not {'error', 'message', 'status'} <= set(body):
+        raise AssertionError('503 without the error body')
+    return None

@@ -107,8 +107,11 @@ def suspended(principal: Principal, org_ids) -> set[str]:
     known = principal.seen.setdefault('organizationStatus', {})
     missing = [o for o in org_ids if o not in known]
     if missing:
-        statuses = table.organization_statuses(missing)
-        known.update({o: statuses.get(o) for o in missing})
+        found = table.organizations(missing)
+        known.update({o: found[o].data.get('organizationStatus', 'ACTIVE') if o in found else None
+                      for o in missing})
+        # kept for the response's embedded organizations (services/embedding.py): no second read
+        principal.seen.setdefault('records', {}).update({('organizations', o): s for o, s in found.items()})
     return {o for o in org_ids if known.get(o) == SUSPENDED}
 
 

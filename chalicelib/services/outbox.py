@@ -32,12 +32,13 @@ PAYLOAD_FIELDS = ('family', 'resourceId', 'resourceIds', 'projectId', 'actorId',
 
 
 def events_of(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """(SequenceNumber, outbox event) of a stream batch's INSERT records of outbox items."""
+    """(SequenceNumber, domain event) of a stream batch: INSERTs of outbox items, and records
+    whose write carried its event on the item (``obx``, services/unlocked.py)."""
     out = []
     for rec in records:
         change = rec.get('dynamodb') or {}
-        if rec.get('eventName') == 'INSERT':
-            event = work_store.outbox_event(change.get('NewImage') or {})
+        if rec.get('eventName') in ('INSERT', 'MODIFY'):
+            event = work_store.outbox_event(change.get('NewImage') or {}, change.get('OldImage'))
             if event is not None:
                 out.append((change.get('SequenceNumber'), event))
     return out

@@ -33,6 +33,7 @@ from chalicelib.store import work as work_store
 from chalicelib.store.repository import InvalidItem, Op
 from chalicelib.store.table import Stored
 
+from . import parents
 from .hooks import hook_for
 
 
@@ -115,12 +116,12 @@ def action(family_path: str, name: str) -> Iterator[None]:
         _action.reset(token)
 
 
-def outbox_ops(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
-               changed: list[str]) -> list[Op]:
-    """The domain-event outbox item of a write (README "Work orchestration"): one per write of a
-    family, in the write's transaction, published by the table-stream handler."""
+def domain_event(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
+                 changed: list[str]) -> dict[str, Any] | None:
+    """The domain event of a write (README "Work orchestration"), None for families that
+    publish none."""
     if family.path in NO_OUTBOX or not records:
-        return []
+        return None
     first = records[0]
     named = _action.get()
     if named is not None and named[0] == family.path and action == 'updated':
@@ -132,7 +133,16 @@ def outbox_ops(family: Family, action: str, records: list[dict[str, Any]], princ
              'correlationId': observability.correlation_id()}
     if len(records) > 1:
         event['resourceIds'] = [r.get('id') for r in records]
-    return [work_store.outbox_op({k: v for k, v in event.items() if v is not None})]
+    return {k: v for k, v in event.items() if v is not None}
+
+
+def outbox_ops(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
+               changed: list[str]) -> list[Op]:
+    """The domain-event outbox item of a write: one per write of a family, in the write's
+    transaction, published by the table-stream handler. (A write that is one UpdateItem carries
+    its event on the record's own item instead: services/unlocked.py.)"""
+    event = domain_event(family, action, records, principal, changed)
+    return [work_store.outbox_op(event)] if event is not None else []
 
 
 def new_record(family: Family, values: dict[str, Any], *, principal: Principal, org: str | None = None,
@@ -172,6 +182,7 @@ def create_ops(family: Family, records: list[dict[str, Any]], principal: Princip
             by_value[counter] = by_value.get(counter, 0) + amount
     ops += [repo.move_counter(family.path, key, n) for key, n in by_tenant.items()]
     ops += [repo.move_counter_at(counter, n) for counter, n in by_value.items()]
+    ops += parents.moves(family, records, 1)   # child counters (services/parents.py: no orphans)
     for data in records:
         ops += hook.extra_create_ops(family, principal, data)
         ops += hook.audit_ops(family, principal, 'CREATE', data, None)
@@ -218,6 +229,7 @@ def delete_ops(family: Family, stored: Stored, principal: Principal, *, soft: di
     ops += [repo.move_counter_at(counter, n)
             for counter, n in _value_counter_moves(family, owner, stored.data if stored.indexed else None,
                                                    None).items()]
+    ops += parents.moves(family, [stored.data], -1) + parents.delete_checks(family, stored)
     ops += hook_for(family).audit_ops(family, principal, 'DELETE', stored.data, stored)
     ops += outbox_ops(family, 'deleted', [stored.data], principal, [])
     return ops

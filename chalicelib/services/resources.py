@@ -43,10 +43,15 @@ from chalicelib.store import repository as repo
 from chalicelib.store.repository import Op, WriteConflict
 from chalicelib.store.table import Stored
 
-from . import access, admission, embedding, records, references
+from . import access, admission, embedding, parents, records, references, unlocked
 from .hooks import hook_for
 
 MAX_RETRIES = 3
+# An unlocked update that must read-modify-write (unique, indexed or reference fields, hooks)
+# and lost to a concurrent writer re-reads and re-applies, with jittered backoff; after this
+# many lost races it is 503 with Retry-After (nothing written), never a 409: the caller did
+# not ask for locking.
+UNLOCKED_RETRIES = 12
 # A transaction cancelled with TransactionConflict (one of its items, e.g. a counter shard, was
 # in another transaction at that moment) wrote nothing: it is retried, with jittered backoff.
 CONFLICT_RETRIES = 6
@@ -284,6 +289,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
         ops += _reference_ops(family, values, org) + hook.create_checks(family, principal, data)
         if project is not None:
             ops.append(repo.check_exists('projects', project.id, org, field='projectId', value=project.id))
+        ops += parents.create_checks(family, org, ops)   # no orphans: the organization still exists
         try:
             records.commit(ops)
             return embedding.embed_written(family, data, principal)
@@ -301,6 +307,10 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
     body = hook_for(family).prepare_body(family, principal, body, id_)
     expected = _sequence_from(body)
     values, nulls = clean_input(family, body)
+    if expected is None and unlocked.plain(family, values, nulls):   # no read-modify-write (unlocked.py)
+        stored = load_visible(family, id_, principal)
+        _require_write(family, principal, stored, op='update')
+        return unlocked.apply(family, stored, values, nulls, principal)
     races = conflicts = 0
     embedded = False
     while True:
@@ -338,8 +348,9 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
                     raise Conflict('The resource was changed by someone else (stale changeSequence)',
                                    changeSequence=sequence(family, id_, principal)) from None
                 races += 1
-                if races >= MAX_RETRIES:
-                    raise Conflict('The resource is being changed concurrently; retry') from None
+                if races >= UNLOCKED_RETRIES:
+                    raise _busy() from None
+                _backoff(min(races, 5))
                 continue  # a concurrent writer won: re-read and apply the change again
             _raise_for(exc)
 
@@ -350,6 +361,7 @@ def delete(family: Family | str, id_: str, principal: Principal) -> None:
     while True:
         stored = load_visible(family, id_, principal)
         _require_write(family, principal, stored, op='delete')
+        parents.refuse_if_held(family, stored)   # 409 naming what it holds (services/parents.py)
         soft = None
         if family.soft_delete:
             now = now_iso()

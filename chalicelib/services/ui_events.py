@@ -56,7 +56,10 @@ from . import access, records
 log = observability.get_logger('ui-events')
 
 MAX_EVENTS = 100
-CHUNK = 50
+# Events per transaction: each event is an item, plus the events counter, one per-value counter
+# per distinct kind (eventType is indexed) and up to 4 shards of the organization's child
+# counter (services/parents.py): 45 + 1 + 45 + 4 = 95, under TransactWriteItems' 100.
+CHUNK = 45
 PRESENCE_CACHE_SECONDS = 60.0
 GATED_PREFIXES = ('ui.presence.', 'ui.task.', 'ui.task_group.')
 KIND = re.compile(r'ui\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*')

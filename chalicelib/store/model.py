@@ -82,6 +82,7 @@ class Item(Model):
     x4 = UnicodeAttribute(null=True)
     x5 = UnicodeAttribute(null=True)
     ixv = NumberAttribute(null=True)   # 1: the item's indexed values are keyed and counted
+    obx = MapAttribute(null=True)      # the domain event of the last one-UpdateItem write (services/unlocked.py)
 
     by_created = _index('by_created', 'tpk', 'csk', keys_only=True)
     by_updated = _index('by_updated', 'tpk', 'usk', keys_only=True)

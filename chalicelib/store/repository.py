@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +42,17 @@ from chalicelib.core.errors import ServiceUnavailable
 from chalicelib.core.observability import get_logger
 
 from .model import Item, configure
-from .table import ENTITY_SK, counter_pk, entity_pk, members_pk, name_sort_key, tenant_pk, unique_key
+from .table import (
+    ENTITY_SK,
+    Stored,
+    counter_pk,
+    entity_pk,
+    members_pk,
+    name_sort_key,
+    stored_from,
+    tenant_pk,
+    unique_key,
+)
 
 log = get_logger('store')
 
@@ -210,6 +220,13 @@ def move_counter_at(pk: str, amount: int) -> Op:
     return Op('add', item=model(pk, shard), amount=amount, tag={'what': 'counter'})
 
 
+def move_counter_shard(pk: str, shard: str, amount: int) -> Op:
+    """Add ``amount`` to one chosen shard of the counter ``pk`` (a child counter: a child is
+    counted and uncounted in the same shard, services/parents.py)."""
+    model = configure()
+    return Op('add', item=model(pk, shard), amount=amount, tag={'what': 'counter'})
+
+
 def move_members(org_id: str, amount: int) -> Op:
     """The organization's membership count (one unsharded item, ``MEMBERS#{orgId}``): moved by
     every membership create and delete, checked by the organization's deletion. Memberships are
@@ -225,6 +242,14 @@ def check_no_members(org_id: str, **tag: Any) -> Op:
               condition=model.cnt.does_not_exist() | (model.cnt == 0), tag=tag)
 
 
+def check_counter_zero(pk: str, shards: int, **tag: Any) -> list[Op]:
+    """Transaction conditions: every shard of the sharded counter ``pk`` is zero or unset
+    (a parent's child counter, services/parents.py)."""
+    model = configure()
+    return [Op('check', model_key=(pk, str(shard)), condition=model.cnt.does_not_exist() | (model.cnt == 0),
+               tag=tag) for shard in range(shards)]
+
+
 def delete_plain(family: str, id_: str, **tag: Any) -> Op:
     """Delete an entity whatever its sequence (derived records that are never edited)."""
     model = configure()
@@ -235,6 +260,60 @@ def update_item(pk: str, sk: str, actions: list[Any], *, condition: Condition | 
     """Apply pynamodb update actions to any item (ACL attributes and the like)."""
     model = configure()
     return Op('update', item=model(pk, sk), actions=actions, condition=condition, tag=tag)
+
+
+def update_fields(family: str, id_: str, *, org: str | None, values: dict[str, Any], remove: Iterable[str],
+                  updated_on: str, name_sort: str | None = None,
+                  event: dict[str, Any] | None = None) -> Stored | None:
+    """An unlocked change of plain fields as ONE UpdateItem, no read-modify-write: SET
+    ``data.<f>`` for each value, REMOVE ``data.<f>`` for each cleared field, ``data.updatedOn``
+    and its list key ``usk`` (``nsk`` when the name changes), ``seq = seq + 1`` and
+    ``data.changeSequence = seq + 1`` (both right-hand sides read the item as it was before
+    this update, so they agree), on condition that the record still exists, is listed (not
+    soft-deleted) and belongs to ``org``. Concurrent writers never conflict: DynamoDB applies
+    them one after the other, each bumping the sequence once. Only for fields that no other
+    item depends on (not unique, not indexed, not a reference): services/resources.py decides.
+
+    ``event``: the write's domain event, SET as the item's ``obx`` attribute in the same
+    UpdateItem; the table-stream handler publishes it from the MODIFY record (store/work.py
+    ``outbox_event``), as it publishes a transaction's outbox item from its INSERT.
+
+    Returns the record as stored after this update (ReturnValues ALL_NEW), None when it is gone.
+    Throttling and internal errors are retried like ``commit``'s (a call that in fact applied
+    and is retried applies the change again: the sequence moves twice, the fields are the same).
+    """
+    from pynamodb.exceptions import UpdateError  # noqa: PLC0415 - lazy: only this path needs it
+
+    model = configure()
+    actions: list[Any] = [model.data[name].set(value) for name, value in values.items()]
+    actions += [model.data[name].remove() for name in remove if name not in values]
+    actions += [model.data['updatedOn'].set(updated_on), model.usk.set(f'{updated_on}#{id_}'),
+                model.seq.set(model.seq + 1), model.data['changeSequence'].set(model.seq + 1)]
+    if name_sort is not None:
+        actions.append(model.nsk.set(name_sort))
+    if event is not None:
+        actions.append(model.obx.set(event))
+    condition = model.pk.exists() & model.tpk.exists()
+    if org is not None:
+        condition = condition & (model.org == org)
+    item = model(entity_pk(family, id_), ENTITY_SK)
+
+    def apply() -> None:
+        try:
+            item.update(actions=actions, condition=condition)
+        except UpdateError as exc:
+            if exc.cause_response_code == 'ConditionalCheckFailedException':
+                raise WriteConflict(None, 'ConditionalCheckFailed') from None
+            if exc.cause_response_code in UNAVAILABLE_CODES:
+                raise _Transient(exc.cause_response_code) from None
+            _invalid(exc)
+            raise
+
+    try:
+        _retrying(apply)
+    except WriteConflict:
+        return None
+    return stored_from(item)
 
 
 # ----------------------------------------------------------------------------- commit
@@ -260,15 +339,43 @@ def _invalid(exc: Exception) -> None:
 def commit(ops: list[Op]) -> None:
     """Run ``ops`` as one write (module docstring: what each failure becomes)."""
     token = str(uuid.uuid4())   # the same token on every retry of this write: applied at most once
+    ops = _coalesced(ops)
+
+    def apply() -> None:
+        if len(ops) == 1 and ops[0].kind in ('put', 'delete'):
+            _commit_one(ops[0])
+        else:
+            _transact(ops, token)
+    _retrying(apply)
+
+
+def _coalesced(ops: list[Op]) -> list[Op]:
+    """Counter moves of one write that landed on the same shard become one move (a transaction
+    may touch an item once; e.g. a task group and its history entry both count in the project)."""
+    out: list[Op] = []
+    adds: dict[tuple[str, str], Op] = {}
+    for op in ops:
+        if op.kind != 'add':
+            out.append(op)
+            continue
+        key = (op.item.pk, op.item.sk)
+        if key in adds:
+            adds[key].amount += op.amount
+        else:
+            adds[key] = Op('add', item=op.item, amount=op.amount, tag=op.tag)
+            out.append(adds[key])
+    return out
+
+
+def _retrying(apply: Callable[[], None]) -> None:
+    """Call ``apply`` until it does not raise ``_Transient``, with jittered exponential backoff
+    inside ``STORE_RETRY_BUDGET_SECONDS``; then ``StoreUnavailable``."""
     budget = get_config().store_retry_budget_seconds
     started = time.monotonic()
     attempt = 0
     while True:
         try:
-            if len(ops) == 1 and ops[0].kind in ('put', 'delete'):
-                _commit_one(ops[0])
-            else:
-                _transact(ops, token)
+            apply()
             return
         except _Transient as exc:
             delay = random.uniform(0, min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** attempt))

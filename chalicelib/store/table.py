@@ -35,11 +35,17 @@ services never see a key condition, an index name or a client.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import random
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+from chalicelib.core.config import get_config
+from chalicelib.core.errors import ServiceUnavailable
 
 from .model import Item, boto3_table, configure, create_table
 
@@ -220,6 +226,12 @@ def query_project(family: str, project_id: str, condition=None) -> list[dict[str
     return _query_data('by_parent', 'ppk', project_pk(family, project_id), condition)
 
 
+def project_has(family: str, project_id: str) -> bool:
+    """Whether a project holds at least one listed record of a project-scoped ``family``
+    (one Query of by_parent, one item)."""
+    return next(iter(configure().by_parent.query(project_pk(family, project_id), limit=1)), None) is not None
+
+
 def walk_index(family: str, tenant: str, *, order: str, descending: bool, limit: int) -> list[str]:
     """Ids of the first ``limit`` records of a tenant in ``order`` ('createdOn', 'updatedOn' or
     'name'), read from a KEYS_ONLY index: keys only, never the items."""
@@ -293,22 +305,27 @@ def member_user_ids(org_id: str) -> set[str]:
             if m.get('userId') and m.get('status') != INVITED}
 
 
-def organization_statuses(org_ids: Iterable[str]) -> dict[str, str]:
-    """organization id -> organizationStatus (strongly consistent: one GetItem for one
-    organization, else BatchGetItem); an organization that does not exist is absent."""
+def organizations(org_ids: Iterable[str]) -> dict[str, Stored]:
+    """organization id -> its record (strongly consistent: one GetItem for one organization,
+    else BatchGetItem); an organization that does not exist is absent."""
     wanted = list(dict.fromkeys(org_ids))
     if len(wanted) == 1:
         found = get('organizations', wanted[0])
-        return {found.id: found.data.get('organizationStatus', 'ACTIVE')} if found is not None else {}
+        return {found.id: found} if found is not None else {}
     model = configure()
-    out: dict[str, str] = {}
+    out: dict[str, Stored] = {}
     keys = [(entity_pk('organizations', o), ENTITY_SK) for o in wanted]
     for start in range(0, len(keys), 100):
         for item in model.batch_get(keys[start:start + 100], consistent_read=True):
             stored = stored_from(item)
             if stored is not None:
-                out[stored.id] = stored.data.get('organizationStatus', 'ACTIVE')
+                out[stored.id] = stored
     return out
+
+
+def organization_statuses(org_ids: Iterable[str]) -> dict[str, str]:
+    """organization id -> organizationStatus (``organizations``); absent when it does not exist."""
+    return {o: s.data.get('organizationStatus', 'ACTIVE') for o, s in organizations(org_ids).items()}
 
 
 def unique_owner(family: str, *, scope: str, field_name: str, value: Any) -> str | None:
@@ -324,3 +341,59 @@ def unique_owner(family: str, *, scope: str, field_name: str, value: Any) -> str
 def unique_exists(family: str, *, scope: str, field_name: str, value: Any) -> bool:
     return unique_owner(family, scope=scope, field_name=field_name, value=value) is not None
 
+
+
+# ----------------------------------------------------------------------------- reads under faults
+
+class ReadUnavailable(ServiceUnavailable):
+    """The table kept throttling, failing or timing out a read for the whole retry budget."""
+
+    def __init__(self) -> None:
+        super().__init__('The database is busy; retry shortly', retry_after=2)
+
+
+# Codes of a table that cannot answer now (store/repository.py UNAVAILABLE_CODES, for reads).
+_UNAVAILABLE = frozenset({
+    'ThrottlingError', 'ThrottlingException', 'ProvisionedThroughputExceeded',
+    'ProvisionedThroughputExceededException', 'RequestLimitExceeded', 'InternalServerError',
+    'InternalFailure', 'ServiceUnavailable'})
+
+
+def _unavailable(exc: BaseException) -> bool:
+    """Whether a read failed because the table cannot answer now (not because of the request)."""
+    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415 - lazy: with the first read
+    cause = getattr(exc, 'cause', None) or exc
+    if isinstance(cause, BotoCoreError) and not isinstance(cause, ClientError):
+        return True   # timeouts, lost connections: the answer did not come
+    if isinstance(cause, ClientError):
+        return cause.response.get('Error', {}).get('Code') in _UNAVAILABLE
+    return False
+
+
+def _available(read):
+    """A read that throttling, internal errors or timeouts do not turn into a 500: retried with
+    jittered backoff inside ``STORE_RETRY_BUDGET_SECONDS`` (after the SDK's own retries), then
+    503 with Retry-After (issue 16: under faults, never a 500)."""
+    @functools.wraps(read)
+    def wrapped(*args, **kwargs):
+        budget = get_config().store_retry_budget_seconds
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                return read(*args, **kwargs)
+            except Exception as exc:
+                if not _unavailable(exc):
+                    raise
+                delay = random.uniform(0, min(0.8, 0.05 * 2 ** attempt))
+                if time.monotonic() - started + delay > budget:
+                    raise ReadUnavailable() from None
+                attempt += 1
+                time.sleep(delay)
+    wrapped.__wrapped_read__ = read
+    return wrapped
+
+
+for _name in ('get', 'batch_get', '_query_data', 'walk_index', 'count', 'count_value', 'walk_value',
+              'memberships_of', 'organization_statuses', 'unique_owner', 'project_has'):
+    globals()[_name] = _available(globals()[_name])

@@ -127,15 +127,21 @@ def outbox_op(event: dict[str, Any]) -> Op:
     return Op('put', item=item, condition=None, tag={'what': 'outbox'})
 
 
-def outbox_event(image: dict[str, Any]) -> dict[str, Any] | None:
-    """The domain event of a table stream NewImage (DynamoDB JSON), None for any other item."""
+def outbox_event(image: dict[str, Any], old_image: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The domain event of a table stream record (DynamoDB JSON images): an outbox item's
+    (INSERT), or the ``obx`` event a one-UpdateItem write put on a record (services/unlocked.py),
+    when it is new in this change. None for anything else."""
     pk = (image.get('pk') or {}).get('S', '')
-    if not pk.startswith('EVT#') or (image.get('kind') or {}).get('S') != 'outbox':
+    if pk.startswith('EVT#') and (image.get('kind') or {}).get('S') == 'outbox':
+        raw = image['data']
+    elif 'obx' in image and (old_image or {}).get('obx') != image['obx']:
+        raw = image['obx']
+    else:
         return None
     from boto3.dynamodb.types import TypeDeserializer  # noqa: PLC0415 - lazy, with boto3
 
     from .table import plain  # noqa: PLC0415
-    return plain(TypeDeserializer().deserialize(image['data']))
+    return plain(TypeDeserializer().deserialize(raw))
 
 
 # ----------------------------------------------------------------------------- schedules

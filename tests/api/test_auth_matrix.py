@@ -64,6 +64,8 @@ CUSTOM_BODIES: dict[tuple[str, str], Callable[[World], Any]] = {
 # Query strings of custom GET routes that need one.
 CUSTOM_QUERIES: dict[tuple[str, str], Callable[[World], str]] = {
     ('GET', '/api/service-bridges/agent-tools'): lambda w: f"?projectId={w.resources['projects']['id']}",
+    **{(method, f'/api/stores/{{orgSlug}}/{{storeSlug}}{v}/fs'): (lambda w: '?path=matrix/none.txt')
+       for method in ('GET', 'POST', 'DELETE') for v in ('', '/{version}')},
 }
 # Where the generic expectation does not hold: (method, path, case) -> statuses.
 EXPECTED: dict[tuple[str, str, str], set[int] | str] = {
@@ -73,6 +75,19 @@ EXPECTED: dict[tuple[str, str, str], set[int] | str] = {
     ('GET', '/api/service-bridges/agent-tools', 'other organization'): {404},
     # validating a content object is a read, for viewers too
     ('POST', '/api/content-objects/{id}/validate', 'viewer'): 'ok',
+    # the store paths name the default organization by slug: another organization's user sees nothing
+    **{(method, path, 'other organization'): {404}
+       for method, path in (('GET', '/api/stores/{orgSlug}/{storeSlug}'),
+                            ('GET', '/api/stores/{orgSlug}/{storeSlug}/fs'),
+                            ('GET', '/api/stores/{orgSlug}/{storeSlug}/{version}/fs'),
+                            ('POST', '/api/stores/{orgSlug}/{storeSlug}/fs'),
+                            ('POST', '/api/stores/{orgSlug}/{storeSlug}/{version}/fs'),
+                            ('DELETE', '/api/stores/{orgSlug}/{storeSlug}/fs'),
+                            ('DELETE', '/api/stores/{orgSlug}/{storeSlug}/{version}/fs'))},
+    # no file at the path the matrix names (store_fs tests cover reading one back)
+    **{('GET', path, case): {404}
+       for path in ('/api/stores/{orgSlug}/{storeSlug}/fs', '/api/stores/{orgSlug}/{storeSlug}/{version}/fs')
+       for case in ('right credential', 'right JWT', 'viewer', 'member', 'manager')},
     # the world's document family has no uploaded file
     **{('GET', '/api/document-families/{id}/content', case): {404}
        for case in ('right credential', 'right JWT', 'viewer', 'member', 'manager')},
@@ -162,6 +177,16 @@ class World:
         """The route's path with ids of the default organization's resources (a new one when
         ``fresh``: the right caller deletes or changes state without spoiling later cases)."""
         parts = path.strip('/').split('/')
+        if len(parts) >= 4 and parts[2:4] == ['{id}', '{slug}']:   # organization-slug read paths
+            record = self.resources[parts[1]]
+            self._named(parts[1], record)
+            values = {'{id}': self.org_slug(), '{slug}': record['slug'], '{version}': record.get('version') or ''}
+            return '/' + '/'.join(values.get(p, p) for p in parts)
+        if parts[:2] == ['api', 'stores']:   # the SDK's store paths: organization and store slugs
+            record = self.resources['document-stores']
+            self._named('document-stores', record)
+            values = {'{orgSlug}': self.org_slug(), '{storeSlug}': record['slug'], '{version}': 'None'}
+            return '/' + '/'.join(values.get(p, p) for p in parts)
         out = []
         for i, part in enumerate(parts):
             m = PARAM.match(part)
@@ -181,6 +206,19 @@ class World:
             else:
                 out.append('x')
         return '/' + '/'.join(out)
+
+    def org_slug(self) -> str:
+        return self.api.get(f'/api/organizations/{self.org_id}').json['slug']
+
+    def _named(self, path: str, record: dict[str, Any]) -> None:
+        """Give the generated record a slug (and a version where the family has one) once."""
+        if record.get('slug'):
+            return
+        change = {'slug': f'matrix-{path}'}
+        if 'version' in BY_PATH[path].writable:
+            change['version'] = '1.0.0'
+        assert self.api.put(f"/api/{path}/{record['id']}", change).status == 200
+        record.update(change)
 
     def system_org(self) -> dict[str, Any]:
         """An organization nobody belongs to (created as the system): the admin would otherwise
@@ -455,11 +493,20 @@ def test_every_user_route_is_in_the_matrix():
 # ----------------------------------------------------------------------------- public and service
 
 @pytest.mark.parametrize('path,method', PUBLIC_ROUTES, ids=[f'{m} {p}' for p, m in PUBLIC_ROUTES])
-def test_public_routes_need_no_credential(world, path, method):
-    for key, headers in ((None, {}), ('pk_unknown', {}), (None, {'authorization': 'Bearer junk'})):
-        r = world.api.call(method, path, key=key, headers=headers)
-        assert r.status == 200, (path, r.status)
-        assert 'x-ratelimit-limit' in r.headers
+def test_public_routes_need_no_credential(world, path, method, monkeypatch):
+    from chalicelib.core.config import reset_config
+    if path.startswith('/.well-known/oauth-protected-resource'):   # served while MCP is enabled
+        monkeypatch.setenv('MCP_ENABLED', 'true')
+        monkeypatch.setenv('MCP_PUBLIC_URL', 'https://api.example.com/mcp')
+        reset_config()
+    try:
+        for key, headers in ((None, {}), ('pk_unknown', {}), (None, {'authorization': 'Bearer junk'})):
+            r = world.api.call(method, path, key=key, headers=headers)
+            assert r.status == 200, (path, r.status)
+            assert 'x-ratelimit-limit' in r.headers
+    finally:
+        monkeypatch.undo()
+        reset_config()
 
 
 @pytest.mark.parametrize('path,method', SERVICE_ROUTES, ids=[f'{m} {p}' for p, m in SERVICE_ROUTES])

@@ -15,6 +15,9 @@ from tests.api.test_ratelimit import T0, FakeClock, limit_headers
 from tests.api.test_ratelimit_gateway import gateway  # noqa: F401 - the usage-plan fixture, shared
 from tests.conftest import make_user
 from tests.faults import cancelled, error, inject
+from tests.invariants import table_invariants  # noqa: F401 - the checker after every test (issue 16)
+
+pytestmark = pytest.mark.usefixtures('table_invariants')
 
 
 def _settings(monkeypatch, **env: str) -> None:

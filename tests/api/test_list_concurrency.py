@@ -20,6 +20,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
+from tests.invariants import table_invariants  # noqa: F401 - the checker after every test (issue 16)
+
+pytestmark = pytest.mark.usefixtures('table_invariants')
+
 N = 40
 THREADS = 8
 

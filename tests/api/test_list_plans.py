@@ -1,7 +1,8 @@
 """How a list reads DynamoDB, counted through botocore's event hooks on the two clients the
 code uses (pynamodb's and the boto3 Table's): which calls a list makes and how many items each
 reads. Requests go through HTTP; only the calls made inside the list service are recorded
-(authentication and rate limiting have their own, constant, cost).
+(authentication and rate limiting have their own, constant, cost; so has the embedding of
+referenced records, one BatchGetItem per page: tests/api/test_sdk_compat.py).
 
   unfiltered, sorted by createdOn / updatedOn / the name field (or unsorted):
       Query of the counter shards + Query of a KEYS_ONLY index (keys up to the page) +
@@ -92,6 +93,16 @@ class Recorder:
                 self.inside = False
         return inside
 
+    def unwrap(self, function):
+        """Calls of ``function`` inside the list service are not the list's own."""
+        def outside(*args, **kwargs):
+            was, self.inside = self.inside, False
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.inside = was
+        return outside
+
     @contextlib.contextmanager
     def recording(self):
         self.calls = []
@@ -125,7 +136,7 @@ class Env:
 @pytest.fixture(scope='module')
 def env():
     from chalicelib.core.config import reset_config
-    from chalicelib.services import listing
+    from chalicelib.services import embedding, listing
     from chalicelib.store import model
     reset_config()
     model.reset()
@@ -140,6 +151,7 @@ def env():
         recorder.attach(model.boto3_table().meta.client.meta.events)
         # the list route imports list_resources when called: only its own calls are recorded
         patch.setattr(listing, 'list_resources', recorder.wrap(listing.list_resources))
+        patch.setattr(embedding, 'embed_page', recorder.unwrap(embedding.embed_page))
         with Client(app) as client:
             api = Api(client, ADMIN_KEY)
             e = Env(api, platform['organizationId'], recorder)

@@ -147,7 +147,7 @@ def test_a_half_written_batch_is_finished_by_its_retry(api, monkeypatch):
     monkeypatch.setattr(service.records, 'commit', second_chunk_fails)
     batch = {'events': [ev(payload={'n': i}) for i in range(80)]}
     assert api.post(BATCH, batch).status == 500
-    assert len(ui_events(api)) == 50                                  # the first chunk only
+    assert len(ui_events(api)) == service.CHUNK                       # the first chunk only
     assert api.post(BATCH, batch).json == {'accepted': 80, 'dropped': 0}
     assert len(ui_events(api)) == 80 and api.get('/api/events').json['totalElements'] == 80
 
