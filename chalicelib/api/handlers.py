@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from chalicelib.core import observability
+from chalicelib.core.config import get_config
 
 log = observability.get_logger('worker')
 
@@ -41,6 +42,10 @@ def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
                                                      'receive_count': record.attributes.approximate_receive_count,
                                                      'reason': f'{type(exc).__name__}: {exc}'[:300]})
                 observability.count('WorkerMessages', outcome='failed')
+                if int(record.attributes.approximate_receive_count or 0) >= get_config().activity_max_receive_count:
+                    # SQS moves it to the dead-letter queue now (its redrive policy): say so, count it
+                    log.error('message goes to the dead-letter queue', extra={'message_id': record.message_id})
+                    observability.count('DlqSends')
                 raise
             log.info('message processed', extra={'message_id': record.message_id, 'outcome': outcome})
             observability.count('WorkerMessages', outcome='processed')

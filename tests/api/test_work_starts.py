@@ -105,7 +105,16 @@ def test_a_redelivered_start_makes_one_activity_with_one_set_of_tasks(api, work,
     assert api.get(f"/api/activities?filter=activityPlanId=='{plan['id']}'").json['totalElements'] == 1
 
 
-def test_a_poison_message_goes_to_the_dlq_and_the_rest_of_its_batch_is_processed(api, work, project):
+def test_a_poison_message_goes_to_the_dlq_and_the_rest_of_its_batch_is_processed(api, work, project, monkeypatch):
+    import dataclasses
+
+    from chalicelib.api import handlers
+    from chalicelib.core import observability
+    from chalicelib.core.config import get_config
+    cfg = dataclasses.replace(get_config(), activity_max_receive_count=DLQ_MAX_RECEIVES)   # this queue's
+    monkeypatch.setattr(handlers, 'get_config', lambda: cfg)
+    counted: list[str] = []
+    monkeypatch.setattr(observability, 'count', lambda name, value=1, **dims: counted.append(name))
     plan = make_plan(api, project, STEPS[:1])
     starts = [api.post(f"/api/activity-plans/{plan['id']}/start", {'projectId': project['id']}).json
               for _ in range(3)]
@@ -118,6 +127,8 @@ def test_a_poison_message_goes_to_the_dlq_and_the_rest_of_its_batch_is_processed
                                     AttributeNames=['All'])['Messages']
     assert [m['MessageId'] for m in dead] == [poison]
     assert int(dead[0]['Attributes']['ApproximateReceiveCount']) >= DLQ_MAX_RECEIVES
+    assert counted.count('DlqSends') == 1   # the metric of the DLQ alarm's cause (README "Operating")
+    assert counted.count('WorkerMessages') >= 3 + DLQ_MAX_RECEIVES
 
 
 def test_a_failing_step_is_retried_with_backoff_and_its_attempts_show(api, work, project):
