@@ -1,0 +1,173 @@
+"""Checks of the documents and work features (issue 16): S3 objects of document families,
+activities stuck or miscounted, outbox items never published, schedule entries.
+
+* ``document-objects``: a document family with ``storageKey`` whose object is not in the bucket;
+  with ``documentVersion`` >= 1 but no ``documentKey``, or a ``documentKey`` naming a missing
+  object; a ``documentKey`` without a ``documentVersion`` >= 1. (Upload sessions COMPLETED that
+  name a family that is gone are not violations: the family may have been deleted since.)
+* ``activities-stuck``: an activity PENDING whose ``createdOn`` is older than
+  ``--stuck-minutes`` (15). The queue cannot be asked about one activity, so "stuck" is defined
+  by time: the start route sends the message right after writing the activity (or deletes it
+  again), and the worker claims it PENDING -> RUNNING at its first delivery; only a message that
+  was lost or ended in the DLQ (5 receives x 30 s visibility) leaves an activity PENDING that long.
+* ``activity-work``: a RUNNING activity whose ``ACTWORK#{id}`` ``remaining`` count differs from
+  its executions not yet ended (status not SUCCEEDED / FAILED / CANCELLED / TIMED_OUT).
+* ``outbox-published``: an outbox item (``EVT#{eventId}``) whose event ``occurredOn`` is older
+  than ``--outbox-minutes`` (5) and which has no ``events`` record of the same id (events the
+  publisher only publishes, without recording, are not checked: no organization, or
+  ``organizations.deleted``).
+* ``store-bytes``: a document store's byte counter (``CNT#document-stores#{storeId}#bytes``,
+  sharded) differs from the sum of ``size`` of its live families that have a ``storageKey``.
+* ``schedule-index``: a schedule entry ``SCHED#{jobId}`` exists exactly for the active
+  scheduled jobs with a ``nextRunOn``, with ``csk`` = ``{nextRunOn}#{jobId}``, ``tpk``
+  ``SCHED#DUE`` and ``ref`` = the job id.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+
+from chalicelib.core import clock
+from chalicelib.ops.check_table import OPTIONS, Snapshot, Violation, check, option
+from chalicelib.store import blobs
+from chalicelib.store import work as work_store
+
+option('stuck-minutes', 15, 'activities-stuck: minutes an activity may stay PENDING')
+option('outbox-minutes', 5, 'outbox-published: minutes an outbox event may wait for its events record')
+
+EXECUTION_ENDED = frozenset({'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'})
+
+
+def _before(minutes: float) -> str:
+    return clock.iso(clock.now() - timedelta(minutes=minutes))
+
+
+def _exists(key: str) -> bool | None:
+    """Whether the bucket holds ``key``; None when storage did not answer (after retries)."""
+    for attempt in range(4):
+        try:
+            return blobs.head(key) is not None
+        except blobs.BlobUnavailable:
+            time.sleep(0.2 * 2 ** attempt)
+    return None
+
+
+def _object_problem(key: str) -> str | None:
+    found = _exists(key)
+    if found is None:
+        return f'could not be checked: storage did not answer for {key}'
+    return None if found else f'names {key}, which is not in the bucket'
+
+
+@check('document-objects')
+def document_objects(snap: Snapshot) -> Iterator[Violation]:
+    for row in snap.live('document-families'):
+        data = row.data
+        key = data.get('storageKey')
+        if key:
+            problem = _object_problem(key)
+            if problem:
+                yield Violation('document-objects', row.pk, f'storageKey {problem}')
+        version = data.get('documentVersion') or 0
+        current = data.get('documentKey')
+        if int(version) >= 1 and not current:
+            yield Violation('document-objects', row.pk, f'documentVersion {version} without a documentKey')
+        elif current and int(version) < 1:
+            yield Violation('document-objects', row.pk, f'documentKey {current} without a documentVersion >= 1')
+        elif current:
+            problem = _object_problem(current)
+            if problem:
+                yield Violation('document-objects', row.pk, f'current version {version}: documentKey {problem}')
+
+
+@check('activities-stuck')
+def activities_stuck(snap: Snapshot) -> Iterator[Violation]:
+    minutes = OPTIONS['stuck-minutes']
+    cutoff = _before(minutes)
+    for row in snap.live('activities'):
+        created = row.data.get('createdOn') or ''
+        if row.data.get('status') == 'PENDING' and created < cutoff:
+            yield Violation('activities-stuck', row.pk,
+                            f'PENDING since {created or "(no createdOn)"}: more than {minutes:g} minutes without '
+                            f'being started (its start message was lost or is in the DLQ)')
+
+
+@check('activity-work')
+def activity_work(snap: Snapshot) -> Iterator[Violation]:
+    counts: dict[str, dict[str, int]] = {}
+    for row in snap.items_with_prefix('ACTWORK#'):
+        counts.setdefault(row.pk.split('#', 1)[1], {})[row.sk] = row.cnt or 0
+    unfinished: dict[str, int] = {}
+    for row in snap.live('executions'):
+        activity = row.data.get('activityId')
+        if activity and row.data.get('status', 'PENDING') not in EXECUTION_ENDED:
+            unfinished[activity] = unfinished.get(activity, 0) + 1
+    for row in snap.live('activities'):
+        if row.data.get('status') != 'RUNNING':
+            continue
+        activity = row.data['id']
+        remaining = counts.get(activity, {}).get('remaining', 0)
+        if remaining != unfinished.get(activity, 0):
+            yield Violation('activity-work', row.pk,
+                            f'RUNNING with work count remaining={remaining} (ACTWORK#{activity}), '
+                            f'but {unfinished.get(activity, 0)} of its executions have not ended')
+
+
+@check('outbox-published')
+def outbox_published(snap: Snapshot) -> Iterator[Violation]:
+    minutes = OPTIONS['outbox-minutes']
+    cutoff = _before(minutes)
+    for row in snap.items_with_prefix('EVT#'):
+        event = row.data or {}
+        if row.kind != 'outbox':
+            yield Violation('outbox-published', row.pk, f'EVT# item of kind {row.kind!r}, not an outbox item')
+            continue
+        if not event.get('organizationId') or event.get('eventType') == 'organizations.deleted':
+            continue   # published, never recorded (services/outbox.record): nothing to compare
+        occurred = event.get('occurredOn') or ''
+        if occurred < cutoff and snap.entity('events', row.pk.split('#', 1)[1]) is None:
+            yield Violation('outbox-published', row.pk,
+                            f'{event.get("eventType")} of {occurred or "(no occurredOn)"} never published: no events '
+                            f'record after {minutes:g} minutes')
+
+
+@check('schedule-index')
+def schedule_index(snap: Snapshot) -> Iterator[Violation]:
+    entries = {row.pk.split('#', 1)[1]: row for row in snap.items_with_prefix('SCHED#')}
+    for row in snap.all_of('scheduled-jobs'):
+        job = row.data['id']
+        entry = entries.pop(job, None)
+        due = row.data.get('nextRunOn') if row.listed and row.data.get('active', True) else None
+        if due and entry is None:
+            yield Violation('schedule-index', row.pk, f'active job due {due} without its schedule entry SCHED#{job}')
+        elif not due and entry is not None:
+            yield Violation('schedule-index', entry.pk, 'schedule entry of a job that is inactive, deleted or '
+                                                        'has no nextRunOn')
+        elif entry is not None:
+            expected = {'kind': 'schedule', 'tpk': work_store.SCHEDULE_PARTITION, 'csk': f'{due}#{job}', 'ref': job}
+            found = {'kind': entry.kind, 'tpk': entry.tpk, 'csk': entry.raw.get('csk'), 'ref': entry.ref}
+            wrong = [f'{k}={found[k]!r} (expected {v!r})' for k, v in expected.items() if found[k] != v]
+            if wrong:
+                yield Violation('schedule-index', entry.pk,
+                                'schedule entry does not match its job: ' + ', '.join(wrong))
+    for job, entry in sorted(entries.items()):
+        yield Violation('schedule-index', entry.pk, f'schedule entry of scheduled job {job}, which does not exist')
+
+
+@check('store-bytes')
+def store_bytes(snap: Snapshot) -> Iterator[Violation]:
+    counters = [r for r in snap.items_with_prefix('CNT#document-stores#', claim=False) if r.pk.endswith('#bytes')]
+    snap.claim(counters)
+    actual: dict[str, int] = {}
+    for row in counters:
+        actual[row.pk] = actual.get(row.pk, 0) + (row.cnt or 0)
+    expected: dict[str, int] = {}
+    for row in snap.live('document-families'):
+        if row.data.get('storageKey') and row.data.get('documentStoreId') and row.data.get('size'):
+            key = f'CNT#document-stores#{row.data["documentStoreId"]}#bytes'
+            expected[key] = expected.get(key, 0) + int(row.data['size'])
+    for key in sorted(set(actual) | set(expected)):
+        if actual.get(key, 0) != expected.get(key, 0):
+            yield Violation('store-bytes', key, f'byte counter says {actual.get(key, 0)}, the store\'s uploaded '
+                                                f'families hold {expected.get(key, 0)} bytes')
