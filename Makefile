@@ -11,7 +11,7 @@ SDK_STAMP := $(SDK_VENV)/.installed
 STAGE ?= prod
 OUT := out/$(STAGE)
 
-.PHONY: run test bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk
+.PHONY: run test chaos bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -40,7 +40,11 @@ run: $(STAMP)
 	PYTHONPATH=. $(PY) -m localdev.run
 
 test: $(STAMP) $(SDK_STAMP)
-	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider tests
+	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" tests
+
+# Tests quarantined from `make test` for a known intermittent failure (each file says why).
+chaos: $(STAMP)
+	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m quarantine tests
 
 bench: $(STAMP)
 	PYTHONPATH=. $(PY) bench/run_all.py

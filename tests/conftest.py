@@ -144,3 +144,8 @@ def make_user(api: Api, org_id: str, role: str) -> tuple[dict[str, Any], str]:
 def users(api, org_id):
     """Keys of fresh users with each built-in role in the default organization."""
     return {role: make_user(api, org_id, role)[1] for role in ('MANAGE', 'MEMBER', 'VIEWER')}
+
+
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'quarantine: a test with a known intermittent failure, run by `make chaos` '
+                                       'rather than `make test` (each says why)')

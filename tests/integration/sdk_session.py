@@ -93,10 +93,12 @@ def main(base: str, key: str) -> None:
     ok('tasks', task.id)
 
     # executions: the SDK's names (startDate, endDate) and sort
+    execution_ids = []
     for day in ('01', '03', '02'):
         r = requests.post(f'{base}/api/executions', headers={'x-api-key': key}, json={
             'projectId': project.id, 'startDate': f'2026-01-{day}T00:00:00Z', 'endDate': f'2026-01-{day}T01:00:00Z'})
         check(r.status_code == 201, f'execution create: {r.text}')
+        execution_ids.append(r.json()['id'])
     executions = client.executions.list(sort='startDate:desc', filters=[f"projectId: '{project.id}'"])
     starts = [e.start_date.isoformat()[:10] if hasattr(e.start_date, 'isoformat') else str(e.start_date)[:10]
               for e in executions.content]
@@ -143,6 +145,12 @@ def main(base: str, key: str) -> None:
     check(not store.exists_by_path('sdk/data.bin'), 'delete_by_path')
     ok('document store', f'{store.ref} upload/get_bytes/exists/get_by_path/replace/delete')
 
+    # a project is deleted once it holds nothing (README "Reliability": no orphans)
+    for execution_id in execution_ids:
+        r = requests.delete(f'{base}/api/executions/{execution_id}', headers={'x-api-key': key})
+        check(r.status_code == 204, f'execution delete: {r.text}')
+    r = requests.delete(f'{base}/api/assistants/{assistant.id}', headers={'x-api-key': key})
+    check(r.status_code == 204, f'assistant delete: {r.text}')
     project_id = project.id
     project.delete()
     check(not client.exists(f'/api/projects/{project_id}'), 'project delete')
