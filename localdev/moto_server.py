@@ -7,11 +7,16 @@ uses for every write:
   concurrent transactions fail with "dictionary changed size during iteration" (the API then
   answers 500), and a rolled-back transaction can restore a table copy that drops another
   request's writes. moto is CPU-bound under the GIL anyway, so a lock costs nothing.
-* a rollback snapshot of the items the transaction touches, not of the whole table. moto
-  deep-copies every table a transaction names before running it, so each write costs time in
-  proportion to the table: after a few thousand items a create takes seconds and clients time
-  out. Under the lock nothing else runs, so a snapshot that shares the untouched items and
-  deep-copies only the targeted ones rolls back exactly as well.
+* a rollback of the items the transaction touches, in place. moto deep-copies every table a
+  transaction names before running it and, when it fails, puts the copy in the table's place.
+  That costs time in proportion to the table (after a few thousand items a create takes seconds
+  and clients time out), and the copy is a new object with a new stream shard: a stream reader
+  holding an iterator keeps reading the old shard, so it is handed the records of the
+  rolled-back transaction (events of writes that never happened) and never sees another write
+  (found by the chaos run of issue 16). Here the table stays the same object: before the
+  transaction the items it names are copied, and if it fails they are put back and the stream
+  records it appended are removed. Under the lock nothing else runs, so this rolls back
+  exactly as well.
 
 Around both sits the chaos switch (localdev/chaos.py, CHAOS_* variables, ``/_chaos``): it is
 outside the lock, so an injected error never waits for it and a slow answer does not hold it.
@@ -25,7 +30,6 @@ import signal
 import sys
 import threading
 import types
-from collections import defaultdict
 from typing import Any
 
 from localdev import chaos
@@ -51,50 +55,62 @@ def _item_keys(table, transact_items: list[dict[str, Any]]) -> set[tuple[Any, An
     return keys
 
 
-def snapshot(table, transact_items: list[dict[str, Any]]):
-    """A copy of ``table`` good for rolling back ``transact_items``: the item index is copied,
-    the items the transaction may change are deep-copied, the others are shared."""
-    snap = copy.copy(table)
-    if getattr(table, 'stream_shard', None) is not None:
-        # stream records of a rolled-back transaction must go with it (the outbox publisher reads them)
-        snap.stream_shard = copy.copy(table.stream_shard)
-        snap.stream_shard.items = list(table.stream_shard.items)
-    if table.range_key_attr:
-        snap.items = defaultdict(dict, {h: dict(r) for h, r in table.items.items()})
-    else:
-        snap.items = defaultdict(dict, table.items)
-    for hash_value, range_value in _item_keys(table, transact_items):
-        if table.range_key_attr:
-            bucket = snap.items.get(hash_value)
-            if bucket is not None and range_value in bucket:
-                bucket[range_value] = copy.deepcopy(bucket[range_value])
-        elif hash_value in snap.items:
-            snap.items[hash_value] = copy.deepcopy(snap.items[hash_value])
-    return snap
+class _Saved:
+    """What rolling back ``transact_items`` in ``table`` needs: a copy of each item they name (None
+    for one that does not exist yet) and the length of the table's stream."""
+
+    def __init__(self, table, transact_items: list[dict[str, Any]]) -> None:
+        self.table = table
+        self.items = {key: copy.deepcopy(table.get_item(*key)) for key in _item_keys(table, transact_items)}
+        shard = getattr(table, 'stream_shard', None)
+        self.stream_length = len(shard.items) if shard is not None else None
+
+    def restore(self) -> None:
+        table = self.table
+        for (hash_value, range_value), item in self.items.items():
+            if table.range_key_attr:
+                bucket = table.items[hash_value]
+                if item is None:
+                    bucket.pop(range_value, None)
+                    if not bucket:
+                        table.items.pop(hash_value, None)
+                else:
+                    bucket[range_value] = item
+            elif item is None:
+                table.items.pop(hash_value, None)
+            else:
+                table.items[hash_value] = item
+        if self.stream_length is not None:
+            del table.stream_shard.items[self.stream_length:]
 
 
 def patch_moto() -> None:
-    """Make moto's transaction rollback snapshot cheap (see the module docstring)."""
+    """Roll failed transactions back in place (see the module docstring)."""
     from moto.dynamodb import models
     from moto.dynamodb.models.table import Table
 
     real_copy = models.copy
 
     def deepcopy(value, memo=None):
-        items = getattr(_state, 'transact_items', None)
-        if isinstance(value, Table) and items is not None:
-            return snapshot(value, items)
+        if isinstance(value, Table) and getattr(_state, 'in_transaction', False):
+            return value   # moto's own rollback puts the table back in its place: a no-op
         return real_copy.deepcopy(value, memo)
 
     models.copy = types.SimpleNamespace(**{**vars(real_copy), 'deepcopy': deepcopy})
     original = models.DynamoDBBackend.transact_write_items
 
     def transact_write_items(self, transact_items):
-        _state.transact_items = transact_items
+        names = {next(iter(entry.values())).get('TableName') for entry in transact_items}
+        saved = [_Saved(self.tables[name], transact_items) for name in names if name in self.tables]
+        _state.in_transaction = True
         try:
             return original(self, transact_items)
+        except BaseException:
+            for entry in saved:
+                entry.restore()
+            raise
         finally:
-            _state.transact_items = None
+            _state.in_transaction = False
 
     models.DynamoDBBackend.transact_write_items = transact_write_items
     idempotent_transactions()
