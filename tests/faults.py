@@ -6,7 +6,8 @@ params)`` returns None (the call goes on to moto) or an error to answer instead,
 would have parsed it from AWS (``error('ThrottlingException')``,
 ``cancelled('ThrottlingError', ...)``). Nothing reaches moto for an injected call, so nothing is
 written, as on AWS. Botocore's own retries do not run for an injected answer: each injected
-error is one attempt as the store sees it after botocore gave up.
+error is one attempt as the store sees it after botocore gave up. A rule may also return an
+exception (``timeout()``: the answer never came), which the call raises as botocore would.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-Rule = Callable[[str, dict[str, Any]], dict[str, Any] | None]
+Rule = Callable[[str, dict[str, Any]], dict[str, Any] | Exception | None]
 
 STATUS = {'ThrottlingException': 400, 'ProvisionedThroughputExceededException': 400,
           'TransactionCanceledException': 400, 'ValidationException': 400,
@@ -33,6 +34,12 @@ class _Http:
 def error(code: str, message: str = 'injected') -> dict[str, Any]:
     return {'Error': {'Code': code, 'Message': message},
             'ResponseMetadata': {'HTTPStatusCode': STATUS.get(code, 400), 'HTTPHeaders': {}}}
+
+
+def timeout() -> Exception:
+    """What botocore raises when the answer did not come in time (after its own retries)."""
+    from botocore.exceptions import ReadTimeoutError
+    return ReadTimeoutError(endpoint_url='http://127.0.0.1:1/')
 
 
 def cancelled(*codes: str) -> dict[str, Any]:
@@ -73,6 +80,8 @@ def inject(rule: Rule, clients: list[Any] | None = None, service: str = 'dynamod
         if answer is None:
             return None
         answered.append(model.name)
+        if isinstance(answer, Exception):
+            raise answer
         return _Http(answer['ResponseMetadata']['HTTPStatusCode']), answer
 
     targets = clients if clients is not None else _clients()

@@ -83,6 +83,34 @@ class ServiceUnavailable(ApiError):
         super().__init__(message, **kw)
 
 
+# Error codes of an AWS service that cannot answer now (throttled, failing): the same call may
+# succeed a moment later. The one list: store/ retries these, the last resorts answer 503.
+AWS_UNAVAILABLE_CODES = frozenset({
+    'ThrottlingError', 'ThrottlingException', 'Throttling', 'ProvisionedThroughputExceeded',
+    'ProvisionedThroughputExceededException', 'RequestLimitExceeded', 'InternalServerError',
+    'InternalFailure', 'InternalError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout',
+    'TransactionInProgressException'})
+
+
+def aws_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` is an AWS dependency failing to answer now (throttled, failing, timed out,
+    unreachable), not an error of the request. pynamodb keeps botocore's error as ``cause``."""
+    from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError  # noqa: PLC0415 - lazy
+    cause = getattr(exc, 'cause', None) or exc
+    if isinstance(cause, ClientError):
+        return cause.response.get('Error', {}).get('Code') in AWS_UNAVAILABLE_CODES
+    # timeouts, lost connections: the answer did not come (a parameter botocore refused is a bug)
+    return isinstance(cause, BotoCoreError) and not isinstance(cause, ParamValidationError)
+
+
+class DependencyUnavailable(ServiceUnavailable):
+    """What a last resort answers (middleware, MCP tools) for an AWS failure no store function
+    turned into its own 503: a throttled, failing or silent dependency is never a 500."""
+
+    def __init__(self) -> None:
+        super().__init__('A service the API depends on is busy or not answering; retry shortly', retry_after=2)
+
+
 def reason(status: int) -> str:
     try:
         return HTTPStatus(status).phrase

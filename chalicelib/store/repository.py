@@ -15,6 +15,9 @@ only one put/delete) and sorts every way it can fail by what the caller should d
   same ``ClientRequestToken`` (so an attempt that did commit is not applied twice), with jittered
   exponential backoff inside ``STORE_RETRY_BUDGET_SECONDS``; then ``StoreUnavailable`` (503 with
   ``Retry-After``): nothing was written;
+* no answer came (a timeout or a lost connection, after botocore's own retries): retried the
+  same way, since the token makes a transaction that did land a no-op; if the budget runs
+  out the 503 says the change may have been applied (an answer lost is not a refusal);
 * DynamoDB refused the item itself (``ValidationException``/``ValidationError``: too large,
   nested too deep): ``InvalidItem`` with a reason in our words (never DynamoDB's message).
 
@@ -38,7 +41,7 @@ from pynamodb.exceptions import DeleteError, PutError, TransactWriteError
 from pynamodb.expressions.condition import Condition
 
 from chalicelib.core.config import get_config
-from chalicelib.core.errors import ServiceUnavailable
+from chalicelib.core.errors import AWS_UNAVAILABLE_CODES, ServiceUnavailable, aws_unavailable
 from chalicelib.core.observability import get_logger
 
 from .model import Item, configure
@@ -56,12 +59,9 @@ from .table import (
 
 log = get_logger('store')
 
-# Error and cancellation-reason codes of a table that cannot answer now (throttled, failing):
-# the same write may succeed a moment later.
-UNAVAILABLE_CODES = frozenset({
-    'ThrottlingError', 'ThrottlingException', 'ProvisionedThroughputExceeded',
-    'ProvisionedThroughputExceededException', 'RequestLimitExceeded', 'InternalServerError',
-    'InternalFailure', 'ServiceUnavailable', 'TransactionInProgressException'})
+# Cancellation-reason codes of a table that cannot answer now (throttled, failing): the same
+# write may succeed a moment later (core/errors.py: the one list).
+UNAVAILABLE_CODES = AWS_UNAVAILABLE_CODES
 RETRY_BASE_SECONDS = 0.05
 RETRY_CAP_SECONDS = 0.8
 sleep: Callable[[float], None] = time.sleep   # tests patch this
@@ -79,16 +79,41 @@ class InvalidItem(Exception):
 
 
 class StoreUnavailable(ServiceUnavailable):
-    """The table kept throttling or failing for the whole retry budget; nothing was written."""
+    """The table kept throttling or failing for the whole retry budget: nothing was written. Or
+    an attempt got no answer at all (``unanswered``): that attempt may still have been applied."""
 
-    def __init__(self) -> None:
-        super().__init__('The database is busy; nothing was changed, retry shortly', retry_after=2)
+    def __init__(self, *, unanswered: bool = False) -> None:
+        super().__init__('The database did not answer in time; the change may have been applied: read the '
+                         'resource before sending it again' if unanswered else
+                         'The database is busy; nothing was changed, retry shortly', retry_after=2)
 
 
 class _Transient(Exception):
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, *, unanswered: bool = False) -> None:
         super().__init__(code)
         self.code = code
+        self.unanswered = unanswered   # a timeout or a lost connection: the attempt may have been applied
+
+
+def _error_code(exc: Exception) -> str | None:
+    """DynamoDB's error code of a pynamodb error; None when no answer came (a timeout, a lost
+    connection). pynamodb's own ``cause_response_code`` raises AttributeError then: every write
+    that timed out was a 500 (found by the chaos run)."""
+    response = getattr(getattr(exc, 'cause', None), 'response', None)
+    return (response.get('Error') or {}).get('Code') if isinstance(response, dict) else None
+
+
+def _error_message(exc: Exception) -> str:
+    response = getattr(getattr(exc, 'cause', None), 'response', None)
+    return str((response.get('Error') or {}).get('Message') or '') if isinstance(response, dict) else ''
+
+
+def _transient(exc: Exception) -> _Transient | None:
+    """The retryable failure ``exc`` is (throttled, failing, not answering), else None."""
+    if not aws_unavailable(exc):
+        return None
+    code = _error_code(exc)
+    return _Transient(code or type(getattr(exc, 'cause', None) or exc).__name__, unanswered=not code)
 
 
 @dataclass
@@ -302,10 +327,11 @@ def update_fields(family: str, id_: str, *, org: str | None, values: dict[str, A
         try:
             item.update(actions=actions, condition=condition)
         except UpdateError as exc:
-            if exc.cause_response_code == 'ConditionalCheckFailedException':
+            if _error_code(exc) == 'ConditionalCheckFailedException':
                 raise WriteConflict(None, 'ConditionalCheckFailed') from None
-            if exc.cause_response_code in UNAVAILABLE_CODES:
-                raise _Transient(exc.cause_response_code) from None
+            transient = _transient(exc)
+            if transient is not None:
+                raise transient from None
             _invalid(exc)
             raise
 
@@ -332,8 +358,8 @@ def _invalid_reason(message: str) -> str:
 
 def _invalid(exc: Exception) -> None:
     """DynamoDB refused the item itself: the caller's data is at fault (the service answers 400)."""
-    if getattr(exc, 'cause_response_code', None) == 'ValidationException':
-        raise InvalidItem(_invalid_reason(getattr(exc, 'cause_response_message', '') or '')) from None
+    if _error_code(exc) == 'ValidationException':
+        raise InvalidItem(_invalid_reason(_error_message(exc))) from None
 
 
 def commit(ops: list[Op]) -> None:
@@ -373,15 +399,17 @@ def _retrying(apply: Callable[[], None]) -> None:
     budget = get_config().store_retry_budget_seconds
     started = time.monotonic()
     attempt = 0
+    unanswered = False
     while True:
         try:
             apply()
             return
         except _Transient as exc:
+            unanswered = unanswered or exc.unanswered
             delay = random.uniform(0, min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** attempt))
             if time.monotonic() - started + delay > budget:
                 log.warning('write gave up after %d attempts: %s', attempt + 1, exc.code)
-                raise StoreUnavailable() from None
+                raise StoreUnavailable(unanswered=unanswered) from None
             attempt += 1
             sleep(delay)
 
@@ -417,13 +445,14 @@ def _transact(ops: list[Op], token: str) -> None:
         if 'ValidationError' in codes:
             raise InvalidItem(_invalid_reason(next(r.message or '' for _, r in failed
                                                    if r.code == 'ValidationError'))) from None
-        if 'TransactionConflict' in codes or exc.cause_response_code == 'TransactionConflictException':
+        if 'TransactionConflict' in codes or _error_code(exc) == 'TransactionConflictException':
             raise WriteConflict(None, 'TransactionConflict') from None
         if codes & UNAVAILABLE_CODES:
             raise _Transient(sorted(codes & UNAVAILABLE_CODES)[0]) from None
-        if exc.cause_response_code in UNAVAILABLE_CODES:
-            raise _Transient(exc.cause_response_code) from None
-        if exc.cause_response_code == 'TransactionCanceledException' and not failed:
+        transient = _transient(exc)
+        if transient is not None:
+            raise transient from None
+        if _error_code(exc) == 'TransactionCanceledException' and not failed:
             raise WriteConflict(None, 'TransactionConflict') from None   # cancelled, no reason given
         _invalid(exc)
         raise
@@ -436,9 +465,10 @@ def _commit_one(op: Op) -> None:
         else:
             op.item.delete(condition=op.condition)
     except (PutError, DeleteError) as exc:
-        if exc.cause_response_code == 'ConditionalCheckFailedException':
+        if _error_code(exc) == 'ConditionalCheckFailedException':
             raise WriteConflict(op, 'ConditionalCheckFailed') from None
-        if exc.cause_response_code in UNAVAILABLE_CODES:
-            raise _Transient(exc.cause_response_code) from None
+        transient = _transient(exc)
+        if transient is not None:
+            raise transient from None
         _invalid(exc)
         raise

@@ -45,7 +45,7 @@ from decimal import Decimal
 from typing import Any
 
 from chalicelib.core.config import get_config
-from chalicelib.core.errors import ServiceUnavailable
+from chalicelib.core.errors import ServiceUnavailable, aws_unavailable
 
 from .model import Item, boto3_table, configure, create_table
 
@@ -352,22 +352,9 @@ class ReadUnavailable(ServiceUnavailable):
         super().__init__('The database is busy; retry shortly', retry_after=2)
 
 
-# Codes of a table that cannot answer now (store/repository.py UNAVAILABLE_CODES, for reads).
-_UNAVAILABLE = frozenset({
-    'ThrottlingError', 'ThrottlingException', 'ProvisionedThroughputExceeded',
-    'ProvisionedThroughputExceededException', 'RequestLimitExceeded', 'InternalServerError',
-    'InternalFailure', 'ServiceUnavailable'})
-
-
 def _unavailable(exc: BaseException) -> bool:
     """Whether a read failed because the table cannot answer now (not because of the request)."""
-    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415 - lazy: with the first read
-    cause = getattr(exc, 'cause', None) or exc
-    if isinstance(cause, BotoCoreError) and not isinstance(cause, ClientError):
-        return True   # timeouts, lost connections: the answer did not come
-    if isinstance(cause, ClientError):
-        return cause.response.get('Error', {}).get('Code') in _UNAVAILABLE
-    return False
+    return aws_unavailable(exc)
 
 
 def _available(read):
@@ -394,6 +381,7 @@ def _available(read):
     return wrapped
 
 
-for _name in ('get', 'batch_get', '_query_data', 'walk_index', 'count', 'count_value', 'walk_value',
-              'memberships_of', 'organization_statuses', 'unique_owner', 'project_has'):
+for _name in ('get', 'batch_get', '_query_data', 'walk_index', 'count', 'count_value', 'counter_shards',
+              'walk_value', 'memberships_of', 'organizations', 'organization_statuses', 'unique_owner',
+              'project_has'):
     globals()[_name] = _available(globals()[_name])

@@ -14,7 +14,7 @@ from tests.api.test_auth_credentials import RSA, bearer, idp  # noqa: F401 - the
 from tests.api.test_ratelimit import T0, FakeClock, limit_headers
 from tests.api.test_ratelimit_gateway import gateway  # noqa: F401 - the usage-plan fixture, shared
 from tests.conftest import make_user
-from tests.faults import cancelled, error, inject
+from tests.faults import cancelled, error, inject, timeout
 from tests.invariants import table_invariants  # noqa: F401 - the checker after every test (issue 16)
 
 pytestmark = pytest.mark.usefixtures('table_invariants')
@@ -169,6 +169,52 @@ def test_a_table_that_keeps_failing_is_503_and_nothing_is_written(api, org_id, q
     assert _labels(api, org_id, 'never') == 0
     after = api.get(f"/api/labels/{label['id']}").json
     assert after['name'] == 'stays' and after['changeSequence'] == 1
+
+
+def test_a_write_that_gets_no_answer_is_503_and_says_it_may_have_been_applied(api, org_id, quick_retries):
+    """A timeout is not a refusal: the attempt may have landed (the chaos run's slow answers). It
+    is retried like a throttled one (same token), then 503, never 500, and the message does not
+    claim that nothing changed."""
+    label = api.post('/api/labels', {'name': 'stays', 'organizationId': org_id}).json
+    writes = ('TransactWriteItems', 'PutItem', 'DeleteItem', 'UpdateItem')
+    from chalicelib.store.gate import ACL_SK
+
+    def rule(op, params):   # the table's writes, not the admission's counting (it has its own test)
+        return timeout() if op in writes and params.get('Key', {}).get('sk') != {'S': ACL_SK} else None
+    with inject(rule) as answered:
+        created = api.post('/api/labels', {'name': 'never', 'organizationId': org_id})
+        unlocked = api.put(f"/api/labels/{label['id']}", {'name': 'changed'})
+        locked = api.put(f"/api/labels/{label['id']}", {'name': 'changed', 'changeSequence': 1})
+        deleted = api.delete(f"/api/labels/{label['id']}")
+    for r in (created, unlocked, locked, deleted):
+        _assert_503(r)
+        assert 'may have been applied' in r.json['message'] and 'nothing was changed' not in r.json['message']
+    assert answered.count('TransactWriteItems') > 3   # retried, not given up at once
+    after = api.get(f"/api/labels/{label['id']}").json
+    assert after['name'] == 'stays' and after['changeSequence'] == 1
+
+
+@pytest.mark.parametrize('where', ['view', 'admission'])
+def test_an_aws_failure_no_store_function_caught_is_503_anything_else_500(api, org_id, monkeypatch, where):
+    """The last resorts: an AWS call that timed out or was throttled where no store function
+    turned it into its own 503 is still a 503 with Retry-After; any other exception is a 500
+    naming the request, with no stack trace, as before."""
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    from chalicelib.services import admission, resources
+    label = api.post('/api/labels', {'name': 'l', 'organizationId': org_id}).json
+    target = (resources, 'get') if where == 'view' else (admission, 'admit')
+    for exc in (timeout(), EndpointConnectionError(endpoint_url='http://127.0.0.1:1/'),
+                ClientError(error('ThrottlingException'), 'GetItem')):
+        monkeypatch.setattr(*target, lambda *a, _exc=exc, **k: (_ for _ in ()).throw(_exc))
+        _assert_503(api.get(f"/api/labels/{label['id']}"))
+    monkeypatch.setattr(*target, lambda *a, **k: (_ for _ in ()).throw(RuntimeError('a bug')))
+    r = api.get(f"/api/labels/{label['id']}")
+    assert r.status == 500 and r.json['status'] == 500 and 'request' in r.json['message']
+    assert 'a bug' not in json.dumps(r.json) and 'Traceback' not in json.dumps(r.json)
+    monkeypatch.setattr(*target, lambda *a, **k: (_ for _ in ()).throw(
+        ClientError(error('ValidationException'), 'GetItem')))
+    assert api.get(f"/api/labels/{label['id']}").status == 500   # a refused request is a bug, not an outage
 
 
 def test_condition_failures_still_answer_409_and_400(api, org_id, quick_retries):

@@ -134,11 +134,13 @@ def test_a_stream_reader_sees_the_writes_after_a_failed_transaction_and_not_the_
     arn = client.create_table(
         TableName='streamed', BillingMode='PAY_PER_REQUEST',
         KeySchema=[{'AttributeName': 'pk', 'KeyType': 'HASH'}, {'AttributeName': 'sk', 'KeyType': 'RANGE'}],
-        AttributeDefinitions=[{'AttributeName': 'pk', 'AttributeType': 'S'}, {'AttributeName': 'sk', 'AttributeType': 'S'}],
+        AttributeDefinitions=[{'AttributeName': 'pk', 'AttributeType': 'S'},
+                              {'AttributeName': 'sk', 'AttributeType': 'S'}],
         StreamSpecification={'StreamEnabled': True, 'StreamViewType': 'NEW_AND_OLD_IMAGES'},
     )['TableDescription']['LatestStreamArn']
     shard = streams.describe_stream(StreamArn=arn)['StreamDescription']['Shards'][0]['ShardId']
-    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType='TRIM_HORIZON')['ShardIterator']
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard,
+                                          ShardIteratorType='TRIM_HORIZON')['ShardIterator']
 
     def read():
         nonlocal iterator

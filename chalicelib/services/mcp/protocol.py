@@ -33,7 +33,7 @@ from mcp_types import jsonrpc as rpc
 
 from chalicelib.core import jsonbody, observability
 from chalicelib.core.config import get_config
-from chalicelib.core.errors import ApiError, reason
+from chalicelib.core.errors import ApiError, DependencyUnavailable, aws_unavailable, reason
 from chalicelib.core.principal import Principal
 
 from . import auth, tools
@@ -245,8 +245,12 @@ def _call(params: dict[str, Any], principal: Principal) -> types.CallToolResult:
         structured = json.loads(json.dumps(_omit_none(result), default=_plain))
     except ApiError as exc:
         return _tool_error(exc.status, exc.message, **exc.extra)
-    except Exception:  # noqa: BLE001 - a tool never answers 500: logged, reported as a tool error
+    except Exception as exc:  # noqa: BLE001 - a tool never answers 500: logged, reported as a tool error
         request_id = observability.current().get('request_id')
+        if aws_unavailable(exc):   # throttled, failing or silent AWS: the REST API's 503
+            log.warning('tool %s: a dependency failed, request %s', name, request_id, exc_info=exc)
+            unavailable = DependencyUnavailable()
+            return _tool_error(unavailable.status, unavailable.message)
         log.exception('tool %s failed, request %s', name, request_id)
         return _tool_error(500, f'The tool failed unexpectedly (request {request_id})')
     return types.CallToolResult(content=[types.TextContent(type='text', text=json.dumps(structured))],
