@@ -147,5 +147,5 @@ def users(api, org_id):
 
 
 def pytest_configure(config):
-    config.addinivalue_line('markers', 'quarantine: a test with a known intermittent failure, run by `make chaos` '
-                                       'rather than `make test` (each says why)')
+    config.addinivalue_line('markers', 'quarantine: a test with a known intermittent failure, left out of '
+                                       '`make test` (each says why)')

@@ -70,12 +70,13 @@ class LiveStack:
             conn = self._local.conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=120)
         return conn
 
-    def call(self, method: str, path: str, body: Any = None, key: str | None = '__admin__') -> Answer:
-        headers = {'content-type': 'application/json'}
+    def call(self, method: str, path: str, body: Any = None, key: str | None = '__admin__',
+             raw: bytes | None = None, content_type: str = 'application/json') -> Answer:
+        headers = {'content-type': content_type}
         key = self.key if key == '__admin__' else key
         if key:
             headers['x-api-key'] = key
-        payload = json.dumps(body).encode() if body is not None else None
+        payload = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         for attempt in range(2):   # a keep-alive connection the server closed: reconnect once
             conn = self._conn()
             try:
