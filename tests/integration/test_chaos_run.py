@@ -128,7 +128,8 @@ def test_a_chaos_run_answers_only_documented_statuses_and_leaves_the_table_consi
             if n % 2:
                 record('delete', stack.delete(f'/api/document-families/{fid}'))
         record('activity-start', stack.post(f"/api/activity-plans/{plan['id']}/start",
-                                            {'projectId': project['id'], 'inputs': {'amount': n}, 'requestId': f'r{n}'}))
+                                            {'projectId': project['id'], 'inputs': {'amount': n},
+                                             'requestId': f'r{n}'}))
         if n % 4 == 0:
             multipart(n)
 
