@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -138,12 +139,25 @@ class LiveStack:
         from localdev import chaos
         return chaos.remote_state(self.moto_url)
 
-    def check(self) -> tuple[int, str]:
+    def check(self, *args: str) -> tuple[int, str]:
         env = {**self.env, 'AWS_ENDPOINT_URL': self.moto_url, 'AWS_ACCESS_KEY_ID': 'local',
                'AWS_SECRET_ACCESS_KEY': 'local', 'AWS_DEFAULT_REGION': 'us-east-1'}
-        done = subprocess.run([sys.executable, '-m', 'chalicelib.ops.check_table'], cwd=ROOT, env=env,
+        done = subprocess.run([sys.executable, '-m', 'chalicelib.ops.check_table', *args], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=300)
         return done.returncode, done.stdout + done.stderr
+
+    def published(self, timeout: float = 300) -> float:
+        """Wait until the outbox poller has published (and recorded) every event written so far,
+        as the checker's ``outbox-published`` with no grace period sees it: the seconds it took.
+        Under chaos the one poller falls behind (each of its writes meets the faults too), and a
+        checker reading while it catches up sees records without their counter moves."""
+        began = time.monotonic()
+        while True:
+            code, report = self.check('--only', 'outbox-published', '--outbox-minutes', '0', '--settle-seconds', '0')
+            if code == 0:
+                return time.monotonic() - began
+            assert time.monotonic() - began < timeout, report[-2000:]
+            time.sleep(2)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

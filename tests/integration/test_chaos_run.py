@@ -162,7 +162,7 @@ def test_a_chaos_run_answers_only_documented_statuses_and_leaves_the_table_consi
     assert {kind for kind, a in answers if a.status < 300} == set(ALLOWED)   # every write kind landed
 
     # Chaos off: every activity that started finishes on the worker (redelivered where a fault
-    # stopped it), then the checker finds nothing.
+    # stopped it), the outbox poller catches up, then the checker finds nothing.
     started = [a.body['id'] for kind, a in answers if kind == 'activity-start' and a.status == 202]
     deadline = time.monotonic() + 120
     while True:
@@ -173,6 +173,7 @@ def test_a_chaos_run_answers_only_documented_statuses_and_leaves_the_table_consi
         time.sleep(2)
     assert not pending, pending
     print('activities:', dict(Counter(states.values())))
+    print(f'outbox published {stack.published():.1f} s after the activities finished')
     code, report = stack.check()
     print(report.splitlines()[-2:])
     assert code == 0, report
