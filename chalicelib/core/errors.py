@@ -85,11 +85,14 @@ class ServiceUnavailable(ApiError):
 
 # Error codes of an AWS service that cannot answer now (throttled, failing): the same call may
 # succeed a moment later. The one list: store/ retries these, the last resorts answer 503.
+# DynamoDB, S3 (whose HEAD errors carry no body: botocore reports the status as the code), SQS,
+# EventBridge, Secrets Manager, API Gateway.
 AWS_UNAVAILABLE_CODES = frozenset({
     'ThrottlingError', 'ThrottlingException', 'Throttling', 'ProvisionedThroughputExceeded',
     'ProvisionedThroughputExceededException', 'RequestLimitExceeded', 'InternalServerError',
     'InternalFailure', 'InternalError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout',
-    'TransactionInProgressException'})
+    'TransactionInProgressException', '500', '503', 'RequestThrottled', 'InternalException',
+    'InternalServiceError', 'TooManyRequestsException', 'ServiceUnavailableException'})
 
 
 def aws_unavailable(exc: BaseException) -> bool:

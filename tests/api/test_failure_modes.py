@@ -205,7 +205,9 @@ def test_an_aws_failure_no_store_function_caught_is_503_anything_else_500(api, o
     label = api.post('/api/labels', {'name': 'l', 'organizationId': org_id}).json
     target = (resources, 'get') if where == 'view' else (admission, 'admit')
     for exc in (timeout(), EndpointConnectionError(endpoint_url='http://127.0.0.1:1/'),
-                ClientError(error('ThrottlingException'), 'GetItem')):
+                ClientError(error('ThrottlingException'), 'GetItem'),
+                ClientError({'Error': {'Code': '503', 'Message': 'Service Unavailable'}}, 'HeadObject'),
+                ClientError(error('RequestThrottled'), 'SendMessage')):
         monkeypatch.setattr(*target, lambda *a, _exc=exc, **k: (_ for _ in ()).throw(_exc))
         _assert_503(api.get(f"/api/labels/{label['id']}"))
     monkeypatch.setattr(*target, lambda *a, **k: (_ for _ in ()).throw(RuntimeError('a bug')))
