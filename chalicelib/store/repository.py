@@ -59,9 +59,6 @@ from .table import (
 
 log = get_logger('store')
 
-# Cancellation-reason codes of a table that cannot answer now (throttled, failing): the same
-# write may succeed a moment later (core/errors.py: the one list).
-UNAVAILABLE_CODES = AWS_UNAVAILABLE_CODES
 RETRY_BASE_SECONDS = 0.05
 RETRY_CAP_SECONDS = 0.8
 sleep: Callable[[float], None] = time.sleep   # tests patch this
@@ -95,17 +92,20 @@ class _Transient(Exception):
         self.unanswered = unanswered   # a timeout or a lost connection: the attempt may have been applied
 
 
-def _error_code(exc: Exception) -> str | None:
-    """DynamoDB's error code of a pynamodb error; None when no answer came (a timeout, a lost
+def _error(exc: Exception) -> dict[str, Any]:
+    """DynamoDB's ``Error`` of a pynamodb error ({} when no answer came: a timeout, a lost
     connection). pynamodb's own ``cause_response_code`` raises AttributeError then: every write
     that timed out was a 500 (found by the chaos run)."""
     response = getattr(getattr(exc, 'cause', None), 'response', None)
-    return (response.get('Error') or {}).get('Code') if isinstance(response, dict) else None
+    return (response.get('Error') or {}) if isinstance(response, dict) else {}
+
+
+def _error_code(exc: Exception) -> str | None:
+    return _error(exc).get('Code')
 
 
 def _error_message(exc: Exception) -> str:
-    response = getattr(getattr(exc, 'cause', None), 'response', None)
-    return str((response.get('Error') or {}).get('Message') or '') if isinstance(response, dict) else ''
+    return str(_error(exc).get('Message') or '')
 
 
 def _transient(exc: Exception) -> _Transient | None:
@@ -447,8 +447,8 @@ def _transact(ops: list[Op], token: str) -> None:
                                                    if r.code == 'ValidationError'))) from None
         if 'TransactionConflict' in codes or _error_code(exc) == 'TransactionConflictException':
             raise WriteConflict(None, 'TransactionConflict') from None
-        if codes & UNAVAILABLE_CODES:
-            raise _Transient(sorted(codes & UNAVAILABLE_CODES)[0]) from None
+        if codes & AWS_UNAVAILABLE_CODES:
+            raise _Transient(sorted(codes & AWS_UNAVAILABLE_CODES)[0]) from None
         transient = _transient(exc)
         if transient is not None:
             raise transient from None

@@ -352,11 +352,6 @@ class ReadUnavailable(ServiceUnavailable):
         super().__init__('The database is busy; retry shortly', retry_after=2)
 
 
-def _unavailable(exc: BaseException) -> bool:
-    """Whether a read failed because the table cannot answer now (not because of the request)."""
-    return aws_unavailable(exc)
-
-
 def _available(read):
     """A read that throttling, internal errors or timeouts do not turn into a 500: retried with
     jittered backoff inside ``STORE_RETRY_BUDGET_SECONDS`` (after the SDK's own retries), then
@@ -370,7 +365,7 @@ def _available(read):
             try:
                 return read(*args, **kwargs)
             except Exception as exc:
-                if not _unavailable(exc):
+                if not aws_unavailable(exc):   # the table cannot answer now
                     raise
                 delay = random.uniform(0, min(0.8, 0.05 * 2 ** attempt))
                 if time.monotonic() - started + delay > budget:
