@@ -1,30 +1,28 @@
-"""The Chalice application: creates the app, installs the middleware, registers blueprints.
-No logic lives here (see chalicelib/: api -> services -> store/query -> core)."""
+"""The Chalice application: creates the app, installs the middleware, registers each feature's
+blueprint. No logic lives here (docs/architecture.md: features -> kernel -> core; the front doors
+in chalicelib/front/)."""
 import os
 
 from chalice import Chalice
 
-from chalicelib.api import (
-    account,
-    authorizer,
-    bridges,
-    docs,
-    documents,
-    events,
-    health,
-    http,
-    internal,
-    mcp,
-    middleware,
-    resources,
-    store_fs,
-    work,
-    workflow,
-)
+from chalicelib.features.bridges import routes as bridges
+from chalicelib.features.documents import routes as documents
+from chalicelib.features.documents import store_fs_routes as store_fs
+from chalicelib.features.events import routes as events
+from chalicelib.features.identity import authorizer
+from chalicelib.features.identity import routes as account
+from chalicelib.features.mcp import routes as mcp
+from chalicelib.features.tasks import routes as workflow
+from chalicelib.features.work import internal_routes as internal
+from chalicelib.features.work import routes as work
+from chalicelib.front import middleware
+from chalicelib.kernel.http import docs, health
+from chalicelib.kernel.http import request as http
+from chalicelib.kernel.http import routes as resources
 
 app = Chalice(app_name='platform-api', configure_logs=False)  # logs: core/observability.py
 # Responses are all text (JSON, or a service bridge's text answer); these request types arrive
-# as bytes (small document uploads, chalicelib/api/documents.py).
+# as bytes (small document uploads, chalicelib/features/documents/routes.py).
 app.api.binary_types = list(documents.BINARY_TYPES)
 http.bind(app)
 middleware.install(app)
@@ -42,7 +40,7 @@ app.register_blueprint(documents.bp)
 app.register_blueprint(store_fs.bp)        # the SDK's and CLI's store file API (/api/stores/...)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)
 
-# Event handlers (chalicelib/api/handlers.py; infra/app.py sets their event sources up when
+# Event handlers (chalicelib/front/handlers.py; infra/app.py sets their event sources up when
 # packaging: batch item failures, the data stack's redriven queue and table stream).
 _QUEUE = os.environ.get('ACTIVITY_QUEUE_NAME', 'platform-local-activity-starts')
 _STREAM = f"arn:aws:dynamodb:us-east-1:000000000000:table/{os.environ.get('TABLE_NAME', 'platform-local')}/stream/0"
@@ -50,17 +48,17 @@ _STREAM = f"arn:aws:dynamodb:us-east-1:000000000000:table/{os.environ.get('TABLE
 
 @app.on_sqs_message(queue=_QUEUE)
 def activity_start_worker(event):
-    from chalicelib.api import handlers  # noqa: PLC0415 - lazy: cold start
+    from chalicelib.front import handlers  # noqa: PLC0415 - lazy: cold start
     return handlers.sqs_batch(event.to_dict(), event.context)
 
 
 @app.schedule('rate(1 minute)')
 def scheduled_jobs(event):
-    from chalicelib.api import handlers  # noqa: PLC0415 - lazy: cold start
+    from chalicelib.front import handlers  # noqa: PLC0415 - lazy: cold start
     return handlers.schedule_tick(event.to_dict(), event.context)
 
 
 @app.on_dynamodb_record(stream_arn=_STREAM)
 def outbox_publisher(event):
-    from chalicelib.api import handlers  # noqa: PLC0415 - lazy: cold start
+    from chalicelib.front import handlers  # noqa: PLC0415 - lazy: cold start
     return handlers.stream_batch(event.to_dict(), event.context)

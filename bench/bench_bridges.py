@@ -119,9 +119,9 @@ def run(base: str) -> None:
     from moto import mock_aws
 
     from chalicelib.core import egress
-    from chalicelib.services import bridges
-    from chalicelib.services.bootstrap import SYSTEM
-    from chalicelib.store import secrets
+    from chalicelib.features.bridges import proxy as bridges
+    from chalicelib.features.bridges import secrets
+    from chalicelib.features.identity.bootstrap import SYSTEM
 
     url = f'{base}/customers?id=c-1'
     bridge = {'id': 'b', 'organizationId': 'o', 'projectId': 'p', 'baseUrl': base, 'defaultHeaders': {},
@@ -159,7 +159,7 @@ def route(base: str) -> None:
         from chalice.test import Client
 
         from app import app
-        from chalicelib.services.bootstrap import bootstrap
+        from chalicelib.features.identity.bootstrap import bootstrap
         bootstrap(api_key='bench-key')
         hdr = {'x-api-key': 'bench-key', 'content-type': 'application/json'}
         with Client(app) as c:

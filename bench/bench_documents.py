@@ -90,8 +90,8 @@ def run(args, url: str) -> None:
     from app import app
     from bench.counting import count_calls
     from chalicelib.core.config import get_config
-    from chalicelib.services.bootstrap import bootstrap
-    from chalicelib.store import blobs
+    from chalicelib.features.documents import blobs
+    from chalicelib.features.identity.bootstrap import bootstrap
     from localdev.run import create_resources
     create_resources()
     boot = bootstrap(api_key=KEY)

@@ -1,4 +1,4 @@
-"""Embedded references (services/embedding.py): AWS calls and latency per GET by id and per
+"""Embedded references (kernel/embedding.py): AWS calls and latency per GET by id and per
 list page, before (embedding switched off in the same process) and after, against a raw
 get_item floor measured in the same run (in-process moto).
 
@@ -29,9 +29,9 @@ def main() -> None:
         from chalice.test import Client
 
         from app import app
-        from chalicelib.services import embedding
-        from chalicelib.services.bootstrap import bootstrap
-        from chalicelib.store import model
+        from chalicelib.features.identity.bootstrap import bootstrap
+        from chalicelib.kernel import embedding
+        from chalicelib.kernel.store import model
         boot = bootstrap(api_key='bench-key')
         hdr = {'x-api-key': 'bench-key', 'content-type': 'application/json'}
         tbl = model.configure()

@@ -24,10 +24,10 @@ OURS = "import time; t=time.perf_counter(); import app; print(time.perf_counter(
 # The SQS worker's Lambda imports app.py (its handler is app.activity_start_worker) and then the
 # handler module; what its first message loads (Powertools' batch utility, the work service) is
 # the next row.
-WORKER = ("import time; t=time.perf_counter(); import app; import chalicelib.api.handlers; "
+WORKER = ("import time; t=time.perf_counter(); import app; import chalicelib.front.handlers; "
           "print(time.perf_counter()-t)")
-WORKER_FIRST = ("import time; t=time.perf_counter(); import app; import chalicelib.api.handlers; "
-                "import aws_lambda_powertools.utilities.batch; import chalicelib.services.work; "
+WORKER_FIRST = ("import time; t=time.perf_counter(); import app; import chalicelib.front.handlers; "
+                "import aws_lambda_powertools.utilities.batch; import chalicelib.features.work.service; "
                 "print(time.perf_counter()-t)")
 FIRST_REQUEST = """
 import os, time, json
@@ -35,7 +35,7 @@ os.environ.pop('AWS_ENDPOINT_URL', None)
 os.environ.update(AWS_DEFAULT_REGION='us-east-1', AWS_ACCESS_KEY_ID='x', AWS_SECRET_ACCESS_KEY='x')
 from moto import mock_aws
 with mock_aws():
-    from chalicelib.services.bootstrap import bootstrap
+    from chalicelib.features.identity.bootstrap import bootstrap
     bootstrap(api_key='k')
     t = time.perf_counter()
     import app
@@ -61,7 +61,7 @@ def import_times() -> None:
     print(f'\nCold start: import time over {RUNS} fresh interpreters (ms)')
     print(f'{"":44}{"median":>10}{"p90":>10}{"x floor":>10}')
     for name, xs in (('bare Chalice + boto3 (floor)', bare), ('app.py (API and every handler)', ours),
-                     ('worker: app.py + api/handlers.py', worker),
+                     ('worker: app.py + front/handlers.py', worker),
                      ('worker before its 1st message (+batch, work)', first)):
         xs = sorted(xs)
         print(f'{name:44}{statistics.median(xs):10.1f}{xs[int(len(xs) * 0.9) - 1]:10.1f}'
@@ -80,8 +80,8 @@ def per_operation() -> None:
         from chalice.test import Client
 
         from app import app
-        from chalicelib.services.bootstrap import bootstrap
-        from chalicelib.store import model
+        from chalicelib.features.identity.bootstrap import bootstrap
+        from chalicelib.kernel.store import model
         bootstrap(api_key='bench-key')
         hdr = {'x-api-key': 'bench-key', 'content-type': 'application/json'}
         model = model.configure()

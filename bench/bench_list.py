@@ -96,10 +96,10 @@ def seed(org_id: str, project_id: str, user_id: str, n: int) -> list[str]:
     index keys included, and the same counters); returns their ids."""
     from chalicelib.core.clock import iso
     from chalicelib.core.config import get_config
-    from chalicelib.domain.registry import family
-    from chalicelib.services import records
-    from chalicelib.store import model as store_model
-    from chalicelib.store import table
+    from chalicelib.kernel import records
+    from chalicelib.kernel.registry import family
+    from chalicelib.kernel.store import model as store_model
+    from chalicelib.kernel.store import table
     model = store_model.configure()
     tasks = family('tasks')
     start = datetime(2026, 1, 1, tzinfo=UTC)
@@ -163,15 +163,15 @@ def run_size(n: int, repeat: int) -> dict[str, Any]:
     from moto import mock_aws
 
     from chalicelib.core.config import get_config, reset_config
-    from chalicelib.services import listing
-    from chalicelib.store import model
+    from chalicelib.kernel import listing
+    from chalicelib.kernel.store import model
 
     reset_config()
     model.reset()
     out: dict[str, Any] = {'n': n, 'rows': {}, 'floor': {}}
     with mock_aws():
         from app import app
-        from chalicelib.services.bootstrap import bootstrap
+        from chalicelib.features.identity.bootstrap import bootstrap
         platform = bootstrap(api_key=ADMIN_KEY)
         org_id = platform['organizationId']
         recorder = Recorder()

@@ -65,8 +65,8 @@ def main() -> None:
 def _run(port: int) -> None:
     import requests
 
-    from chalicelib.services.bootstrap import bootstrap
-    from chalicelib.services.identity import create_api_key
+    from chalicelib.features.identity.bootstrap import bootstrap
+    from chalicelib.features.identity.service import create_api_key
     admin_key = 'pk_bench-admin-key'
     boot = bootstrap(api_key=admin_key)
     from app import app

@@ -250,7 +250,7 @@ def main() -> None:
 
 def _member_key(user_id: str) -> str:
     """A key of the member's own, minted as bootstrap does for the admin (the table directly)."""
-    from chalicelib.services.identity import create_api_key
+    from chalicelib.features.identity.service import create_api_key
     return create_api_key(user_id, 'member@example.com', 'bench')['key']
 
 

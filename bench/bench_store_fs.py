@@ -1,4 +1,4 @@
-"""The store file API of the SDK and CLI (services/store_fs.py): AWS calls and latency per request,
+"""The store file API of the SDK and CLI (features/documents/store_fs.py): AWS calls and latency per request,
 against the id routes doing the same work (the floor, measured in the same run; in-process moto).
 The org/slug routes add the organization's unique-slug GetItem and the slug index Query (plus the
 BatchGetItem of the store); a read by path adds the path index Query and the BatchGetItem of the
@@ -32,8 +32,8 @@ def main() -> None:
 
         from app import app
         from chalicelib.core.config import get_config
-        from chalicelib.services.bootstrap import bootstrap
-        from chalicelib.store import blobs
+        from chalicelib.features.documents import blobs
+        from chalicelib.features.identity.bootstrap import bootstrap
         bootstrap(api_key='bench-key')
         blobs.reset()
         blobs.client().create_bucket(Bucket=get_config().bucket_name)

@@ -63,14 +63,15 @@ def floor(n: int) -> float:
 def main() -> None:
     from moto import mock_aws
     with mock_aws():
-        from chalicelib.services.bootstrap import bootstrap
+        from chalicelib.features.identity.bootstrap import bootstrap
         result = bootstrap(api_key='pk_bench-key-000')
         _resources()
         import app
         from chalicelib.core.config import get_config
-        from chalicelib.services import resources, work
-        from chalicelib.services.internal import SERVICE
-        from chalicelib.store import table
+        from chalicelib.features.identity.service_token import SERVICE
+        from chalicelib.features.work import service as work
+        from chalicelib.kernel import crud as resources
+        from chalicelib.kernel.store import table
         from localdev.pollers import QueuePoller
         cfg = get_config()
         org = result['organizationId']

@@ -89,12 +89,12 @@ def measure() -> list[tuple[str, int, int]]:
     from chalice.test import Client
     from moto import mock_aws
 
-    from chalicelib.store import model
+    from chalicelib.kernel.store import model
     model.reset()
     rows = []
     with mock_aws():
         from app import app
-        from chalicelib.services.bootstrap import bootstrap
+        from chalicelib.features.identity.bootstrap import bootstrap
         platform = bootstrap(api_key=ADMIN_KEY)
         table = model.configure()
         client = model.client()

@@ -190,7 +190,7 @@ def _kind(logical_id: str) -> str:
 
 def _default_is_service_route() -> Callable[[str], bool]:
     import app  # noqa: F401, PLC0415 - lazy: only packaging needs the routes (registering blueprints)
-    from chalicelib.api import policy  # noqa: PLC0415 - lazy: filled in by the import above
+    from chalicelib.kernel.http import policy  # noqa: PLC0415 - lazy: filled in by the import above
     return lambda path: policy.of(path) == 'service'
 
 

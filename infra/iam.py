@@ -63,7 +63,7 @@ def grants(stage: str) -> list[Grant]:
         Grant('Documents', ('s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload',
                             's3:ListMultipartUploadParts'),
               (_arn('s3', f'{n.bucket}/*', regional=False, account=False),), APP),
-        # a deleted family's document versions are found by prefix (services/documents.py)
+        # a deleted family's document versions are found by prefix (features/documents/service.py)
         Grant('DocumentsList', ('s3:ListBucket',), (_arn('s3', n.bucket, regional=False, account=False),), APP),
         Grant('ActivityStartsSend', ('sqs:SendMessage', 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes'),
               (_arn('sqs', n.queue),), APP),
@@ -73,7 +73,7 @@ def grants(stage: str) -> list[Grant]:
         Grant('OrgSecretsWrite', ('secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue',
                                   'secretsmanager:DeleteSecret'),
               (_arn('secretsmanager', f'secret:{n.org_secrets_prefix}*'),), frozenset({API})),
-        # store/credentials.py: create_api_key (POST /apikeys), create_usage_plan_key (POST
+        # kernel/store/credentials.py: create_api_key (POST /apikeys), create_usage_plan_key (POST
         # /usageplans/{id}/keys, the per-key plan only), delete_api_key (DELETE /apikeys/{id}).
         Grant('GatewayKeysCreate', ('apigateway:POST',),
               (_arn('apigateway', '/apikeys', account=False),

@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from chalicelib.store.model import Item
+from chalicelib.kernel.store.model import Item
 from infra import alarms
 from infra.names import Names
 

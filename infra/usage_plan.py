@@ -4,7 +4,7 @@ the usage identifier key (API key source AUTHORIZER).
 Two layers, one set of figures (RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST_PER_SECOND, read here
 from .chalice/config.json, the same values the app reads at run time):
 
-* the app (chalicelib/services/ratelimit.py) enforces the contract exactly: 100 requests per
+* the app (chalicelib/features/identity/ratelimit.py) enforces the contract exactly: 100 requests per
   fixed minute per key, 20 per second, counted in DynamoDB across Lambda instances, with the
   X-RateLimit-* headers on every response;
 * the gateway usage plan carries the same burst and rate (token bucket: BurstLimit = burst,
@@ -15,10 +15,10 @@ from .chalice/config.json, the same values the app reads at run time):
   what the contract promises and the gateway is the coarse outer guard.
 
 How a request finds its usage plan key: the REQUEST authorizer ``gateway_authorizer``
-(chalicelib/api/authorizer.py, no result caching, no I/O) returns ``usageIdentifierKey``:
+(chalicelib/features/identity/authorizer.py, no result caching, no I/O) returns ``usageIdentifierKey``:
 * for an API key (x-api-key, x-access-token, Bearer pk_..., Basic email:key): the key's
   SHA-256, which is the value of the key's *twin* API Gateway key, created in the per-key plan
-  when the platform key is created and deleted when it is revoked (store/credentials.py; the
+  when the platform key is created and deleted when it is revoked (kernel/store/credentials.py; the
   app does this when USAGE_PLAN_ID is set);
 * for everyone else (bearer JWTs, no credential, public routes): the shared key of the shared
   plan (GATEWAY_SHARED_USAGE_KEY), whose throttle is SHARED_FACTOR times larger; per-user
@@ -177,7 +177,7 @@ def patch_swagger(swagger: dict[str, Any], is_service_route=None, uri: Any = Non
     authorizer, and every operation requiring the (authorizer-supplied) usage key. Routes the
     app authenticates with the internal service token stay outside the usage plans."""
     if is_service_route is None:
-        from chalicelib.api import policy  # noqa: PLC0415 - lazy: infra scripts run without the app
+        from chalicelib.kernel.http import policy  # noqa: PLC0415 - lazy: infra scripts run without the app
         is_service_route = lambda path: policy.of(path) == 'service'  # noqa: E731
     out = copy.deepcopy(swagger)
     out['x-amazon-apigateway-api-key-source'] = 'AUTHORIZER'

@@ -53,7 +53,7 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 SERVICES = ('dynamodb', 's3', 'sqs', 'events', 'secretsmanager')
 DEFAULT_SERVICES = frozenset({'dynamodb', 's3', 'sqs'})
 CATEGORIES = ('throttle', 'internal', 'slow')
-# A bit over the 8 s read timeout of the DynamoDB clients (chalicelib/store/table.py), so the
+# A bit over the 8 s read timeout of the DynamoDB clients (chalicelib/kernel/store/table.py), so the
 # client times out before the answer comes.
 DEFAULT_SLOW_SECONDS = 10.0
 CONTROL_PATH = '/_chaos'

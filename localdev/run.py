@@ -78,7 +78,7 @@ def create_resources() -> None:
     import boto3
 
     from chalicelib.core.config import get_config
-    from chalicelib.store.table import ensure_table
+    from chalicelib.kernel.store.table import ensure_table
     cfg = get_config()
     ensure_table()
     s3 = boto3.client('s3', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
@@ -110,7 +110,7 @@ def main() -> None:
     moto = prepare_environment()
     try:
         create_resources()
-        from chalicelib.services.bootstrap import bootstrap
+        from chalicelib.features.identity.bootstrap import bootstrap
         result = bootstrap(api_key=os.environ.get('PLATFORM_ADMIN_API_KEY') or None)
         local = Path(os.environ.get('LOCAL_STATE_DIR') or ROOT / '.local')
         local.mkdir(exist_ok=True)

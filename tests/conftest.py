@@ -74,8 +74,9 @@ class Api:
 @pytest.fixture
 def aws():
     from chalicelib.core.config import reset_config
-    from chalicelib.services import ui_events
-    from chalicelib.store import model, secrets
+    from chalicelib.features.bridges import secrets
+    from chalicelib.features.events import ui_events
+    from chalicelib.kernel.store import model
     reset_config()
     model.reset()
     secrets.reset()                  # no secret value or client outlives its moto backend
@@ -99,7 +100,7 @@ def work(client):
 @pytest.fixture
 def platform(aws):
     """Bootstrapped platform: default org, admin user with PLATFORM_ADMIN, admin API key."""
-    from chalicelib.services.bootstrap import bootstrap
+    from chalicelib.features.identity.bootstrap import bootstrap
     return bootstrap(api_key=ADMIN_KEY)
 
 
@@ -131,7 +132,7 @@ def make_org(api: Api, name: str | None = None) -> dict[str, Any]:
 
 def make_user(api: Api, org_id: str, role: str) -> tuple[dict[str, Any], str]:
     """A user with ``role`` in ``org_id`` and an API key for them -> (user, key)."""
-    from chalicelib.services.identity import create_api_key
+    from chalicelib.features.identity.service import create_api_key
     email = f'user-{uuid.uuid4().hex[:10]}@example.com'
     user = api.post('/api/users', {'email': email})
     assert user.status == 201, user.json

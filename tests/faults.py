@@ -66,7 +66,7 @@ def _api_params(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _clients() -> list[Any]:
-    from chalicelib.store import model
+    from chalicelib.kernel.store import model
     return [model.configure()._get_connection().connection.client, model.boto3_table().meta.client]
 
 

@@ -9,8 +9,8 @@ import pytest
 @pytest.fixture
 def table_invariants(aws):
     yield
+    from chalicelib.kernel.store.model import configure
     from chalicelib.ops import check_table
-    from chalicelib.store.model import configure
     if not configure().exists():
         return   # the test made no table (a unit test in the module)
     violations, snap = check_table.run()

@@ -6,10 +6,10 @@ import copy
 import uuid
 from typing import Any
 
-from chalicelib.domain.fields import ENUMS, Field
-from chalicelib.domain.registry import FAMILIES, Family
-from chalicelib.domain.registry import family as family_of
-from chalicelib.domain.shapes import SHAPES
+from chalicelib.kernel.fields import ENUMS, Field
+from chalicelib.kernel.registry import FAMILIES, Family
+from chalicelib.kernel.registry import family as family_of
+from chalicelib.kernel.shapes import SHAPES
 
 FAMILY_PATHS = [f.path for f in FAMILIES]
 
@@ -19,7 +19,7 @@ def sample(field: Field, variant: int = 0) -> Any:
     if field.enum:
         values = ENUMS[field.enum]
         return values[variant % len(values)]
-    if field.shape:   # a structured value (domain/shapes.py): one of the shape's valid examples
+    if field.shape:   # a structured value (kernel/shapes.py): one of the shape's valid examples
         examples = SHAPES[field.shape].examples
         example = copy.deepcopy(examples[variant % len(examples)])
         if field.type == 'array':

@@ -15,7 +15,7 @@ def create_resources() -> None:
     import boto3
 
     from chalicelib.core.config import get_config
-    from chalicelib.store import work as work_store
+    from chalicelib.features.work import store as work_store
     cfg = get_config()
     work_store.reset()
     sqs = boto3.client('sqs', region_name=cfg.region)

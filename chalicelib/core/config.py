@@ -37,7 +37,7 @@ class Config:
     tracing_enabled: bool = False
     app_version: str = 'local'
     # Per-user ceiling over all of a user's API keys (and bearer tokens), on top of the per-key
-    # figures above (services/ratelimit.py).
+    # figures above (features/identity/ratelimit.py).
     rate_limit_user_per_minute: int = 300
     rate_limit_user_burst_per_second: int = 60
     # How long a write may keep retrying a throttled or failing table before answering 503.
@@ -45,17 +45,17 @@ class Config:
     # Identity provider keys older than this stop being trusted when refreshing them keeps
     # failing (core/jwt_verify.py).
     jwt_keys_max_age_seconds: int = 86_400
-    # Longest support-access grant an organization manager may make (services/hooks/organizations.py).
+    # Longest support-access grant an organization manager may make (features/identity/organizations.py).
     support_access_max_days: int = 30
-    # service bridges (services/bridges.py): total deadline and response cap of one call
+    # service bridges (features/bridges/proxy.py): total deadline and response cap of one call
     bridge_timeout_seconds: float = 30.0
     bridge_max_bytes: int = 5 * 2 ** 20
-    # organization secrets (store/secrets.py): platform/<stage>/org/<orgId>/<name>, cached briefly
+    # organization secrets (features/bridges/secrets.py): platform/<stage>/org/<orgId>/<name>, cached briefly
     org_secrets_prefix: str = 'platform/local/org/'
     secret_cache_seconds: float = 30.0
-    # key of the HMAC that turns a UI client's address into clientIpHash (services/ui_events.py)
+    # key of the HMAC that turns a UI client's address into clientIpHash (features/events/ui_events.py)
     client_ip_hash_key: str | None = None
-    # work orchestration (services/work.py): the domain-event bus
+    # work orchestration (features/work/service.py): the domain-event bus
     event_bus_name: str = 'platform-local'
     # the activity queue's redrive maxReceiveCount (infra/stack.py MAX_RECEIVE_COUNT): a message
     # failing on that receive goes to the dead-letter queue (the DlqSends metric)
@@ -65,7 +65,7 @@ class Config:
     mcp_enabled: bool = False
     mcp_public_url: str | None = None
     mcp_allowed_origins: frozenset[str] = frozenset()
-    # documents (services/documents.py, README "Documents"): upload sessions and content links
+    # documents (features/documents/service.py, README "Documents"): upload sessions and content links
     upload_max_bytes: int = 5 * 2 ** 30
     upload_session_seconds: int = 86_400
     small_upload_max_bytes: int = 5 * 2 ** 20

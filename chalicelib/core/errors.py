@@ -1,6 +1,6 @@
 """The one exception hierarchy of the API, mapped once to {"error", "message", "status"}.
 
-Services raise these; the HTTP middleware (chalicelib/api/middleware.py) turns them into
+Services raise these; the HTTP middleware (chalicelib/front/middleware.py) turns them into
 responses. They subclass Chalice's ChaliceUnhandledError so that Chalice lets them reach
 the middleware instead of answering with its own {"Code", "Message"} body.
 """

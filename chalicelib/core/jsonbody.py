@@ -12,7 +12,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from .errors import BadRequest
+from chalicelib.core.errors import BadRequest
 
 MAX_DEPTH = 30
 MAX_BODY_BYTES = 350_000  # DynamoDB items stop at 400 KB

@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from .config import get_config
+from chalicelib.core.config import get_config
 
 SERVICE_LOGGER = 'platform-api'   # = Chalice's app_name: its logger is this one
 CONTEXT_KEYS = ('request_id', 'correlation_id', 'route', 'method', 'organization_id', 'user_id')

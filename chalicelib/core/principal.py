@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
+from typing import Any
 
-from .errors import Unauthorized
+from chalicelib.core.errors import Unauthorized
 
 ROLE_ORDER = ('VIEWER', 'MEMBER', 'MANAGE', 'PLATFORM_ADMIN')
 
@@ -17,7 +18,7 @@ class Principal:
     platform_admin: bool = False
     credential: str = 'api-key'          # api-key | jwt | basic | service | system | agent
     rate_key: str = ''                   # the credential the rate limiter counts ('' = not counted)
-    # An agent (credential 'agent', services/agent_tools.py) is bound to one project: it holds no
+    # An agent (credential 'agent', features/bridges/agent_tools.py) is bound to one project: it holds no
     # membership, so the generic rules let it see nothing; the agent tools check project_id.
     project_id: str | None = None
     agent_id: str | None = None
@@ -55,3 +56,13 @@ def current() -> Principal:
     if principal is None:  # a route that needs a caller ran without one: refuse, never guess
         raise Unauthorized()
     return principal
+
+
+def prefetched(principal: Principal, family: str, id_: str) -> tuple[bool, Any]:
+    """(True, record or None) when the request's admission (features/identity/admission.py
+    ``admit``) read (family, id) for this request; else (False, None)."""
+    found = principal.seen.get('prefetched') or {}
+    if (family, id_) in found:
+        return True, found.pop((family, id_))
+    return False, None
+

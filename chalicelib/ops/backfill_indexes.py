@@ -24,11 +24,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from chalicelib.domain.registry import BY_PATH
-from chalicelib.services import records
-from chalicelib.store import repository as repo
-from chalicelib.store import table
-from chalicelib.store.repository import WriteConflict
+from chalicelib.kernel import records
+from chalicelib.kernel.registry import BY_PATH
+from chalicelib.kernel.store import repository as repo
+from chalicelib.kernel.store import table
+from chalicelib.kernel.store.repository import WriteConflict
 
 
 def backfill(*, state: Path | None = None, page_size: int = 500, out=print) -> dict[str, int]:

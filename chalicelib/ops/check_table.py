@@ -24,7 +24,7 @@ Built-in checks (each a function registered with ``@check``):
   (``CNT#{family}#{tenant}#{field}={value}``) equals the listed, counted (``ixv``) records
   holding that value.
 * ``membership-counts``: each organization's ``MEMBERS#{orgId}`` equals its memberships.
-* ``child-counts``: each parent's child counter (``KIDS#...``, services/parents.py) equals its
+* ``child-counts``: each parent's child counter (``KIDS#...``, kernel/parents.py) equals its
   live children.
 * ``orphans``: a live record whose organization or project is gone (or soft-deleted).
 * ``references``: a live record whose reference field (``>family`` in the registry) names a
@@ -37,7 +37,7 @@ functions decorated with ``@check('name')`` take the ``Snapshot`` (every item of
 indexed for lookups: ``entity(family, id)``, ``live(family)``, ``items_with_prefix('OUTBOX#')``,
 ``row.raw`` for attributes this module does not know) and yield ``Violation``s. Checks that need
 another store (S3 objects of document families, SQS messages of activities) call
-``chalicelib.store`` functions from there; a threshold is declared with ``option(name, default,
+``chalicelib.kernel.store`` functions from there; a threshold is declared with ``option(name, default,
 help)`` (the flag ``--{name}``, read from ``OPTIONS``). Nothing in this file changes for a new check.
 """
 from __future__ import annotations
@@ -53,9 +53,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.domain.registry import BY_PATH, FAMILIES
-from chalicelib.services import parents, records
-from chalicelib.store import table
+from chalicelib.kernel import parents, records
+from chalicelib.kernel.registry import BY_PATH, FAMILIES
+from chalicelib.kernel.store import table
 
 # ----------------------------------------------------------------------------- the registry
 
@@ -312,7 +312,7 @@ def membership_counts(snap: Snapshot) -> Iterator[Violation]:
 
 @check('child-counts')
 def child_counts(snap: Snapshot) -> Iterator[Violation]:
-    """Per shard: a child counts in the shard of its id (services/parents.py)."""
+    """Per shard: a child counts in the shard of its id (kernel/parents.py)."""
     actual: dict[str, int] = defaultdict(int)
     for row in snap.items_with_prefix(parents.KIDS_PREFIX):
         actual[f'{row.pk} shard {row.sk}'] += row.cnt or 0

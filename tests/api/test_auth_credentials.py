@@ -124,7 +124,7 @@ def test_a_key_id_that_is_not_yours_is_404_and_the_key_survives(api, org_id):
 
 
 def test_a_user_holds_a_bounded_number_of_keys(api, org_id, monkeypatch):
-    from chalicelib.services import identity
+    from chalicelib.features.identity import service as identity
     monkeypatch.setattr(identity, 'MAX_KEYS_PER_USER', 2)
     _, key = make_user(api, org_id, 'VIEWER')            # holds one key already
     viewer = api.as_key(key)
@@ -147,7 +147,7 @@ def test_bad_key_requests_are_400(api, body):
 
 
 def test_expired_key_is_401(api, org_id, monkeypatch):
-    from chalicelib.services import identity
+    from chalicelib.features.identity import service as identity
     _, key = make_user(api, org_id, 'MEMBER')
     member = api.as_key(key)
     soon = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)).isoformat()

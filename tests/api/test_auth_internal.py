@@ -31,7 +31,7 @@ def plan(api, org_id):
 
 
 def test_the_route_is_marked_service_and_refuses_user_credentials(api, service, plan):
-    from chalicelib.api import policy
+    from chalicelib.kernel.http import policy
     assert policy.of(PATH) == 'service'
     project, activity_plan = plan
     body = {'projectId': project['id'], 'activityPlanId': activity_plan['id']}

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 import app as app_module
-from chalicelib.api import policy
-from chalicelib.domain.bridges import EXAMPLE_ENDPOINT
-from chalicelib.domain.registry import BY_PATH, FAMILIES, Family
+from chalicelib.kernel.http import policy
+from chalicelib.kernel.registry import BY_PATH, FAMILIES, Family
+from chalicelib.kernel.shapes.bridges import EXAMPLE_ENDPOINT
 from tests.api.test_auth_credentials import EC, RSA, bearer
 from tests.conftest import ADMIN_KEY, Api
 from tests.support import sample
@@ -223,8 +223,8 @@ class World:
     def system_org(self) -> dict[str, Any]:
         """An organization nobody belongs to (created as the system): the admin would otherwise
         become its manager, and every later list of the admin would read one more tenant."""
-        from chalicelib.services.bootstrap import SYSTEM
-        from chalicelib.services.resources import create
+        from chalicelib.features.identity.bootstrap import SYSTEM
+        from chalicelib.kernel.crud import create
         return create('organizations', {'name': 'Fresh', 'slug': f'f-{uuid.uuid4().hex[:10]}'}, SYSTEM)
 
     def fresh_key_id(self) -> str:
@@ -232,9 +232,9 @@ class World:
 
 
 def _build(api: Api, org_id: str, admin_id: str) -> World:
-    from chalicelib.services.bootstrap import SYSTEM
-    from chalicelib.services.identity import create_api_key
-    from chalicelib.services.resources import create
+    from chalicelib.features.identity.bootstrap import SYSTEM
+    from chalicelib.features.identity.service import create_api_key
+    from chalicelib.kernel.crud import create
     # the admin's own key (it names its owner: one read to authenticate, as clients' keys do)
     admin_key = create_api_key(admin_id, 'admin@example.com', 'matrix')['key']
     api = api.as_key(admin_key)
@@ -318,8 +318,8 @@ def world():
 
     from chalicelib.core import jwt_verify
     from chalicelib.core.config import get_config, reset_config
-    from chalicelib.services.bootstrap import bootstrap
-    from chalicelib.store import model
+    from chalicelib.features.identity.bootstrap import bootstrap
+    from chalicelib.kernel.store import model
     mp = pytest.MonkeyPatch()
     server = JwksServer(RSA, EC)
     mp.setenv('COUNTER_SHARDS', '1')     # fewer counter items: moto copies the table per transaction
@@ -335,7 +335,7 @@ def world():
             from tests.work_support import create_resources
             create_resources()   # the activity queue (activity starts) and the event bus
             platform = bootstrap(api_key=ADMIN_KEY)
-            from chalicelib.store import blobs
+            from chalicelib.features.documents import blobs
             blobs.reset()
             blobs.client().create_bucket(Bucket=get_config().bucket_name)   # the document routes' bucket
             with Client(APP) as client:

@@ -7,16 +7,16 @@ import uuid
 
 import pytest
 
-from chalicelib.services.access import PERMISSIONS, ROLE_PERMISSIONS
+from chalicelib.kernel.access import PERMISSIONS, ROLE_PERMISSIONS
 from tests.conftest import make_org
 
 
 @pytest.fixture
 def other_org(api):
     """A second organization whose manager has no role in the default one."""
-    from chalicelib.services.bootstrap import SYSTEM
-    from chalicelib.services.identity import create_api_key
-    from chalicelib.services.resources import create
+    from chalicelib.features.identity.bootstrap import SYSTEM
+    from chalicelib.features.identity.service import create_api_key
+    from chalicelib.kernel.crud import create
     org = create('organizations', {'name': 'Other', 'slug': f'o-{uuid.uuid4().hex[:8]}'}, SYSTEM)
     email = f'other-{uuid.uuid4().hex[:8]}@example.com'
     user = create('users', {'email': email}, SYSTEM)
@@ -100,7 +100,7 @@ def test_memberships_are_managed_by_managers_within_their_rank(api, org_id, user
     target = api.post('/api/users', {'email': f'm{uuid.uuid4().hex[:6]}@example.com'}).json
     body = {'organizationId': org_id, 'email': target['email'], 'role': 'VIEWER'}
     assert member.post('/api/memberships', body).status == 403
-    made = manager.post('/api/memberships', body)       # a manager invites (services/hooks/access.py)
+    made = manager.post('/api/memberships', body)       # a manager invites (features/identity/memberships.py)
     assert made.status == 201 and made.json['status'] == 'INVITED' and made.json['userId'] == target['id']
     assert manager.put(f"/api/memberships/{made.json['id']}", {'role': 'MANAGE'}).status == 200
     assert manager.put(f"/api/memberships/{made.json['id']}", {'role': 'PLATFORM_ADMIN'}).status == 403
@@ -108,7 +108,7 @@ def test_memberships_are_managed_by_managers_within_their_rank(api, org_id, user
     assert manager.put(f"/api/memberships/{admin_membership['id']}", {'role': 'VIEWER'}).status == 403
     assert manager.delete(f"/api/memberships/{admin_membership['id']}").status == 403
     # nor hand the admin's membership to an accomplice, nor touch it at all
-    from chalicelib.services.identity import create_api_key
+    from chalicelib.features.identity.service import create_api_key
     accomplice = api.post('/api/users', {'email': f'a{uuid.uuid4().hex[:6]}@example.com'}).json
     r = manager.put(f"/api/memberships/{admin_membership['id']}", {'userId': accomplice['id']})
     assert r.status in (400, 403), r.json
@@ -192,7 +192,7 @@ def test_a_caller_supplied_organization_never_moves_a_resource(api, org_id, user
 
 
 def test_a_member_of_two_organizations_writes_only_where_permitted(api, org_id, other_org, users):
-    from chalicelib.services.identity import create_api_key
+    from chalicelib.features.identity.service import create_api_key
     user = api.post('/api/users', {'email': f'two{uuid.uuid4().hex[:6]}@example.com'}).json
     membership = {'organizationId': org_id, 'userId': user['id'], 'role': 'VIEWER'}
     assert api.post('/api/memberships', membership).status == 201

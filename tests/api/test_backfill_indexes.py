@@ -11,8 +11,8 @@ import pytest
 
 def _strip_to_legacy(task_ids: list[str], org_id: str) -> None:
     """Make items look written by the code before indexes: no x-slots, no ixv, no value counters."""
-    from chalicelib.store.model import configure
-    from chalicelib.store.table import entity_pk
+    from chalicelib.kernel.store.model import configure
+    from chalicelib.kernel.store.table import entity_pk
     model = configure()
     for id_ in task_ids:
         item = model.get(entity_pk('tasks', id_), '#')
@@ -49,8 +49,8 @@ def test_backfill_keys_and_counts_each_record_once(api, org_id, legacy):
 
 
 def test_a_record_written_during_the_backfill_is_counted_once(api, org_id, legacy, monkeypatch):
+    from chalicelib.kernel.store import table
     from chalicelib.ops import backfill_indexes
-    from chalicelib.store import table
     moved = legacy[0]   # 'open' -> 'done' by the API between the backfill's read and its write
     real_scan = table.scan_page
 

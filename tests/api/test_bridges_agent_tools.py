@@ -170,7 +170,8 @@ def test_bad_tool_arguments_are_400(api, setup, body, says):
 
 def test_an_agent_calls_the_agent_callable_bridges_of_its_own_project(api, setup, upstream):
     from chalicelib.core.errors import Forbidden, NotFound
-    from chalicelib.services import agent_tools, resources
+    from chalicelib.features.bridges import agent_tools
+    from chalicelib.kernel import crud as resources
     agent = api.post('/api/agents', {'projectId': setup['first']['id'], 'name': 'helper'}).json
     me = agent_tools.agent_principal(agent['id'])
     assert (me.credential, me.project_id, me.memberships) == ('agent', setup['first']['id'], {})
@@ -192,13 +193,13 @@ def test_an_agent_calls_the_agent_callable_bridges_of_its_own_project(api, setup
 
 def test_an_agent_whose_project_is_gone_cannot_call(api, setup):
     from chalicelib.core.errors import Forbidden
-    from chalicelib.services import agent_tools
+    from chalicelib.features.bridges import agent_tools
     gone = project(api, setup['first']['organizationId'], 'gone')
     agent = api.post('/api/agents', {'projectId': gone['id'], 'name': 'orphan'}).json
     me = agent_tools.agent_principal(agent['id'])
     # the API refuses to delete a project that holds agents (README "Reliability": no orphans);
     # a project removed behind its back (data older than that rule) must still stop the agent
-    from chalicelib.store import model
+    from chalicelib.kernel.store import model
     model.boto3_table().delete_item(Key={'pk': f"projects#{gone['id']}", 'sk': '#'})
     with pytest.raises(Forbidden):
         agent_tools.list_service_bridges(principal=me)
@@ -206,8 +207,9 @@ def test_an_agent_whose_project_is_gone_cannot_call(api, setup):
 
 def test_the_proxy_refuses_an_agent_outside_its_project(api, setup):
     from chalicelib.core.errors import NotFound
-    from chalicelib.services import agent_tools, bridges
-    from chalicelib.store import table
+    from chalicelib.features.bridges import agent_tools
+    from chalicelib.features.bridges import proxy as bridges
+    from chalicelib.kernel.store import table
     agent = api.post('/api/agents', {'projectId': setup['second']['id'], 'name': 'x'}).json
     me = agent_tools.agent_principal(agent['id'])
     with pytest.raises(NotFound):

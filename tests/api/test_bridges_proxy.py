@@ -318,14 +318,14 @@ def test_endpoints_are_stored_with_their_defaults(api, prj):
 
 def test_a_header_stored_with_secret_ref_is_refused_on_call_too(api, prj, reach, upstream):
     """A record written around the API (an older version, a migration) is still not sent."""
-    from chalicelib.domain.registry import family
-    from chalicelib.services import records
-    from chalicelib.store import table
+    from chalicelib.kernel import records
+    from chalicelib.kernel.registry import family
+    from chalicelib.kernel.store import table
     bridge = make_bridge(api, prj['id'], reach, [endpoint('x', '/hello')])
     stored = table.get('service-bridges', bridge['id'])
     legacy = {**stored.data, 'defaultHeaders': {'X-Api-Key': {'secretRef': 'legacy-key'}},
               'changeSequence': stored.seq + 1}
-    from chalicelib.services.bootstrap import SYSTEM
+    from chalicelib.features.identity.bootstrap import SYSTEM
     records.commit(records.update_ops(family('service-bridges'), legacy, stored, principal=SYSTEM))
     r = proxy(api, bridge, 'x')
     assert r.status == 400 and "header 'X-Api-Key' is configured with secretRef" in r.json['message']

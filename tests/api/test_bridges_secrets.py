@@ -71,7 +71,7 @@ def proxy(api, bridge, name, **kw):
 
 def test_names_follow_the_stage_prefix_and_the_organization():
     from chalicelib.core.config import reset_config
-    from chalicelib.store import secrets
+    from chalicelib.features.bridges import secrets
     reset_config()
     assert secrets.secret_id('org-1', 'API_TOKEN') == 'platform/local/org/org-1/API_TOKEN'
 
@@ -130,7 +130,7 @@ def test_secrets_belong_to_the_bridges_organization(api, org_id, prj, reach, ups
 
 
 def test_secret_values_are_cached_briefly(api, org_id, prj, reach, upstream, monkeypatch):
-    from chalicelib.store import secrets
+    from chalicelib.features.bridges import secrets
     configure(monkeypatch, ORG_SECRET_CACHE_SECONDS='0.5')
     reads = []
     secrets._client().meta.events.register('before-call.secrets-manager.GetSecretValue',
@@ -160,7 +160,7 @@ def test_a_value_a_header_cannot_carry_is_400_without_the_value(api, org_id, prj
 def test_an_unavailable_secrets_manager_is_503(api, org_id, prj, reach, upstream, monkeypatch):
     from botocore.exceptions import ClientError
 
-    from chalicelib.store import secrets
+    from chalicelib.features.bridges import secrets
 
     def throttled(**kw):
         raise ClientError({'Error': {'Code': 'ThrottlingException', 'Message': 'slow down'}}, 'GetSecretValue')
@@ -193,7 +193,7 @@ def test_only_managers_decide_where_a_secret_goes(api, org_id, prj, users):
 
 
 def test_debug_logging_of_a_secret_write_and_read_prints_no_value(aws, caplog):
-    from chalicelib.store import secrets
+    from chalicelib.features.bridges import secrets
     caplog.set_level(logging.DEBUG)
     secrets.put_org_secret('org-9', 'K', SECRET)
     assert secrets.read_org_secret('org-9', 'K') == SECRET

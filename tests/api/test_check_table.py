@@ -36,12 +36,12 @@ def by_check(violations):
 
 
 def raw_delete(pk, sk='#'):
-    from chalicelib.store.model import configure
+    from chalicelib.kernel.store.model import configure
     configure()(pk, sk).delete()
 
 
 def raw_add(pk, sk, amount):
-    from chalicelib.store.model import configure
+    from chalicelib.kernel.store.model import configure
     model = configure()
     model(pk, sk).update(actions=[model.cnt.add(amount)])
 
@@ -57,10 +57,10 @@ def test_a_table_the_api_wrote_is_clean(world, api, capsys):
 
 
 def test_a_lost_uniqueness_item_and_a_stray_one(world):
-    from chalicelib.store import table
+    from chalicelib.kernel.store import table
     key = table.unique_key('projects', scope=world['org'], field_name='slug', value='p-one')
     raw_delete(key)
-    from chalicelib.store.model import configure
+    from chalicelib.kernel.store.model import configure
     configure()(table.unique_key('teams', scope=world['org'], field_name='slug', value='ghost'), '#',
                 kind='unique', ref='00000000-0000-0000-0000-000000000000').save()
     found = by_check(run())
@@ -71,8 +71,8 @@ def test_a_lost_uniqueness_item_and_a_stray_one(world):
 
 
 def test_counters_that_drifted(world):
-    from chalicelib.services import parents
-    from chalicelib.store import table
+    from chalicelib.kernel import parents
+    from chalicelib.kernel.store import table
     raw_add(table.counter_pk('teams', world['org']), '0', 1)
     raw_add(table.value_counter_pk('tasks', world['org'], 'statusSlug', 'open'), '1', -1)
     raw_add(table.members_pk(world['org']), '#', 2)
@@ -85,7 +85,7 @@ def test_counters_that_drifted(world):
 
 
 def test_children_whose_parent_is_gone_and_references_to_missing_records(world):
-    from chalicelib.store import table
+    from chalicelib.kernel.store import table
     raw_delete(table.entity_pk('projects', world['project']['id']))   # bypassing the API's refusal
     raw_delete(table.entity_pk('teams', world['team']['id']))
     found = by_check(run())
@@ -95,8 +95,8 @@ def test_children_whose_parent_is_gone_and_references_to_missing_records(world):
 
 
 def test_the_command_exits_1_with_a_readable_report(world, capsys):
+    from chalicelib.kernel.store import table
     from chalicelib.ops import check_table
-    from chalicelib.store import table
     raw_delete(table.entity_pk('teams', world['team']['id']))
     assert check_table.main([]) == 1
     out = capsys.readouterr().out
@@ -122,7 +122,7 @@ def test_a_module_in_the_checks_package_is_a_new_check(world, tmp_path, monkeypa
     monkeypatch.setattr(checks, '__path__', [*checks.__path__, str(tmp_path)])
     monkeypatch.setattr(check_table, 'CHECKS', dict(check_table.CHECKS))
     monkeypatch.delitem(sys.modules, 'chalicelib.ops.checks.outbox_example', raising=False)
-    from chalicelib.store.model import configure
+    from chalicelib.kernel.store.model import configure
     configure()('OUTBOX#1', '#', kind='outbox').save()
     assert check_table.main([]) == 1
     out = capsys.readouterr().out
@@ -134,8 +134,8 @@ def test_a_write_in_flight_during_the_read_is_not_reported_a_lasting_fault_is(wo
     """A Scan is not a snapshot: a record written between two pages shows without its counter
     move (the chaos run met it: the stream handler recording an event while the checker read).
     The checker reads again and reports only what it found both times."""
+    from chalicelib.kernel.store import table
     from chalicelib.ops import check_table
-    from chalicelib.store import table
     raw_add(table.counter_pk('teams', world['org']), '0', -1)          # in flight: heals before the second read
     raw_add(table.members_pk(world['org']), '#', 3)                    # lasting
     waits = []

@@ -70,12 +70,12 @@ def found(*names):
 
 
 def model():
-    from chalicelib.store.model import configure
+    from chalicelib.kernel.store.model import configure
     return configure()
 
 
 def entity_pk(family, id_):
-    from chalicelib.store import table
+    from chalicelib.kernel.store import table
     return table.entity_pk(family, id_)
 
 

@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from chalicelib.domain.org_paths import ORG_SLUG_FAMILIES
-from chalicelib.domain.registry import FAMILIES, Family
+from chalicelib.kernel.org_paths import ORG_SLUG_FAMILIES
+from chalicelib.kernel.registry import FAMILIES, Family
 from tests.support import create, create_body, release_organization, sample
 
 COMMON = ('id', 'uuid', 'createdOn', 'updatedOn', 'changeSequence')
@@ -16,7 +16,7 @@ ALL = pytest.mark.parametrize('family', WRITABLE, ids=lambda f: f.path)
 
 def plain(f) -> bool:
     """A field set by value (not a reference id, not an embedded record resolved by id)."""
-    from chalicelib.domain.models import embedded_family
+    from chalicelib.kernel.models import embedded_family
     return not f.ref and embedded_family(f) is None
 
 

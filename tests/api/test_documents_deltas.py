@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib.services import deltas
+from chalicelib.features.documents import deltas
 from tests import faults
 from tests.api.test_documents_upload import _objects, bucket  # noqa: F401 - fixture
 from tests.support import create
@@ -138,7 +138,7 @@ def _state(api, bucket, family):  # noqa: F811
 
 
 def test_s3_failing_leaves_the_document_as_it_was(api, family, bucket):  # noqa: F811
-    from chalicelib.store import blobs
+    from chalicelib.features.documents import blobs
     assert _put(api, family, 0, TREE).status == 200
     before = _state(api, bucket, family)
     with faults.inject(lambda op, params: faults.error('InternalError') if op == 'PutObject' else None,

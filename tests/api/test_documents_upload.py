@@ -17,7 +17,7 @@ MIB = 2 ** 20
 @pytest.fixture
 def bucket(aws):
     from chalicelib.core.config import get_config
-    from chalicelib.store import blobs
+    from chalicelib.features.documents import blobs
     blobs.reset()
     blobs.client().create_bucket(Bucket=get_config().bucket_name)
     yield blobs.client()
@@ -219,7 +219,7 @@ def test_a_failing_table_at_complete_deletes_the_object_and_leaves_no_family(api
 
 
 def test_a_failing_s3_at_complete_leaves_the_session_usable(api, store, bucket):
-    from chalicelib.store import blobs
+    from chalicelib.features.documents import blobs
     session = _request(api, store)
     parts = _upload_parts(bucket, session, [b'payload'])
     with faults.inject(lambda op, params: faults.error('InternalError') if op == 'CompleteMultipartUpload' else None,

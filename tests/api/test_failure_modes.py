@@ -33,7 +33,7 @@ def limits(monkeypatch):
     """The contract's figures (100 a minute, 20 a second per key), a per-user ceiling of 150 a
     minute and 60 a second, and a fake clock for the limiter's windows."""
     from chalicelib.core.config import get_config, reset_config
-    from chalicelib.services import ratelimit
+    from chalicelib.features.identity import ratelimit
     _settings(monkeypatch, RATE_LIMIT_PER_MINUTE='100', RATE_LIMIT_BURST_PER_SECOND='20',
               RATE_LIMIT_USER_PER_MINUTE='150', RATE_LIMIT_USER_BURST_PER_SECOND='60')
     fake = FakeClock(T0 + 0.25)
@@ -58,7 +58,7 @@ def quick_retries(monkeypatch):
 
 
 def _rate_window(op, params):
-    """The request gate's UpdateItem (store/gate.py: the user's ACL item counts the windows)."""
+    """The request gate's UpdateItem (kernel/store/gate.py: the user's ACL item counts the windows)."""
     return op == 'UpdateItem' and params.get('Key', {}).get('sk', {}).get('S', '') == 'ACL'
 
 
@@ -177,7 +177,7 @@ def test_a_write_that_gets_no_answer_is_503_and_says_it_may_have_been_applied(ap
     claim that nothing changed."""
     label = api.post('/api/labels', {'name': 'stays', 'organizationId': org_id}).json
     writes = ('TransactWriteItems', 'PutItem', 'DeleteItem', 'UpdateItem')
-    from chalicelib.store.gate import ACL_SK
+    from chalicelib.kernel.store.gate import ACL_SK
 
     def rule(op, params):   # the table's writes, not the admission's counting (it has its own test)
         return timeout() if op in writes and params.get('Key', {}).get('sk') != {'S': ACL_SK} else None
@@ -201,7 +201,8 @@ def test_an_aws_failure_no_store_function_caught_is_503_anything_else_500(api, o
     naming the request, with no stack trace, as before."""
     from botocore.exceptions import ClientError, EndpointConnectionError
 
-    from chalicelib.services import admission, resources
+    from chalicelib.features.identity import admission
+    from chalicelib.kernel import crud as resources
     label = api.post('/api/labels', {'name': 'l', 'organizationId': org_id}).json
     target = (resources, 'get') if where == 'view' else (admission, 'admit')
     for exc in (timeout(), EndpointConnectionError(endpoint_url='http://127.0.0.1:1/'),
@@ -269,7 +270,7 @@ def test_no_gateway_key_outlives_a_key_that_could_not_be_stored(gateway, client,
 
 
 def test_a_usage_plan_link_that_fails_leaves_no_gateway_key(gateway, client, api, monkeypatch):  # noqa: F811
-    from chalicelib.store import credentials
+    from chalicelib.kernel.store import credentials
     apigw, _ = gateway
     before = {k['id'] for k in _gateway_keys(apigw)}
     monkeypatch.setattr(credentials, '_apigateway', lambda: apigw)
@@ -281,7 +282,7 @@ def test_a_usage_plan_link_that_fails_leaves_no_gateway_key(gateway, client, api
 
 
 def test_a_revoke_is_not_a_500_when_the_gateway_pushes_back(gateway, client, api, monkeypatch, caplog):  # noqa: F811
-    from chalicelib.store import credentials
+    from chalicelib.kernel.store import credentials
     apigw, _ = gateway
     monkeypatch.setattr(credentials, '_apigateway', lambda: apigw)
     monkeypatch.setattr(credentials, 'sleep', lambda s: None, raising=False)
@@ -297,7 +298,7 @@ def test_a_revoke_is_not_a_500_when_the_gateway_pushes_back(gateway, client, api
 
 
 def test_a_revoke_that_loses_a_race_with_another_revoke_is_404_not_500(api, org_id):
-    from chalicelib.services import identity
+    from chalicelib.features.identity import service as identity
     _, key = make_user(api, org_id, 'MEMBER')
     me = api.as_key(key)
     made = me.post('/api/account/me/api-keys', {'name': 'twice'}).json
@@ -320,7 +321,7 @@ def test_a_revoke_that_loses_a_race_with_another_revoke_is_404_not_500(api, org_
 def test_the_iam_policy_grants_exactly_the_gateway_calls_the_code_makes(gateway, client, api, monkeypatch):  # noqa: F811
     """Every API Gateway call of key creation (with its compensation) and revocation, mapped to
     the IAM action and resource path it needs, equals the API Gateway grants of infra/iam.py."""
-    from chalicelib.store import credentials
+    from chalicelib.kernel.store import credentials
     from infra import iam
     apigw, plan_id = gateway
     monkeypatch.setattr(credentials, '_apigateway', lambda: apigw)

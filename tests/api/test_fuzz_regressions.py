@@ -127,7 +127,7 @@ def test_body_over_the_front_door_limit_is_a_documented_413():
     import threading
 
     from app import app
-    from chalicelib.api.docs import document
+    from chalicelib.kernel.http.docs import document
     from localdev.server import MAX_BODY, serve
     server = serve(app, '127.0.0.1', 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()

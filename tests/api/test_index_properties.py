@@ -46,14 +46,14 @@ class Env:
 @pytest.fixture(scope='module')
 def env():
     from chalicelib.core.config import reset_config
-    from chalicelib.store import model
+    from chalicelib.kernel.store import model
     reset_config()
     model.reset()
     with mock_aws():
         from chalice.test import Client
 
         from app import app
-        from chalicelib.services.bootstrap import bootstrap
+        from chalicelib.features.identity.bootstrap import bootstrap
         bootstrap(api_key=ADMIN_KEY)
         with Client(app) as client:
             yield Env(Api(client, ADMIN_KEY))
@@ -141,7 +141,7 @@ def _check_family(env: Env, path: str, name: str, values: tuple, records: dict, 
 
 
 def _check_counters(env: Env, family: str, name: str, values: tuple, records: dict) -> None:
-    from chalicelib.store import table
+    from chalicelib.kernel.store import table
     for value in values:
         assert table.count_value(family, env.org_id, name, value) == \
             sum(1 for r in records.values() if r.get(name) == value), (family, value)

@@ -75,7 +75,7 @@ class SerialDynamo:
 
 def _create_concurrently(platform, org_id, n=N, threads=THREADS) -> list[BaseException]:
     from chalicelib.core.principal import Principal
-    from chalicelib.services import resources
+    from chalicelib.kernel import crud as resources
     admin = Principal(user_id=platform['userId'], email='admin@example.com',
                       memberships={org_id: 'PLATFORM_ADMIN'}, platform_admin=True)
     start = threading.Barrier(threads)
@@ -97,7 +97,7 @@ def _create_concurrently(platform, org_id, n=N, threads=THREADS) -> list[BaseExc
 def _counts(api, org_id) -> tuple[int, int, int]:
     """(totalElements of the unfiltered list (the counter), of a filtered list (the index),
     the counter shards in use)."""
-    from chalicelib.store.model import configure
+    from chalicelib.kernel.store.model import configure
     counter = api.get('/api/labels?pageSize=1').json['totalElements']
     indexed = api.get("/api/labels?pageSize=1&filter=name=like='label *'").json['totalElements']
     shards = list(configure().query(f'CNT#labels#{org_id}'))

@@ -80,14 +80,14 @@ def _post(api: Api, family: str, body: dict) -> dict:
 @pytest.fixture(scope='module')
 def env():
     from chalicelib.core.config import reset_config
-    from chalicelib.store import model
+    from chalicelib.kernel.store import model
     reset_config()
     model.reset()
     with mock_aws():
         from chalice.test import Client
 
         from app import app
-        from chalicelib.services.bootstrap import bootstrap
+        from chalicelib.features.identity.bootstrap import bootstrap
         platform = bootstrap(api_key=ADMIN_KEY)
         with Client(app) as client:
             e = Env(Api(client, ADMIN_KEY), platform['organizationId'], app=app)

@@ -136,15 +136,15 @@ class Env:
 @pytest.fixture(scope='module')
 def env():
     from chalicelib.core.config import reset_config
-    from chalicelib.services import embedding, listing
-    from chalicelib.store import model
+    from chalicelib.kernel import embedding, listing
+    from chalicelib.kernel.store import model
     reset_config()
     model.reset()
     with mock_aws(), pytest.MonkeyPatch.context() as patch:
         from chalice.test import Client
 
         from app import app
-        from chalicelib.services.bootstrap import bootstrap
+        from chalicelib.features.identity.bootstrap import bootstrap
         platform = bootstrap(api_key=ADMIN_KEY)
         recorder = Recorder()
         recorder.attach(model.configure()._get_connection().connection.client.meta.events)
@@ -233,7 +233,7 @@ def test_walk_order_is_the_in_memory_order(env, sort):
 
 
 def test_total_of_an_unfiltered_list_is_the_counter(env):
-    from chalicelib.store import model
+    from chalicelib.kernel.store import model
     tbl = model.boto3_table()
     key = {'pk': f'CNT#tasks#{env.org_id}', 'sk': '0'}
     tbl.update_item(Key=key, UpdateExpression='ADD cnt :n', ExpressionAttributeValues={':n': 1000})
@@ -366,7 +366,7 @@ def test_a_hooks_condition_on_the_indexed_field_alone_keeps_the_flat_plan(api, o
     """The events hook hides ui.* events from MEMBER users with not(eventType =like= 'ui.*');
     beside eventType == 'tasks.updated' that is decided by the value: the page still walks only
     the page's keys, and a ui.* value matches nothing without reading anything."""
-    from chalicelib.store import table
+    from chalicelib.kernel.store import table
     for _ in range(3):
         assert api.post('/api/events', {'organizationId': org_id, 'eventType': 'tasks.updated'}).status == 201
     manager = api.as_key(users['MANAGE'])

@@ -6,7 +6,7 @@ Hypothesis then draws filters (rendered to text), text queries, sorts and pages;
 ``GET /api/{family}`` answers must equal what a pure in-memory oracle computes from the
 created records:
 
-  match   chalicelib.query.evaluate on every live record (references and memberTask resolved
+  match   chalicelib.kernel.query.evaluate on every live record (references and memberTask resolved
           from the records the test created), AND of all filters, the text query as ``~~``
           on the searchable fields
   order   missing / null / empty first (ascending), strings case-insensitively, numbers
@@ -14,7 +14,7 @@ created records:
           reverses the whole order, ties included; several sort fields keep ties ascending
   page    zero-based slices of ``pageSize``; a page past the end is empty with the same totals
 
-This covers every plan of services/listing.py: the index walk (unfiltered, indexed sorts),
+This covers every plan of kernel/listing.py: the index walk (unfiltered, indexed sorts),
 the tenant read with push-down + residual, the pinned-project read.
 """
 from __future__ import annotations
@@ -34,8 +34,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from chalicelib.domain.registry import family as family_of
-from chalicelib.query import And, Compare, IsNull, Not, Or, evaluate, parse, render
+from chalicelib.kernel.query import And, Compare, IsNull, Not, Or, evaluate, parse, render
+from chalicelib.kernel.registry import family as family_of
 from tests.conftest import ADMIN_KEY, Api
 
 SEED = int(os.environ.get('LIST_PROPERTY_SEED', '20261121'))
@@ -146,14 +146,14 @@ def _build(env: Env) -> None:
 @pytest.fixture(scope='module')
 def env():
     from chalicelib.core.config import reset_config
-    from chalicelib.store import model
+    from chalicelib.kernel.store import model
     reset_config()
     model.reset()
     with mock_aws():
         from chalice.test import Client
 
         from app import app
-        from chalicelib.services.bootstrap import bootstrap
+        from chalicelib.features.identity.bootstrap import bootstrap
         platform = bootstrap(api_key=ADMIN_KEY)
         with Client(app) as client:
             e = Env(Api(client, ADMIN_KEY), platform['organizationId'])
@@ -217,7 +217,7 @@ def _ordered(items, sort):
 
 
 def oracle(env: Env, path: str, filters: list[str], query: str | None, sort) -> list[str]:
-    from chalicelib.services.filtering import RegistrySchema
+    from chalicelib.kernel.filtering import RegistrySchema
     family = family_of(path)
     nodes = [parse(f, RegistrySchema(family)) for f in filters]
     ctx = Context(env, path)

@@ -1,4 +1,4 @@
-"""No orphans (issue 16, services/parents.py): an organization or a project holding children
+"""No orphans (issue 16, kernel/parents.py): an organization or a project holding children
 is not deleted (409 naming what it holds); once emptied it is. The child counters behind the
 delete's transaction stay exact (the invariant checker runs after every test)."""
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_an_organization_holding_projects_or_records_is_refused_naming_them(api)
 def test_the_delete_transaction_itself_refuses_a_counted_child(api, org_id, monkeypatch):
     """A child created between the delete's read and its transaction: the child counter, checked
     in the transaction, refuses the delete (the read is bypassed here to show the condition)."""
-    from chalicelib.services import parents
+    from chalicelib.kernel import parents
     project = _project(api, org_id)
     api.post('/api/tasks', {'projectId': project['id'], 'title': 'late'})
     monkeypatch.setattr(parents, 'refuse_if_held', lambda family, stored: None)
@@ -80,7 +80,7 @@ def test_a_child_of_a_deleted_parent_cannot_be_created(api):
 
 def test_the_creates_transaction_checks_its_organization(api, monkeypatch):
     """An organization deleted after the create read it: the create's transaction fails."""
-    from chalicelib.store import table
+    from chalicelib.kernel.store import table
     org = make_org(api)
     real_get = table.get
 

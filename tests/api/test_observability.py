@@ -42,7 +42,7 @@ def test_one_json_line_per_request_with_its_context(api, org_id, capsys):
 
 
 def test_a_failing_request_logs_json_with_its_id_and_no_secret(api, org_id, capsys, monkeypatch):
-    from chalicelib.services import resources
+    from chalicelib.kernel import crud as resources
 
     def broken(*args, **kwargs):
         raise RuntimeError(f'boom with {ADMIN_KEY} and Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln')
@@ -70,7 +70,7 @@ def test_refused_and_public_requests_are_logged_too(api, capsys):
 def test_health(api, monkeypatch):
     ok = api.get('/api/health', key=None)
     assert ok.status == 200 and set(ok.json) == {'status', 'version'} and ok.json['status'] == 'ok'
-    from chalicelib.store import table
+    from chalicelib.kernel.store import table
 
     def down():
         raise ConnectionError('endpoint unreachable: 10.1.2.3')

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib.domain.embeds import embeds_of
-from chalicelib.domain.fields import ENUMS
-from chalicelib.domain.registry import COMMON_FIELDS, FAMILIES, OWNERSHIP_FIELDS, SERVER_FIELDS
+from chalicelib.kernel.embeds import embeds_of
+from chalicelib.kernel.fields import ENUMS
+from chalicelib.kernel.registry import COMMON_FIELDS, FAMILIES, OWNERSHIP_FIELDS, SERVER_FIELDS
 from tests.support import sample
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,8 +53,8 @@ def test_document_is_public_and_a_valid_openapi_3_0_3(doc):
 
 
 def test_servers_list_production_from_configuration_and_local(monkeypatch):
-    from chalicelib.api.docs import document
     from chalicelib.core.config import reset_config
+    from chalicelib.kernel.http.docs import document
     monkeypatch.setenv('PUBLIC_API_URL', 'https://platform.example.org/')
     reset_config()
     try:
@@ -111,7 +111,7 @@ def test_three_schemas_per_family(doc):
     for fam in FAMILIES:
         entity = schemas[fam.entity]
         # <Entity>: every field a response may carry; required = always returned
-        # plus the embedded references (domain/embeds.py)
+        # plus the embedded references (kernel/embeds.py)
         assert set(entity['properties']) == set(fam.fields) | set(embeds_of(fam.path)), fam.entity
         required = set(entity['required'])
         assert set(COMMON) <= required
@@ -251,7 +251,7 @@ def test_security_schemes_global_and_public_routes(doc):
     assert schemes['BearerAuth']['scheme'] == 'bearer' and schemes['BearerAuth']['bearerFormat'] == 'JWT'
     assert schemes['BasicAuth'] == {'type': 'http', 'scheme': 'basic'}
     assert doc['security'] == [{'ApiKeyAuth': []}, {'BearerAuth': []}, {'BasicAuth': []}]
-    from chalicelib.api import policy
+    from chalicelib.kernel.http import policy
     for path, _method, op in _operations(doc):
         if policy.of(path) == 'public':
             assert op['security'] == [], path
@@ -265,8 +265,8 @@ def test_security_schemes_global_and_public_routes(doc):
 def test_route_without_metadata_gets_a_generic_entry():
     from chalice import Blueprint, Chalice
 
-    from chalicelib.api import docmeta, resources
-    from chalicelib.services import openapi
+    from chalicelib.kernel.http import docmeta, openapi
+    from chalicelib.kernel.http import routes as resources
     app = Chalice('t')
     bp = Blueprint('t')
 
@@ -330,7 +330,7 @@ def _minimal_body(api, fam, org_id, made):
 
 
 def _fresh(api, path, org_id, made):
-    from chalicelib.domain.registry import family
+    from chalicelib.kernel.registry import family
     r = api.post(f'/api/{path}', _minimal_body(api, family(path), org_id, made))
     assert r.status == 201, (path, r.json)
     return r.json
@@ -421,7 +421,7 @@ def test_docs_and_assets_are_text_not_base64_in_the_lambda_response():
         for path in ('/docs/swagger-ui.css', '/v3/api-docs'):
             raw = client.http.request('GET', path, headers={'accept': '*/*'})
             assert raw.status_code == 200
-    from chalicelib.api import docs
+    from chalicelib.kernel.http import docs
     response = docs.swagger_css().to_dict(_app().api.binary_types)
     assert 'isBase64Encoded' not in response and isinstance(response['body'], str)
 
@@ -434,7 +434,7 @@ def test_docs_routes_need_no_credential_but_the_api_does(api):
 # ----------------------------------------------------------------------------- cold start
 
 def test_importing_the_app_loads_no_generator_or_schema_tooling():
-    code = ('import sys, app; heavy = ["chalicelib.services.openapi", "openapi_spec_validator", '
+    code = ('import sys, app; heavy = ["chalicelib.kernel.http.openapi", "openapi_spec_validator", '
             '"openapi_schema_validator", "jsonschema", "yaml", "swagger_ui_bundle", "schemathesis"]; '
             'print(json.dumps([m for m in heavy if m in sys.modules]))')
     out = subprocess.run([sys.executable, '-c', 'import json; ' + code], cwd=ROOT, capture_output=True,
@@ -444,7 +444,7 @@ def test_importing_the_app_loads_no_generator_or_schema_tooling():
 
 
 def test_document_is_built_once_per_process(api, monkeypatch):
-    from chalicelib.services import openapi
+    from chalicelib.kernel.http import openapi
     api.get('/v3/api-docs', key=None)
     calls = []
     monkeypatch.setattr(openapi, 'build', lambda *a, **k: calls.append(1) or {})

@@ -26,7 +26,7 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch):
     from chalicelib.core.config import get_config, reset_config
-    from chalicelib.services import ratelimit
+    from chalicelib.features.identity import ratelimit
     monkeypatch.setenv('RATE_LIMIT_PER_MINUTE', '100')
     monkeypatch.setenv('RATE_LIMIT_BURST_PER_SECOND', '20')
     reset_config()
@@ -130,12 +130,12 @@ def test_every_response_carries_the_headers(api, clock):
 
 
 def test_the_windows_are_counted_on_the_users_gate_item(api, clock):
-    """One item per user (the ACL item, store/gate.py) carries every counter of the minute; the
+    """One item per user (the ACL item, kernel/store/gate.py) carries every counter of the minute; the
     next minute starts over and drops the last minute's counters."""
     import boto3
 
     from chalicelib.core.secrets import hash_key
-    from chalicelib.store.gate import credential_name
+    from chalicelib.kernel.store.gate import credential_name
     from tests.conftest import ADMIN_KEY
     me = api.get('/api/account/me').json
     cred = credential_name(f'key-{hash_key(ADMIN_KEY)[:20]}')
@@ -167,8 +167,8 @@ def test_dynamodb_calls_of_one_authenticated_get_by_id(api, org_id, clock, idp):
     and the resource (tests/api/test_request_path.py: concurrently). A key that names no owner
     (the bootstrap key) and a bearer token map to their user once per process (a GetItem on the
     first request only)."""
-    from chalicelib.services import admission
-    from chalicelib.store import model
+    from chalicelib.features.identity import admission
+    from chalicelib.kernel.store import model
     from tests.api.test_auth_credentials import RSA, bearer
     # a team embeds no referenced record (a project embeds its organization: one read more for
     # a caller whose organizations the admission did not read, tests/api/test_request_path.py)
@@ -207,8 +207,11 @@ def _second_app():
     another Lambda instance would build it), on the same moto backend. The first app's modules
     are put back afterwards."""
     import sys
-    saved = {name: mod for name, mod in sys.modules.items()
-             if name == 'chalicelib.api' or name.startswith('chalicelib.api.')}
+
+    def blueprint_module(name):   # the modules app.py builds its routes from (a Blueprint each, or the middleware)
+        return (name.startswith(('chalicelib.kernel.http', 'chalicelib.front'))
+                or (name.startswith('chalicelib.features.') and name.endswith(('routes', '.authorizer'))))
+    saved = {name: mod for name, mod in sys.modules.items() if blueprint_module(name)}
     for name in saved:
         del sys.modules[name]
     try:
@@ -216,10 +219,12 @@ def _second_app():
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
-        for name in [n for n in sys.modules if n == 'chalicelib.api' or n.startswith('chalicelib.api.')]:
+        for name in [n for n in sys.modules if blueprint_module(n)]:
             del sys.modules[name]
         sys.modules.update(saved)
-        sys.modules['chalicelib'].api = saved['chalicelib.api']
+        for name, mod in saved.items():
+            parent, _, leaf = name.rpartition('.')
+            setattr(sys.modules[parent], leaf, mod)
     return module.app
 
 

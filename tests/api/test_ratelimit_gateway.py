@@ -35,7 +35,7 @@ def test_every_route_but_the_service_ones_needs_the_authorizer_supplied_key():
     from chalice.deploy.swagger import CFNSwaggerGenerator
 
     from app import app
-    from chalicelib.api import policy
+    from chalicelib.kernel.http import policy
     swagger = usage_plan.patch_swagger(CFNSwaggerGenerator().generate_swagger(app))
     assert swagger['x-amazon-apigateway-api-key-source'] == 'AUTHORIZER'
     authorizer = swagger['securityDefinitions'][usage_plan.AUTHORIZER]['x-amazon-apigateway-authorizer']

@@ -22,7 +22,7 @@ def _event(path: str, request_id: str | None) -> dict:
 
 
 def _fail(monkeypatch):
-    from chalicelib.services import resources
+    from chalicelib.kernel import crud as resources
 
     def broken(*args, **kwargs):
         raise RuntimeError('boom')

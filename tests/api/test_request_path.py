@@ -17,7 +17,7 @@ class Recorder:
     """The DynamoDB calls of the store's clients, and how many were in flight at once."""
 
     def __init__(self, slow: dict[str, float] | None = None) -> None:
-        from chalicelib.store import model
+        from chalicelib.kernel.store import model
         self.clients = {id(c): c for c in (model.configure()._get_connection().connection.client,
                                            model.boto3_table().meta.client)}
         self.calls: list[str] = []
@@ -55,7 +55,7 @@ class Recorder:
 def one_minute(monkeypatch):
     """The limiter's clock stands still: no minute starts between a warm-up and a counted call
     (a new minute costs a user one UpdateItem more, once)."""
-    from chalicelib.services import ratelimit
+    from chalicelib.features.identity import ratelimit
     monkeypatch.setattr(ratelimit, 'clock', lambda: 1_800_000_000.5)
 
 
@@ -80,7 +80,7 @@ def test_a_get_by_id_is_two_dynamodb_calls_in_flight_together(member):
 
 
 def test_the_first_request_of_a_process_reads_the_organization_once_more(api, member):
-    from chalicelib.services import admission
+    from chalicelib.features.identity import admission
     caller, project = member
     team = api.post('/api/teams', {'name': 't', 'organizationId': project['organizationId']}).json
     admission._org_hint.clear()
@@ -180,7 +180,7 @@ def test_a_key_stored_before_the_gate_carried_keys_still_works_and_still_revokes
 def test_authenticate_is_the_uncounted_entry_point(api, org_id):
     """``identity.authenticate(headers) -> Principal``: the same identity, no request counted
     (MCP tools and other front doors that count on their own terms)."""
-    from chalicelib.services import identity
+    from chalicelib.features.identity import service as identity
     user, key = make_user(api, org_id, 'VIEWER')
     caller = api.as_key(key)
     before = int(caller.get('/api/account/me').headers['x-ratelimit-remaining'])

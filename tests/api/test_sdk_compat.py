@@ -90,8 +90,8 @@ def test_get_and_list_embed_the_contract_references(api, org_id, platform):
     api.put(f"/api/product-groups/{group['id']}", {'name': 'renamed'})
     assert api.get(f"/api/products/{product['id']}").json['productGroup']['name'] == 'renamed'  # current, not a copy
     from chalicelib.core.principal import Principal
-    from chalicelib.domain.registry import family
-    from chalicelib.services import embedding
+    from chalicelib.kernel import embedding
+    from chalicelib.kernel.registry import family
     gone = str(uuid.uuid4())   # a reference to a record that no longer exists: the id stays, no object
     dangling = embedding.embed_one(family('products'), {**product, 'productGroupId': gone},
                                    Principal(user_id=platform['userId'], email='a@b.c', platform_admin=True))
@@ -102,7 +102,7 @@ def test_get_and_list_embed_the_contract_references(api, org_id, platform):
 
 
 def test_one_batch_get_per_page_with_ids_deduplicated(api, org_id, platform, monkeypatch):
-    from chalicelib.services import embedding
+    from chalicelib.kernel import embedding
     project = _project(api, org_id)
     for n in range(6):
         api.post('/api/tasks', {'title': f't{n}', 'projectId': project['id'], 'assigneeId': platform['userId']})
@@ -182,7 +182,7 @@ def test_pages_count_from_one_for_x_access_token_only(api, org_id):
 def test_a_failed_embedding_never_reports_a_committed_write_as_failed(api, org_id, monkeypatch):
     from botocore.exceptions import ClientError
 
-    from chalicelib.services import embedding
+    from chalicelib.kernel import embedding
 
     def throttled(keys):
         raise ClientError({'Error': {'Code': 'ThrottlingException', 'Message': 'slow down'}}, 'BatchGetItem')

@@ -10,8 +10,8 @@ from urllib.parse import quote
 
 import pytest
 
-from chalicelib.domain.registry import FAMILIES
-from chalicelib.domain.registry import family as family_of
+from chalicelib.kernel.registry import FAMILIES
+from chalicelib.kernel.registry import family as family_of
 from tests.api.test_auth_credentials import EC, RSA, bearer, idp  # noqa: F401 - the JWKS fixture, shared
 from tests.conftest import make_org, make_user
 from tests.support import create, create_body
@@ -46,7 +46,7 @@ def _missing_message(field: str, value: str) -> str:
 
 def _writer(two_orgs, family):
     """A caller of organization A allowed to create records of ``family``."""
-    from chalicelib.services.access import write_permission
+    from chalicelib.kernel.access import write_permission
     role = 'MEMBER' if write_permission(family) == 'resource:write' else 'MANAGE'
     return two_orgs['A'][role]['api']
 
@@ -350,15 +350,15 @@ def test_no_membership_slips_into_an_organization_being_deleted(api, monkeypatch
     """Both orders of the race, forced: a membership committing after the deletion's count was
     read is caught by the deletion's transaction (409), and a deletion committing after the
     membership's organization was read is caught by the membership's transaction (400)."""
-    from chalicelib.services import resources
-    from chalicelib.services.bootstrap import SYSTEM
+    from chalicelib.features.identity.bootstrap import SYSTEM
+    from chalicelib.kernel import crud as resources
     user = api.post('/api/users', {'email': f'late-{uuid.uuid4().hex[:6]}@example.com'}).json
 
     def new_org():
         return resources.create('organizations', {'name': 'gone', 'slug': f'g-{uuid.uuid4().hex[:8]}'}, SYSTEM)
     # 1. the deletion read "no memberships"; one lands before its transaction
     org = new_org()
-    monkeypatch.setattr('chalicelib.store.table.count', lambda family, tenant: 0)
+    monkeypatch.setattr('chalicelib.kernel.store.table.count', lambda family, tenant: 0)
     assert api.post('/api/memberships', {'organizationId': org['id'], 'userId': user['id'],
                                          'role': 'MEMBER'}).status == 201
     r = api.delete(f"/api/organizations/{org['id']}")
@@ -444,7 +444,7 @@ def test_dynamodb_calls_of_a_members_requests(api, org_id, monkeypatch):
     it: on a GET by id it rides in the BatchGetItem that reads the record with the admission
     (the organizations the member held on their previous request), else one GetItem (the first
     request of a process, and lists). None for a platform admin (tests/api/test_ratelimit.py)."""
-    from chalicelib.store import model
+    from chalicelib.kernel.store import model
     project = create(api, 'projects', org_id)
     _, key = make_user(api, org_id, 'MEMBER')
     member = api.as_key(key)
@@ -465,7 +465,7 @@ def test_dynamodb_calls_of_a_members_requests(api, org_id, monkeypatch):
             for c in clients.values():
                 c.meta.events.unregister('before-call.dynamodb.*', record)
         return list(calls)
-    from chalicelib.services import admission, ratelimit
+    from chalicelib.features.identity import admission, ratelimit
     monkeypatch.setattr(ratelimit, 'clock', lambda: 1_800_000_000.5)   # no new minute mid-test
     assert member.get('/api/account/me').status == 200   # the member's first request this minute starts it
     admission._org_hint.clear()

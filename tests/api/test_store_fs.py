@@ -16,7 +16,7 @@ from tests.support import create
 @pytest.fixture
 def bucket(aws):
     from chalicelib.core.config import get_config
-    from chalicelib.store import blobs
+    from chalicelib.features.documents import blobs
     blobs.reset()
     blobs.client().create_bucket(Bucket=get_config().bucket_name)
     yield blobs.client()
@@ -175,9 +175,9 @@ def test_another_organizations_store_is_404_and_viewers_read_only(api, org_id, s
 def test_families_keyed_before_the_path_index_are_found_after_the_backfill(api, store, bucket):
     """A family written before `path` was indexed (counted, no path key): the backfill keys and
     counts that one slot, once."""
+    from chalicelib.kernel.store.model import configure
+    from chalicelib.kernel.store.table import entity_pk
     from chalicelib.ops.backfill_indexes import backfill
-    from chalicelib.store.model import configure
-    from chalicelib.store.table import entity_pk
     base = f"/api/stores/default/{store['slug']}"
     families = [_upload(api, base, name, b'old').json for name in ('old.pdf', 'old.pdf', 'other.pdf')]
     model = configure()

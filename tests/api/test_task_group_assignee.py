@@ -89,7 +89,7 @@ def test_tasks_joining_a_group_take_its_assignee_and_leaving_keeps_it(api, org_i
 
 
 def test_a_group_too_large_for_one_transaction_is_refused_whole(api, org_id, monkeypatch):
-    from chalicelib.services.hooks import task_groups
+    from chalicelib.features.tasks import groups as task_groups
     monkeypatch.setattr(task_groups, 'MAX_CASCADE', 2)
     _, group, tasks, alice, _ = _setup(api, org_id, members=3)
     r = api.put(f"/api/task-groups/{group['id']}", {'assigneeId': alice['id']})
@@ -101,7 +101,7 @@ def test_a_group_too_large_for_one_transaction_is_refused_whole(api, org_id, mon
 def test_a_task_joining_while_the_group_is_reassigned_is_not_left_behind(api, org_id, monkeypatch):
     """The group read its members; a task joins before the group's write commits: the member
     counter check fails that write, which starts over and includes the newcomer."""
-    from chalicelib.services.hooks import task_groups
+    from chalicelib.features.tasks import groups as task_groups
     project, group, tasks, alice, bob = _setup(api, org_id, members=2)
     newcomer = create(api, 'tasks', org_id, projectId=project['id'], title='late')
     original, calls = task_groups.member_tasks, []
@@ -123,7 +123,7 @@ def test_a_task_joining_while_the_group_is_reassigned_is_not_left_behind(api, or
 def test_a_task_joining_with_an_assignee_the_group_just_dropped_is_refused(api, org_id, monkeypatch):
     """The task read the group's assignee; the group is re-assigned before the task's write
     commits: the group's sequence check fails the join (409), nothing is written."""
-    from chalicelib.services.hooks import tasks as task_hook
+    from chalicelib.features.tasks import hooks as task_hook
     project, group, _, alice, bob = _setup(api, org_id, members=0)
     assert api.put(f"/api/task-groups/{group['id']}", {'assigneeId': alice['id']}).status == 200
     joiner = create(api, 'tasks', org_id, projectId=project['id'], title='joiner')

@@ -70,7 +70,7 @@ def test_without_a_forwarded_address_the_source_address_is_hashed(api):
 
 
 def test_an_address_of_api_gateway_is_never_replaced_by_x_forwarded_for():
-    from chalicelib.api import http
+    from chalicelib.kernel.http import request as http
 
     class Req:
         context = {'identity': {'sourceIp': '203.0.113.7'}}
@@ -135,8 +135,8 @@ def test_a_retried_batch_is_stored_once(api):
 
 
 def test_a_half_written_batch_is_finished_by_its_retry(api, monkeypatch):
-    from chalicelib.services import records
-    from chalicelib.services import ui_events as service
+    from chalicelib.features.events import ui_events as service
+    from chalicelib.kernel import records
     real, calls = records.commit, []
 
     def second_chunk_fails(ops):
@@ -170,7 +170,7 @@ def test_only_a_true_flag_enables_them(api, org_id, flag):
 
 
 def test_the_flag_is_read_through_a_60_second_cache(api, org_id, monkeypatch):
-    from chalicelib.services import ui_events as service
+    from chalicelib.features.events import ui_events as service
     now = [1000.0]
     monkeypatch.setattr(service.presence_cache, 'clock', lambda: now[0])
     set_presence(api, org_id, True)
@@ -191,7 +191,7 @@ def test_the_flag_is_read_through_a_60_second_cache(api, org_id, monkeypatch):
 
 
 def test_a_failed_flag_lookup_counts_as_disabled(api, org_id, monkeypatch):
-    from chalicelib.services import ui_events as service
+    from chalicelib.features.events import ui_events as service
     set_presence(api, org_id, True)
 
     def broken(*args, **kwargs):
@@ -239,7 +239,7 @@ def test_an_organization_the_caller_is_not_in_is_refused(api, org_id, users):
 
 def test_a_caller_without_organization_has_everything_dropped(api):
     from chalicelib.core.principal import Principal
-    from chalicelib.services import ui_events as service
+    from chalicelib.features.events import ui_events as service
     lonely = Principal(user_id='u', email='lonely@example.com', memberships={}, platform_admin=False)
     assert service.record_batch({'events': [ev(), ev('ui.task.opened')]}, principal=lonely,
                                 client_address='198.51.100.1') == {'accepted': 0, 'dropped': 2}

@@ -1,4 +1,4 @@
-"""Unlocked changes of plain fields (services/unlocked.py): one UpdateItem, no read-modify-write,
+"""Unlocked changes of plain fields (kernel/unlocked.py): one UpdateItem, no read-modify-write,
 the same answers as the general path. Contention itself: tests/integration/test_contention.py."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def project(api, org_id):
 @pytest.fixture
 def writes(monkeypatch):
     """Which write path each PUT took."""
-    from chalicelib.store import repository
+    from chalicelib.kernel.store import repository
     seen: list[str] = []
     real_commit, real_update = repository.commit, repository.update_fields
     monkeypatch.setattr(repository, 'commit', lambda ops: (seen.append('commit'), real_commit(ops))[1])
@@ -52,8 +52,8 @@ def test_a_plain_change_is_one_update_and_answers_like_the_general_path(api, pro
 def test_an_unlocked_change_publishes_its_domain_event(api, project, writes):
     """The event rides on the record's item (obx) in the same UpdateItem; the stream handler
     publishes it from the MODIFY record like an outbox item from its INSERT."""
-    from chalicelib.services import outbox
-    from chalicelib.store import model
+    from chalicelib.features.events import outbox
+    from chalicelib.kernel.store import model
     path = f"/api/projects/{project['id']}"
     assert api.put(path, {'description': 'evented'}).status == 200 and writes == ['update_fields']
     item = model.boto3_table().get_item(Key={'pk': f"projects#{project['id']}", 'sk': '#'})['Item']
@@ -115,7 +115,7 @@ def test_gone_records_and_bad_values(api, org_id, project):
 
 
 def test_a_record_deleted_between_the_read_and_the_update_is_404(api, project, monkeypatch):
-    from chalicelib.services import unlocked
+    from chalicelib.kernel import unlocked
     real = unlocked.repo.update_fields
 
     def delete_first(*args, **kwargs):

@@ -48,7 +48,7 @@ def test_a_write_that_fails_leaves_no_outbox_item(api, org_id):
 
 
 def test_the_stream_handler_publishes_and_records_events_once(api, org_id, work, monkeypatch):
-    from chalicelib.store import work as work_store
+    from chalicelib.features.work import store as work_store
     sent = []
     real = work_store.events_client()
     original = real.put_events
@@ -81,7 +81,7 @@ def test_the_stream_handler_publishes_and_records_events_once(api, org_id, work,
 
 def test_events_refused_by_eventbridge_are_retried_then_reported_as_the_batch_item_failure(api, org_id, work,
                                                                                          monkeypatch):
-    from chalicelib.store import work as work_store
+    from chalicelib.features.work import store as work_store
     real = work_store.events_client()
     calls = []
 

@@ -9,7 +9,7 @@ from tests.conftest import ADMIN_KEY
 
 
 def test_every_line_is_json_with_ids_and_no_secret(api, org_id, work, capsys, monkeypatch):
-    from chalicelib.services import listing
+    from chalicelib.kernel import listing
     project = api.post('/api/projects', {'name': 'logs', 'organizationId': org_id}).json
     plan = api.post('/api/activity-plans', {'projectId': project['id'], 'name': 'p', 'steps': [
         {'name': 'boom', 'stepType': 'SCRIPT', 'options': {'expression': '$error("bad ' + ADMIN_KEY + '")'}}]}).json

@@ -40,7 +40,7 @@ def test_bad_expressions_are_400_with_the_reason(api, org_id, plan, expression, 
 
 
 def test_next_run_is_computed_on_write(api, org_id, plan):
-    from chalicelib.domain import schedule_expr
+    from chalicelib.kernel.shapes import schedule as schedule_expr
     r = api.post('/api/scheduled-jobs', job_body(org_id, plan, 'cron(0 8 ? * MON-FRI *)',
                                                  nextRunOn='2020-01-01T00:00:00.000000Z'))
     assert r.status == 201, r.json
@@ -58,10 +58,10 @@ def test_next_run_is_computed_on_write(api, org_id, plan):
 
 def make_due(job_id):
     """Move a job's nextRunOn (and its index entry) into the past, as time passing would."""
-    from chalicelib.domain.registry import family
-    from chalicelib.services import records
-    from chalicelib.services.internal import SERVICE
-    from chalicelib.store import table
+    from chalicelib.features.identity.service_token import SERVICE
+    from chalicelib.kernel import records
+    from chalicelib.kernel.registry import family
+    from chalicelib.kernel.store import table
     stored = table.get('scheduled-jobs', job_id)
     new = {**stored.data, 'nextRunOn': '2026-01-01T00:00:00.000000Z', 'changeSequence': stored.seq + 1}
     records.commit(records.update_ops(family('scheduled-jobs'), new, stored, principal=SERVICE))

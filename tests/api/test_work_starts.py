@@ -81,7 +81,7 @@ def test_the_caller_facing_start_needs_member_and_is_idempotent_on_request_id(ap
 
 
 def test_a_failed_send_leaves_no_pending_activity(api, work, project, monkeypatch):
-    from chalicelib.store import work as work_store
+    from chalicelib.features.work import store as work_store
     plan = make_plan(api, project, STEPS[:1])
 
     def refuse(*args, **kwargs):
@@ -108,9 +108,9 @@ def test_a_redelivered_start_makes_one_activity_with_one_set_of_tasks(api, work,
 def test_a_poison_message_goes_to_the_dlq_and_the_rest_of_its_batch_is_processed(api, work, project, monkeypatch):
     import dataclasses
 
-    from chalicelib.api import handlers
     from chalicelib.core import observability
     from chalicelib.core.config import get_config
+    from chalicelib.front import handlers
     cfg = dataclasses.replace(get_config(), activity_max_receive_count=DLQ_MAX_RECEIVES)   # this queue's
     monkeypatch.setattr(handlers, 'get_config', lambda: cfg)
     counted: list[str] = []
@@ -227,7 +227,7 @@ def test_an_illegal_execution_transition_is_409(api, project):
 
 
 def test_attempt_messages_lost_by_a_failed_send_are_sent_again_on_redelivery(api, work, project, monkeypatch):
-    from chalicelib.store import work as work_store
+    from chalicelib.features.work import store as work_store
     plan = make_plan(api, project, STEPS[1:])
     activity = api.post(f"/api/activity-plans/{plan['id']}/start",
                         {'projectId': project['id'], 'inputs': {'amount': 1}}).json
@@ -251,10 +251,10 @@ def test_attempt_messages_lost_by_a_failed_send_are_sent_again_on_redelivery(api
 
 
 def test_an_attempt_whose_worker_died_counts_as_failed_when_its_message_returns(api, work, project):
-    from chalicelib.domain.registry import family
-    from chalicelib.services import records
-    from chalicelib.services.internal import SERVICE
-    from chalicelib.store import table
+    from chalicelib.features.identity.service_token import SERVICE
+    from chalicelib.kernel import records
+    from chalicelib.kernel.registry import family
+    from chalicelib.kernel.store import table
     plan = make_plan(api, project, [{'name': 's', 'stepType': 'SCRIPT', 'options': {'expression': '1'},
                                      'executionPolicy': {'maxAttempts': 2, 'timeoutSeconds': 5}}])
     activity = api.post(f"/api/activity-plans/{plan['id']}/start", {'projectId': project['id']}).json

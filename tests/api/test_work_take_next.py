@@ -68,7 +68,7 @@ def test_team_matching_strict_and_soft(api, org_id, project):
 
 def test_twenty_concurrent_callers_get_twenty_different_tasks(api, org_id, project, monkeypatch):
     from chalicelib.core.principal import Principal
-    from chalicelib.services import work
+    from chalicelib.features.work import service as work
     made = [task(api, project, f't{n}') for n in range(24)]
     callers = [Principal(user_id=make_user(api, org_id, 'MEMBER')[0]['id'], email='',
                          memberships={org_id: 'MEMBER'}) for _ in range(20)]

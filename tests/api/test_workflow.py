@@ -95,7 +95,7 @@ def test_only_platform_admins_grant_platform_admin(api, org_id):
 
 
 def test_resource_schemes_cover_the_registry(api):
-    from chalicelib.domain.registry import FAMILIES
+    from chalicelib.kernel.registry import FAMILIES
     r = api.get('/api/resolve/schemes')
     assert r.status == 200 and isinstance(r.json, list)
     assert {s['scheme'] for s in r.json} == {f.path for f in FAMILIES}

@@ -486,7 +486,7 @@ def test_a_stale_change_sequence_is_refused_with_the_current_one(served, world):
 def test_an_unexpected_failure_inside_a_tool_is_a_tool_error_not_a_500(served, monkeypatch):
     import dataclasses
 
-    from chalicelib.services.mcp import tools
+    from chalicelib.features.mcp import tools
 
     def boom(args, principal):
         raise RuntimeError('disk on fire')

@@ -87,7 +87,7 @@ def main() -> int:
 def _run(base, moto, admin, work, env, server) -> int:
     os.environ.update({k: env[k] for k in ('AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_DEFAULT_REGION',
                                            'TABLE_NAME')}, AWS_ENDPOINT_URL=moto)
-    from chalicelib.services.identity import create_api_key
+    from chalicelib.features.identity.service import create_api_key
     org = _call(base, admin, 'POST', '/api/organizations', {'name': 'Load', 'slug': f'load-{secrets.token_hex(3)}'})
     project = _call(base, admin, 'POST', '/api/projects', {'name': 'Load', 'organizationId': org['id']})
     for i in range(3):

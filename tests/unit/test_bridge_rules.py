@@ -1,13 +1,13 @@
 """The dense pure rules of service bridges and UI telemetry, table-driven: bridge shapes
-(domain/bridges.py), secret templates, endpoint selection and required fields, the scrubbing
-of echoed secrets, and the privacy filter of UI payloads (services/ui_events.py)."""
+(kernel/shapes/bridges.py), secret templates, endpoint selection and required fields, the scrubbing
+of echoed secrets, and the privacy filter of UI payloads (features/events/ui_events.py)."""
 from __future__ import annotations
 
 import pytest
 
-from chalicelib.domain import bridges
-from chalicelib.services import bridges as calls
-from chalicelib.services import ui_events
+from chalicelib.features.bridges import proxy as calls
+from chalicelib.features.events import ui_events
+from chalicelib.kernel.shapes import bridges
 
 # ----------------------------------------------------------------------------- base URLs
 
@@ -207,7 +207,7 @@ def test_the_published_patterns_agree_with_the_rules():
     """What /v3/api-docs promises a client (and the fuzzer generates) matches what is accepted."""
     import re
 
-    from chalicelib.domain.shapes import SHAPES
+    from chalicelib.kernel.shapes import SHAPES
     base = re.compile(SHAPES['ServiceBridgeBaseUrl'].schema['pattern'])
     path = re.compile(SHAPES['ServiceBridgeEndpoint'].schema['properties']['path']['pattern'])
     name = re.compile(SHAPES['ServiceBridgeEndpoint'].schema['properties']['name']['pattern'])

@@ -2,7 +2,7 @@
 parents-first ordering over cycles, and delta application."""
 from __future__ import annotations
 
-from chalicelib.services import deltas, validation
+from chalicelib.features.documents import deltas, validation
 
 
 def test_relative_paths_are_rewritten_outside_string_literals_only():

@@ -1,5 +1,5 @@
 """The table client's session answers botocore's endpoint table from a 10 KB slice of it
-(chalicelib/store/endpoints.py): the slice must be botocore's own data, and resolve endpoints
+(chalicelib/kernel/store/endpoints.py): the slice must be botocore's own data, and resolve endpoints
 exactly as the full table does."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import botocore.loaders
 import botocore.session
 import pytest
 
-from chalicelib.store import endpoints, model
+from chalicelib.kernel.store import endpoints, model
 
 REGIONS = ('us-east-1', 'eu-west-1', 'ap-southeast-2', 'cn-north-1', 'us-gov-west-1', 'eu-central-2')
 
@@ -18,7 +18,7 @@ REGIONS = ('us-east-1', 'eu-west-1', 'ap-southeast-2', 'cn-north-1', 'us-gov-wes
 def test_the_slice_is_the_installed_botocores_table_with_dynamodb_only():
     full = botocore.loaders.Loader().load_data('endpoints')
     assert json.loads(endpoints.SLIM.read_text()) == endpoints.derive(full), \
-        'botocore changed: run `python -m chalicelib.store.endpoints` and commit the file'
+        'botocore changed: run `python -m chalicelib.kernel.store.endpoints` and commit the file'
     assert {p['partition'] for p in full['partitions']} == \
         {p['partition'] for p in json.loads(endpoints.SLIM.read_text())['partitions']}
 

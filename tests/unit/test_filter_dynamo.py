@@ -11,8 +11,18 @@ import pytest
 from boto3.dynamodb.conditions import ConditionExpressionBuilder
 from moto import mock_aws
 
-from chalicelib.query import And, Compare, DictSchema, IsNull, Not, compile_filter, evaluate, parse, render
-from chalicelib.query.dynamo import MAX_IN_OPERANDS
+from chalicelib.kernel.query import (
+    And,
+    Compare,
+    DictSchema,
+    IsNull,
+    Not,
+    compile_filter,
+    evaluate,
+    parse,
+    render,
+)
+from chalicelib.kernel.query.dynamo import MAX_IN_OPERANDS
 
 SCHEMA = DictSchema(
     {'name': 'string', 'count': 'integer', 'score': 'number', 'active': 'boolean',

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chalicelib.query import (
+from chalicelib.kernel.query import (
     MAX_DEPTH,
     MAX_LENGTH,
     NULL_CONTEXT,

@@ -17,7 +17,18 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from chalicelib.core.clock import normalize_instant
-from chalicelib.query import And, Compare, DictSchema, IsNull, Not, Or, compile_filter, evaluate, parse, render
+from chalicelib.kernel.query import (
+    And,
+    Compare,
+    DictSchema,
+    IsNull,
+    Not,
+    Or,
+    compile_filter,
+    evaluate,
+    parse,
+    render,
+)
 
 SCHEMA = DictSchema(
     {'name': 'string', 'count': 'integer', 'score': 'number', 'active': 'boolean',

@@ -3,7 +3,7 @@ resources the template creates (infra/names.py is the one source of both)."""
 import json
 from pathlib import Path
 
-from chalicelib.store.model import Item
+from chalicelib.kernel.store.model import Item
 from infra.names import Names
 from infra.stack import template
 

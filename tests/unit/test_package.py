@@ -141,7 +141,7 @@ def test_make_package_writes_the_templates_without_aws_credentials_and_cfn_lint_
     assert templates['app']['Transform'] == 'AWS::Serverless-2016-10-31'
     with zipfile.ZipFile(OUT / 'deployment.zip') as z:
         names = set(z.namelist())
-    assert {'app.py', 'chalicelib/api/authorizer.py', 'chalicelib/store/table.py'} <= names
+    assert {'app.py', 'chalicelib/features/identity/authorizer.py', 'chalicelib/kernel/store/table.py'} <= names
     assert not any(n.startswith(('tests/', 'infra/', 'localdev/', 'out/')) for n in names)
     for fn in of_type(templates['app'], 'AWS::Serverless::Function').values():
         assert fn['Properties']['CodeUri'] == './deployment.zip'
@@ -153,9 +153,9 @@ def test_the_deployment_package_carries_the_bytecode_of_its_modules(templates):
     tag = sys.implementation.cache_tag
     with zipfile.ZipFile(OUT / 'deployment.zip') as z:
         names = set(z.namelist())
-        pyc = z.read(f'chalicelib/store/__pycache__/model.{tag}.pyc')
+        pyc = z.read(f'chalicelib/kernel/store/__pycache__/model.{tag}.pyc')
     assert {f'__pycache__/app.{tag}.pyc', f'chalice/__pycache__/app.{tag}.pyc',
-            f'pynamodb/__pycache__/models.{tag}.pyc', 'chalicelib/store/dynamodb-endpoints.json'} <= names
+            f'pynamodb/__pycache__/models.{tag}.pyc', 'chalicelib/kernel/store/dynamodb-endpoints.json'} <= names
     assert int.from_bytes(pyc[4:8], 'little') == 0b01      # unchecked hash-based (PEP 552)
 
 

@@ -29,9 +29,9 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 from chalicelib.core import clock
+from chalicelib.features.documents import blobs
+from chalicelib.features.work import store as work_store
 from chalicelib.ops.check_table import OPTIONS, Snapshot, Violation, check, option
-from chalicelib.store import blobs
-from chalicelib.store import work as work_store
 
 option('stuck-minutes', 15, 'activities-stuck: minutes an activity may stay PENDING')
 option('outbox-minutes', 5, 'outbox-published: minutes an outbox event may wait for its events record')

@@ -1,0 +1,1 @@
+"""Service bridges: the proxy behind the egress fence, organization secrets, the agent tools."""

@@ -1,0 +1,114 @@
+"""The outbox publisher: domain events (written by kernel/records.py in the transaction of
+every write, kernel/store/outbox.py ``outbox_op``) go to the EventBridge bus and into the ``events``
+family.
+
+The ``@app.on_dynamodb_record`` handler (and ``make run``'s stream poller) hands the batch's
+outbox events to ``publish``: one PutEvents per 10 events (entries EventBridge refuses are
+sent again, up to three times), then each published event is recorded as an ``events`` record
+whose id is the event's id, so a batch delivered twice is recorded once. Events it could not
+publish or record are returned: the handler reports the first as the batch item failure, so
+the stream delivers it (and what follows) again.
+
+An ``executions.updated`` event that ended an execution also gives its activity a chance to
+finish (features/work/service.py ``finish_activity``: idempotent), whoever ended it.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chalicelib.core import observability
+from chalicelib.core.principal import Principal
+from chalicelib.features.work import store as work_store
+from chalicelib.kernel import records
+from chalicelib.kernel.registry import family as family_of
+from chalicelib.kernel.store import outbox as outbox_store
+from chalicelib.kernel.store import table
+from chalicelib.kernel.store.repository import WriteConflict
+
+log = observability.get_logger('outbox')
+SOURCE = 'platform-api'
+PAYLOAD_FIELDS = ('family', 'resourceId', 'resourceIds', 'projectId', 'actorId', 'changedFields', 'correlationId')
+
+
+def events_of(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(SequenceNumber, domain event) of a stream batch: INSERTs of outbox items, and records
+    whose write carried its event on the item (``obx``, kernel/unlocked.py)."""
+    out = []
+    for rec in records:
+        change = rec.get('dynamodb') or {}
+        if rec.get('eventName') in ('INSERT', 'MODIFY'):
+            event = outbox_store.outbox_event(change.get('NewImage') or {}, change.get('OldImage'))
+            if event is not None:
+                out.append((change.get('SequenceNumber'), event))
+    return out
+
+
+def correlation_of(records: list[dict[str, Any]]) -> str | None:
+    found = events_of(records[:50])
+    return found[0][1].get('correlationId') if found else None
+
+
+def handle_stream(records: list[dict[str, Any]]) -> list[str]:
+    """Publish the outbox events of a stream batch; SequenceNumbers of those that failed."""
+    found = events_of(records)
+    failed = {e['id'] for e in publish([event for _, event in found])}
+    if found:
+        log.info('outbox batch', extra={'published': len(found) - len(failed), 'failed': len(failed)})
+    return [sequence for sequence, event in found if event['id'] in failed]
+
+
+def entry(event: dict[str, Any]) -> dict[str, Any]:
+    return {'Source': SOURCE, 'DetailType': event['eventType'], 'Detail': json.dumps(event),
+            'Resources': []}
+
+
+def publish(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Publish and record ``events``; the ones that failed (in order)."""
+    if not events:
+        return []
+    refused = work_store.put_events([entry(e) for e in events])
+    refused_ids = {json.loads(r['Detail'])['id'] for r in refused}
+    failed = [e for e in events if e['id'] in refused_ids]
+    for event in events:
+        if event['id'] in refused_ids:
+            continue
+        with observability.work(correlation_id=event.get('correlationId')):
+            try:
+                record(event)
+                _after(event)
+            except Exception as exc:  # noqa: BLE001 - reported as a batch item failure, delivered again
+                log.warning('event %s (%s) not recorded: %s', event['id'], event['eventType'], exc)
+                failed.append(event)
+    observability.count('DomainEventsPublished', len(events) - len(failed))
+    return failed
+
+
+def record(event: dict[str, Any]) -> None:
+    """The event as an ``events`` record of its organization (once: its id is the event's)."""
+    org = event.get('organizationId')
+    if not org or event['eventType'] == 'organizations.deleted':
+        return   # platform-wide records (users, the catalogue) and a gone organization: published only
+    fam = family_of('events')
+    actor = Principal(user_id=event.get('actorId') or '', email='', credential='system')
+    data = records.new_record(fam, {'eventType': event['eventType'], 'name': event['eventType'], 'source': SOURCE,
+                                    'occurredOn': event['occurredOn'],
+                                    'payload': {k: event[k] for k in PAYLOAD_FIELDS if k in event}},
+                              principal=actor, org=org, id_=event['id'])
+    try:
+        records.commit(records.create_ops(fam, [data], actor))
+    except WriteConflict as exc:
+        if exc.code == 'TransactionConflict':
+            raise
+        # already recorded (a redelivery): nothing to do
+
+
+def _after(event: dict[str, Any]) -> None:
+    if event['eventType'] not in ('executions.updated', 'executions.cancelled') or \
+            'status' not in (event.get('changedFields') or []):
+        return
+    execution = table.get('executions', event['resourceId'])
+    if execution is not None and execution.data.get('activityId') and \
+            execution.data.get('status') in ('SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'):
+        from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy
+        work.finish_activity(execution.data['activityId'])

@@ -1,0 +1,160 @@
+"""Request rate limits.
+
+Per credential (the contract's headline figure): RATE_LIMIT_PER_MINUTE (default 100) and a burst
+of RATE_LIMIT_BURST_PER_SECOND (default 20) per API key; a user's bearer tokens count together
+as one credential. Per user, over all their keys and tokens: RATE_LIMIT_USER_PER_MINUTE and
+RATE_LIMIT_USER_BURST_PER_SECOND (default three times the per-key figures: 300 and 60), so
+holding 50 keys does not give 50 quotas. Requests without a valid credential, public routes and
+the internal service caller are not counted (their responses still carry the headers, stating
+the limit): counting them would make every garbage request a DynamoDB write; the gateway's
+throttling absorbs floods.
+
+Windows are fixed: the minute window is the UTC minute, the burst window the second. The
+request's one gate UpdateItem (kernel/store/gate.py, features/identity/admission.py) authenticates it and counts
+all four windows on the user's ACL item; a refused request is given back (not counted).
+
+When the counters cannot be read or written (the table throttles or fails), the limiter fails
+closed for writes: any method but GET, HEAD and OPTIONS gets 503 with ``Retry-After`` and
+changes nothing. Reads are admitted, counted against the same figures in a small in-process
+window (per Lambda instance, ``_fallback``) so one instance never serves a caller more than the
+limits while the table is away; its 429s carry the same headers. A flood that throttles the
+table therefore cannot switch limiting off, and a throttled limiter does not turn a read
+outage of the limiter into an outage of every read.
+
+Response headers (every response, errors included):
+  X-RateLimit-Limit      the per-minute limit of a credential
+  X-RateLimit-Remaining  requests left in the current minute: the smaller of what is left to the
+                         credential and to the user (0 on a 429)
+  X-RateLimit-Reset      epoch seconds when the window that refused (or the minute) reopens
+and on a 429 ``Retry-After`` (seconds).
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chalicelib.core.config import get_config
+from chalicelib.core.errors import ServiceUnavailable, TooManyRequests
+from chalicelib.core.observability import get_logger
+from chalicelib.features.identity import limits as store
+
+log = get_logger('ratelimit')
+
+clock: Callable[[], float] = time.time   # tests patch this to control the windows
+TTL_GRACE_SECONDS = 120
+READ_METHODS = frozenset({'GET', 'HEAD', 'OPTIONS'})
+UNAVAILABLE_RETRY_AFTER = 2
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset: int
+    retry_after: int = 0
+
+    def headers(self) -> dict[str, str]:
+        out = {'X-RateLimit-Limit': str(self.limit), 'X-RateLimit-Remaining': str(self.remaining),
+               'X-RateLimit-Reset': str(self.reset)}
+        if not self.allowed:
+            out['Retry-After'] = str(self.retry_after)
+        return out
+
+    def error(self) -> TooManyRequests:
+        return TooManyRequests(f'Rate limit exceeded: retry in {self.retry_after} s',
+                               headers=self.headers())
+
+
+class LimiterUnavailable(ServiceUnavailable):
+    """The counters cannot be reached and the request is a write: refused, nothing done."""
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__('The rate limiter is unavailable; nothing was changed, retry shortly',
+                         headers={**decision.headers(), 'Retry-After': str(UNAVAILABLE_RETRY_AFTER)})
+        self.decision = decision
+
+
+def limits() -> store.Limits:
+    cfg = get_config()
+    return store.Limits(key_minute=cfg.rate_limit_per_minute, key_second=cfg.rate_limit_burst_per_second,
+                        user_minute=cfg.rate_limit_user_per_minute, user_second=cfg.rate_limit_user_burst_per_second)
+
+
+class Refused(TooManyRequests):
+    """Over a limit: 429 with the headers of ``decision``."""
+
+    def __init__(self, decision: Decision) -> None:
+        error = decision.error()
+        super().__init__(error.message, headers=error.headers)
+        self.decision = decision
+
+
+def decide(counts, limits_: store.Limits, now: float) -> Decision:
+    """The decision for the counts the gate returned (kernel/store/gate.py ``GateAnswer``)."""
+    return _decide(counts, limits_, now)
+
+
+def without_table(user_id: str, credential: str, method: str = 'GET') -> Decision:
+    """The gate could not count (module docstring): a write is refused with
+    ``LimiterUnavailable``; a read is counted in this process's windows (``Refused`` when over)."""
+    if method.upper() not in READ_METHODS:
+        raise LimiterUnavailable(untracked())
+    limits_ = limits()
+    now = clock()
+    minute = int(now // 60)
+    counts = _fallback.hit(user_id, credential, minute=minute, second=int(now) % 60, limits=limits_)
+    decision = _decide(counts, limits_, now)
+    if not decision.allowed:
+        raise Refused(decision)
+    return decision
+
+
+def _decide(counts: store.WindowCounts, limits: store.Limits, now: float) -> Decision:
+    minute_end = (int(now // 60) + 1) * 60
+    if counts.admitted:
+        remaining = min(limits.key_minute - counts.key_minute, limits.user_minute - counts.user_minute)
+        return Decision(True, limits.key_minute, max(0, remaining), minute_end)
+    if counts.key_minute >= limits.key_minute or counts.user_minute >= limits.user_minute:
+        reset = minute_end
+    else:  # a burst window refused: it reopens with the next second
+        reset = int(now) + 1
+    return Decision(False, limits.key_minute, 0, reset, max(1, math.ceil(reset - now)))
+
+
+def untracked() -> Decision:
+    """Headers for a request that is not counted: the limit, nothing used."""
+    cfg = get_config()
+    now = clock()
+    return Decision(True, cfg.rate_limit_per_minute, cfg.rate_limit_per_minute, (int(now // 60) + 1) * 60)
+
+
+class _Fallback:
+    """The same four windows, in memory, for reads while the table cannot count (per process;
+    only the current minute is kept)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._minute = -1
+        self._counts: dict[str, int] = {}
+
+    def hit(self, user_id: str, credential: str, *, minute: int, second: int,
+            limits: store.Limits) -> store.WindowCounts:
+        keys = (f'{user_id}', f'{user_id}#{second}', f'{user_id}|{credential}', f'{user_id}|{credential}#{second}')
+        caps = (limits.user_minute, limits.user_second, limits.key_minute, limits.key_second)
+        with self._lock:
+            if minute != self._minute:
+                self._minute, self._counts = minute, {}
+            now = [self._counts.get(k, 0) for k in keys]
+            admitted = all(n < cap for n, cap in zip(now, caps, strict=True))
+            if admitted:
+                for k in keys:
+                    self._counts[k] = self._counts.get(k, 0) + 1
+                now = [n + 1 for n in now]
+        return store.WindowCounts(admitted, now[0], now[1], now[2], now[3])
+
+
+_fallback = _Fallback()

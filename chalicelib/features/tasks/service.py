@@ -1,0 +1,54 @@
+"""Task and execution actions the contract names beyond plain CRUD: set a task's status,
+cancel an execution, read a task group's history. Each is a change through the generic
+service (same permission, locking and audit path as PUT)."""
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.core.errors import BadRequest, Conflict
+from chalicelib.core.principal import Principal
+from chalicelib.kernel import crud as resources
+from chalicelib.kernel import records
+from chalicelib.kernel.listing import ListRequest, list_resources
+from chalicelib.kernel.store import table
+
+TERMINAL_EXECUTION = {'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'}
+
+
+def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
+    """``{statusSlug (or status / slug), changeSequence?}``: the slug must be one of the
+    organization's task statuses."""
+    slug = body.get('statusSlug', body.get('status', body.get('slug')))
+    if not isinstance(slug, str) or not slug:
+        raise BadRequest("Field 'statusSlug' is required")
+    task = resources.load_visible('tasks', task_id, principal)
+    if not table.unique_exists('task-statuses', scope=task.org, field_name='slug', value=slug):
+        raise BadRequest(f"Field 'statusSlug' refers to a task status that does not exist: {slug}")
+    change: dict[str, Any] = {'statusSlug': slug}
+    if 'changeSequence' in body:
+        change['changeSequence'] = body['changeSequence']
+    with records.action('tasks', 'statusChanged'):
+        return resources.update('tasks', task_id, change, principal=principal)
+
+
+def cancel_execution(execution_id: str, principal: Principal) -> dict[str, Any]:
+    execution = resources.load_visible('executions', execution_id, principal)
+    status = execution.data.get('status')
+    if status in TERMINAL_EXECUTION:
+        raise Conflict(f'Execution is already {status}')
+    with records.action('executions', 'cancelled'):
+        cancelled = resources.update('executions', execution_id,
+                                     {'status': 'CANCELLED', 'changeSequence': execution.seq}, principal=principal)
+    if cancelled.get('activityId'):   # its last execution ended: the activity finishes (features/work/service.py)
+        from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy: the worker's module
+        work.finish_activity(cancelled['activityId'])
+    return cancelled
+
+
+def task_group_history(group_id: str, req: ListRequest, principal: Principal) -> dict[str, Any]:
+    """The history page of one task group (newest first unless ``req`` sorts otherwise)."""
+    group = resources.load_visible('task-groups', group_id, principal)
+    req.filters = [*req.filters, f"taskGroupId == '{group.id}'"]
+    if not req.sort:
+        req.sort = [('createdOn', True)]
+    return list_resources('task-group-history', req, principal)

@@ -1,0 +1,1 @@
+"""Work: activity starts through SQS, the worker that runs plan steps, executions, scheduled jobs."""

@@ -1,0 +1,49 @@
+"""Executions: status transitions and the activity's work count.
+
+* Through the generic PUT, a status may only move along the lifecycle (PENDING -> RUNNING ->
+  SUCCEEDED | FAILED | CANCELLED | TIMED_OUT, PENDING -> CANCELLED | FAILED, RUNNING -> PENDING
+  for a retry); a finished execution keeps its status: anything else is 409 (the write itself
+  is conditional on the stored changeSequence).
+* Whoever ends an execution of an activity's plan (the worker, cancelExecution, an agent
+  runtime's PUT, a DELETE of one not yet ended), the same transaction moves the activity's
+  work count (features/work/store.py): one fewer ``remaining``, and one more ``failed`` when it failed
+  under ``onExhausted: FAIL``. The activity finishes when ``remaining`` reaches zero
+  (features/work/service.py ``finish_activity``).
+"""
+from __future__ import annotations
+
+from chalicelib.core.errors import Conflict
+from chalicelib.features.work import store as work_store
+from chalicelib.kernel.hooks import Hook
+from chalicelib.kernel.shapes.steps import policy_of
+
+TERMINAL = frozenset({'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'})
+ALLOWED = {
+    'PENDING': {'RUNNING', 'CANCELLED', 'FAILED'},
+    'RUNNING': {'PENDING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'},
+}
+
+
+def check_transition(old: str, new: str) -> None:
+    if old != new and new not in ALLOWED.get(old, set()):
+        raise Conflict(f'Execution status cannot change from {old} to {new}')
+
+
+class ExecutionHook(Hook):
+    def before_update(self, family, principal, new, stored):
+        check_transition(stored.data.get('status', 'PENDING'), new.get('status', 'PENDING'))
+
+    def audit_ops(self, family, principal, action, data, stored):
+        if action == 'CREATE' or not data.get('activityId') or not isinstance(data.get('step'), dict):
+            return []
+        before = stored.data.get('status', 'PENDING')
+        after = 'CANCELLED' if action == 'DELETE' else data.get('status', 'PENDING')   # deleted: no longer awaited
+        if before in TERMINAL or after not in TERMINAL:
+            return []
+        ops = [work_store.work_move(data['activityId'], 'remaining', -1)]
+        if after in ('FAILED', 'TIMED_OUT') and policy_of(data['step'])['onExhausted'] == 'FAIL':
+            ops.append(work_store.work_move(data['activityId'], 'failed', 1))
+        return ops
+
+
+HOOK = ExecutionHook()

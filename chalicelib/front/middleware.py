@@ -1,0 +1,172 @@
+"""The one HTTP middleware: authenticate, count the request against the rate limit, run the
+view, and shape every error as {"error", "message", "status"} (ours, and the ones Chalice
+itself produces: 405, 415, 500). Every response carries the X-RateLimit-* headers and
+X-Request-Id. No stack trace ever reaches a client; unexpected errors are logged with the
+request id, and an AWS dependency that is throttled, failing or silent is a 503, never a
+500. Each request runs in its own observability context (core/observability.py): one
+JSON log line per request, a Requests metric, a trace subsegment when tracing is on."""
+from __future__ import annotations
+
+import sys
+import time
+
+from chalice import Response
+
+from chalicelib.core import errors, observability
+from chalicelib.core.errors import ApiError, error_body
+from chalicelib.core.principal import set_current
+from chalicelib.kernel.http import policy
+
+log = observability.get_logger('http')
+
+
+def _error_response(status: int, message: str, headers: dict[str, str] | None = None, **extra) -> Response:
+    return Response(body=error_body(status, message, **extra), status_code=status,
+                    headers={'Content-Type': 'application/json', **(headers or {})})
+
+
+def _translate_chalice_error(response: Response, request_id: str) -> Response:
+    """Chalice answers some errors itself with {"Code", "Message"}: reshape them. Its 500 is an
+    exception a view raised (Chalice catches those before middleware sees them, and logs the
+    traceback): the answer names the request id, and so does our log line."""
+    if response.status_code < 400 or not isinstance(response.body, dict) or 'Code' not in response.body:
+        return response
+    status = response.status_code
+    message = str(response.body.get('Message', ''))
+    if status >= 500:
+        log.error('unhandled error in a view, request %s (traceback above)', request_id)
+        message = f'An internal error occurred (request {request_id})'
+    headers = {k: v for k, v in (response.headers or {}).items() if k.lower() != 'content-type'}
+    return _error_response(status, message, headers)
+
+
+def _admit(event, mode: str, route: str | None):
+    """Authenticate the caller and count the request -> (principal, rate-limit decision).
+
+    A user's request is admitted by features/identity/admission.py: one UpdateItem authenticates and
+    counts it while one BatchGetItem reads, concurrently, the user's record and, for a GET by
+    id, the record itself (the view then reads nothing). A request without a valid credential,
+    and a public route, is answered without touching the counters (headers still state the
+    limit): counting them would turn every garbage request into a DynamoDB write; floods of
+    those are for the gateway's throttling to absorb (infra/usage_plan.py). When the counters
+    cannot be reached, a write is refused with 503 and a read is counted in memory
+    (features/identity/ratelimit.py)."""
+    # lazy: the services load pynamodb; `import app` must not (cold start)
+    from chalicelib.features.identity import admission, ratelimit  # noqa: PLC0415
+    from chalicelib.features.identity import service_token as internal  # noqa: PLC0415 - lazy: cold start
+    try:
+        if mode == 'user':
+            return admission.admit(event.headers, event.method, reads=_reads(event, route))
+        if mode == 'mcp':
+            from chalicelib.features.mcp import auth as mcp_auth  # noqa: PLC0415 - lazy: cold start
+            return mcp_auth.admit(event.headers, event.method)
+        if mode == 'service':
+            return internal.authenticate_service(event.headers), ratelimit.untracked()
+        return None, ratelimit.untracked()   # public route
+    except ratelimit.Refused as exc:
+        raise _Refused(exc, exc.decision) from None
+    except ratelimit.LimiterUnavailable as exc:
+        raise _Refused(exc, exc.decision) from None
+    except ApiError as exc:
+        raise _Refused(exc, ratelimit.untracked()) from None
+
+
+_GET_BY_ID: dict[str, tuple[str, str]] = {}
+
+
+def _reads(event, route: str | None) -> list[tuple[str, str]]:
+    """What the view will read by key, to read it with the admission: a GET by id's record."""
+    if event.method != 'GET' or not route:
+        return []
+    if not _GET_BY_ID:
+        from chalicelib.kernel.registry import FAMILIES  # noqa: PLC0415 - lazy: cold start
+        _GET_BY_ID.update({f'/api/{f.path}/{{{f.id_param}}}': (f.path, f.id_param) for f in FAMILIES})
+    found = _GET_BY_ID.get(route)
+    if found is None:
+        return []
+    id_ = (event.uri_params or {}).get(found[1])
+    return [(found[0], id_)] if id_ else []
+
+
+class _Refused(Exception):
+    def __init__(self, error: ApiError, decision) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.decision = decision
+
+
+def _last_resort(exc: BaseException, request_id: str) -> Response:
+    """An exception nothing else answered: an AWS dependency that is throttled, failing or not
+    answering is a 503 with Retry-After (issue 16: under faults, never a 500), anything else a
+    500 naming the request. Both are logged with the traceback."""
+    if errors.aws_unavailable(exc):
+        log.warning('a dependency failed, request %s', request_id, exc_info=exc)
+        unavailable = errors.DependencyUnavailable()
+        return _error_response(unavailable.status, unavailable.message, unavailable.headers)
+    log.error('unhandled error, request %s', request_id, exc_info=exc)
+    return _error_response(500, f'An internal error occurred (request {request_id})')
+
+
+def _answer_view_failures() -> None:
+    """Chalice answers an exception a view raised (ApiErrors aside: they reach the middleware)
+    with its own 500 before any middleware sees it, in RestAPIEventHandler's
+    ``_unhandled_exception_to_response``; wrap that one place so that an AWS dependency failing
+    there is a 503 too. (tests/api/test_failure_modes.py fails if Chalice moves it.)"""
+    from chalice.app import RestAPIEventHandler  # noqa: PLC0415 - chalice is loaded already
+    chalice_unhandled = RestAPIEventHandler._unhandled_exception_to_response
+    if getattr(chalice_unhandled, 'platform_wrapped', False):
+        return
+
+    def view_failed(self) -> Response:
+        exc = sys.exc_info()[1]
+        if exc is None or not errors.aws_unavailable(exc):
+            return chalice_unhandled(self)
+        return _last_resort(exc, observability.current().get('request_id') or '-')
+    view_failed.platform_wrapped = True
+    RestAPIEventHandler._unhandled_exception_to_response = view_failed
+
+
+def install(app) -> None:
+    _answer_view_failures()
+
+    @app.middleware('http')
+    def platform_middleware(event, get_response):
+        context = event.context or {}
+        route = context.get('resourcePath')
+        started = time.perf_counter()
+        # API Gateway's request id when there is one (it is what its access logs show)
+        with observability.work(request_id=context.get('requestId'), route=route, method=event.method) as work:
+            with observability.trace(f'{event.method} {route}', route=route):
+                response = _handle(event, get_response, route, work['request_id'])
+            response.headers['X-Request-Id'] = work['request_id']
+            observability.log_request(status=response.status_code, duration_ms=(time.perf_counter() - started) * 1000)
+            observability.count('Requests', route=route or 'unknown', statusClass=f'{response.status_code // 100}xx')
+            if response.status_code == 429:
+                observability.count('Throttled', route=route or 'unknown')
+        return response
+
+
+def _handle(event, get_response, route: str | None, request_id: str) -> Response:
+    decision = None
+    try:
+        principal, decision = _admit(event, policy.of(route), route)
+        if principal is not None:
+            observability.annotate(user_id=principal.user_id, organization_id=principal.default_org)
+        set_current(principal)
+        response = get_response(event)
+    except _Refused as refused:
+        decision = refused.decision
+        exc = refused.error
+        response = _error_response(exc.status, exc.message, exc.headers, **exc.extra)
+    except ApiError as exc:
+        response = _error_response(exc.status, exc.message, exc.headers, **exc.extra)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: log it, answer a bare 500
+        response = _last_resort(exc, request_id)
+    finally:
+        set_current(None)
+    response = _translate_chalice_error(response, request_id)
+    if decision is None:  # failed before the limiter could answer: still say what the limit is
+        from chalicelib.features.identity.ratelimit import untracked  # noqa: PLC0415 - lazy: cold start
+        decision = untracked()
+    response.headers.update(decision.headers())
+    return response

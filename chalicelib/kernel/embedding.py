@@ -1,0 +1,93 @@
+"""References embedded in responses (kernel/embeds.py says which): ``x`` next to ``xId``.
+
+One BatchGetItem per response or list page, whatever the number of records and references:
+the ids of every embedded reference of every record are collected, deduplicated, fetched
+together (table.batch_get: BatchGetItem, 100 keys a call, so one call up to 100 distinct
+referenced records), and each record gets its objects. A family without embedded references,
+or a page whose records hold none, costs nothing.
+
+Visibility: the object is the referenced record as the caller's own GET of it would show it
+(less the target family's heavy fields, domain/embeds.HEAVY). A record the caller may not see
+is ``{"id": ...}`` only. One that no longer exists, and an absent ``xId``, mean no ``x`` (the
+id stays as stored). An
+embedded record of an organization whose organization is embedded in the same response (a
+project's status) carries that ``organization`` too (the SDK's ProjectStatus requires it).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.core.observability import get_logger
+from chalicelib.core.principal import Principal
+from chalicelib.kernel import access
+from chalicelib.kernel.embeds import HEAVY, embeds_of
+from chalicelib.kernel.registry import Family
+from chalicelib.kernel.registry import family as family_of
+from chalicelib.kernel.store import table
+
+log = get_logger('embedding')
+
+
+def embed_one(family: Family, data: dict[str, Any], principal: Principal) -> dict[str, Any]:
+    """``data`` with its references embedded (a new dict; ``data`` is not changed)."""
+    return embed_page(family, [data], principal)[0]
+
+
+def embed_written(family: Family, data: dict[str, Any], principal: Principal) -> dict[str, Any]:
+    """``embed_one`` for the answer to a write that is already committed: a read that fails now
+    (throttling, ...) must not report the write as failed (a client would retry a create), so the
+    record is then answered with its ids only, and the failure logged."""
+    try:
+        return embed_one(family, data, principal)
+    except Exception:  # noqa: BLE001 - the write stands; only the embedding is missing
+        log.warning('embedding after a committed %s write failed; answered with ids only', family.path,
+                    exc_info=True)
+        return data
+
+
+def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal) -> list[dict[str, Any]]:
+    """The page's records with their references embedded (new dicts)."""
+    embeds = embeds_of(family.path)
+    if not embeds or not items:
+        return items
+    wanted = {(target, item[id_field]) for item in items for id_field, target in embeds.values()
+              if isinstance(item.get(id_field), str)}
+    # records this request has read already (the caller's organizations, read with the
+    # admission for their status: features/identity/admission.py) cost no second read
+    known = principal.seen.get('records') or {}
+    missing = sorted(key for key in wanted if key not in known)
+    found = table.batch_get(missing) if missing else {}
+    found.update({ref_id: known[(target, ref_id)] for target, ref_id in wanted if (target, ref_id) in known})
+    shown: dict[str, dict[str, Any] | None] = {}
+    for target, ref_id in wanted:
+        stored = found.get(ref_id)
+        if stored is None or stored.family != target:
+            shown[ref_id] = None   # deleted since (or never there): no object
+        elif not _visible(target, principal, stored):
+            shown[ref_id] = {'id': ref_id}
+        else:
+            heavy = HEAVY.get(target, ())
+            shown[ref_id] = {k: v for k, v in stored.data.items() if k not in heavy}
+    out = []
+    for item in items:
+        new = dict(item)
+        for name, (id_field, _target) in embeds.items():
+            ref_id = item.get(id_field)
+            if isinstance(ref_id, str) and shown[ref_id] is not None:
+                new[name] = dict(shown[ref_id])
+            else:
+                new.pop(name, None)
+        for name in embeds:
+            org = (new.get(name) or {}).get('organizationId')
+            if name != 'organization' and org is not None and len(shown.get(org) or {}) > 1:
+                new[name]['organization'] = shown[org]
+        out.append(new)
+    return out
+
+
+def _visible(target: str, principal: Principal, stored: table.Stored) -> bool:
+    if not access.visible(family_of(target), principal, stored):
+        return False
+    # a SUSPENDED organization's records are ids only to its members (its status is read once per
+    # request, and the holder's own organization was read already: kernel/access.py)
+    return stored.org is None or not access.suspended(principal, [stored.org])

@@ -1,0 +1,132 @@
+"""REST routes of every registered family: /api/{family}[/{id}[/sequence]].
+
+Routes are generated from the registry, so every family gets exactly the same behaviour;
+each view is one call into the services."""
+from __future__ import annotations
+
+import uuid
+
+from chalice import Blueprint
+
+from chalicelib.kernel.http.docmeta import describe, ref
+from chalicelib.kernel.http.request import (
+    ANY_CONTENT,
+    JSON_CONTENT,
+    body,
+    caller,
+    created,
+    no_content,
+    one_based_pages,
+    params,
+)
+from chalicelib.kernel.org_paths import ORG_SLUG_FAMILIES, VERSIONED
+from chalicelib.kernel.registry import FAMILIES, Family
+
+bp = Blueprint(__name__)
+
+
+# Operation ids the contract fixes where the pattern below would say otherwise.
+CONTRACT_NAMES = {('agent-runtimes', 'sequence'): 'getOrchestratorAgentRuntimeSequence'}
+
+
+def operation_name(family: Family, op: str) -> str:
+    """Stable, readable names (also the OpenAPI operation ids): listProjects, getProject, ..."""
+    if (family.path, op) in CONTRACT_NAMES:
+        return CONTRACT_NAMES[(family.path, op)]
+    plural = ''.join(p.capitalize() for p in family.path.split('-'))
+    return {
+        'list': f'list{plural}', 'get': f'get{family.entity}', 'create': f'create{family.entity}',
+        'update': f'update{family.entity}', 'delete': f'delete{family.entity}',
+        'sequence': f'get{family.entity}Sequence',
+    }[op]
+
+
+def _register(family: Family) -> None:
+    base, item = f'/api/{family.path}', f'/api/{family.path}/{{{family.id_param}}}'
+
+    # lazy imports below: the services load pynamodb and pydantic; `import app` must not (cold start)
+    def list_view():
+        from chalicelib.kernel import listing  # noqa: PLC0415 - lazy: cold start
+        req = listing.parse_request(family, params(), one_based=one_based_pages())
+        return listing.list_resources(family, req, caller())
+
+    def get_view(**ids):
+        if family.path in ORG_SLUG_FAMILIES and not _is_uuid(ids[family.id_param]):
+            return org_list_view(ids[family.id_param])   # /api/prompts/{orgSlug}: that organization's list
+        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
+        return resources.get(family, ids[family.id_param], caller())
+
+    def org_list_view(org_slug):
+        from chalicelib.kernel import listing  # noqa: PLC0415 - lazy: cold start
+        from chalicelib.kernel import org_reads as org_paths  # noqa: PLC0415 - lazy: cold start
+        req = listing.parse_request(family, params(), one_based=one_based_pages())
+        return org_paths.list_for_organization(family, org_slug, req, caller())
+
+    def by_slug_view(id, slug, version=None):  # noqa: A002 - the family's {id} segment holds the org slug
+        from chalicelib.kernel import org_reads as org_paths  # noqa: PLC0415 - lazy: cold start
+        return org_paths.get_by_slug(family, id, slug, version, caller())
+
+    def create_view():
+        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
+        return created(resources.create(family, body(), caller()))
+
+    def update_view(**ids):
+        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
+        return resources.update(family, ids[family.id_param], body(), principal=caller())
+
+    def delete_view(**ids):
+        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
+        resources.delete(family, ids[family.id_param], caller())
+        return no_content()
+
+    def sequence_view(**ids):
+        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
+        return resources.sequence(family, ids[family.id_param], caller())
+
+    routes = [('list', base, 'GET', list_view, ANY_CONTENT),
+              ('get', item, 'GET', get_view, ANY_CONTENT),
+              ('sequence', f'{item}/sequence', 'GET', sequence_view, ANY_CONTENT)]
+    if not family.read_only:
+        routes += [('create', base, 'POST', create_view, JSON_CONTENT),
+                   ('update', item, 'PUT', update_view, JSON_CONTENT),
+                   ('delete', item, 'DELETE', delete_view, ANY_CONTENT)]
+    for op, route, method, view, content in routes:
+        bp.route(route, methods=[method], name=operation_name(family, op), content_types=content)(view)
+    if family.path in ORG_SLUG_FAMILIES:   # kernel/org_paths.py
+        name = f'get{family.entity}BySlug'
+        bp.route(f'{item}/{{slug}}', methods=['GET'], name=name, content_types=ANY_CONTENT)(by_slug_view)
+        _describe_by_slug(family, name, versioned=False)
+        if family.path in VERSIONED:
+            name = f'get{family.entity}BySlugAndVersion'
+            bp.route(f'{item}/{{slug}}/{{version}}', methods=['GET'], name=name,
+                     content_types=ANY_CONTENT)(by_slug_view)
+            _describe_by_slug(family, name, versioned=True)
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _describe_by_slug(family: Family, name: str, *, versioned: bool) -> None:
+    params = [{'name': 'id', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+               'description': 'the organization\'s slug (this level of the path is the id of the family\'s '
+                              'other routes)'},
+              {'name': 'slug', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+               'description': f'the {family.entity}\'s slug in that organization'}]
+    if versioned:
+        params.append({'name': 'version', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+                       'description': 'the version it must have (404 otherwise)'})
+    summary = f'Get a {family.entity} by organization slug and slug' + (' and version' if versioned else '')
+    describe(name, summary=summary,
+             description='Read-only: the same record as the id route, found by slugs (the platform SDK\'s '
+                         'addressing). Unknown or invisible organization, slug or version: 404.',
+             tags=[family.path], request=None, responses={200: ref(family.entity)},
+             errors=[400, 401, 403, 404, 429, 503], parameters=params)
+
+
+for _family in FAMILIES:
+    _register(_family)

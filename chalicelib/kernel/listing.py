@@ -1,0 +1,400 @@
+"""Generic list endpoint: filter, query, sort and paging over one tenant's index, never a Scan.
+
+Which records a list covers: those of the caller's organizations (global families: all, or
+the visibility-shaped lists of organizations and users). A SUSPENDED organization's records are
+left out of its members' lists (the organization itself and its members' user records too);
+a list pinned to it (``organizationId == ...``, or a project of it) is 403 "organization
+suspended", like any other request naming it (kernel/access.py). Platform admins see all.
+A top-level ``organizationId == '<id>'`` or (project-scoped families) ``projectId == '<id>'``
+conjunct *pins* the list to that organization / that project's organization, which a platform
+admin may do for any organization. A pin that is not a canonical id matches nothing (no stored id looks like it).
+
+Plans, cheapest first:
+  index walk   no filter (or only an organizationId pin) and no query text, one tenant,
+               sorted by createdOn / updatedOn / the family's name field (or unsorted =
+               createdOn): walk the KEYS_ONLY index up to the page, BatchGet only the page,
+               totalElements from the sharded counter. Cost: O(page * size) keys + size items.
+  value index  a top-level ``field == 'v'`` (or ``field =in= (...)``, up to MAX_IN_VALUES
+               values) on a field the family declares ``indexed``: the value's partition of an
+               equality index (one per tenant and value; kernel/store/table.py walk_value).
+               Alone (an organizationId pin aside), sorted by createdOn or updatedOn, with no
+               query text: walk the keys up to the page, merge the partitions in sort order,
+               BatchGet only the page; totalElements from the per-value counters. Cost:
+               O(page * size) keys + size items per partition, whatever the tenant's size.
+               With other conditions, a query or another sort: read the value's entries (keys,
+               then the items) and finish in memory. Cost: the records holding the value.
+  tenant read  anything else: Query the tenant's (or the pinned project's) ALL-projection
+               index with the part of the filter DynamoDB can express as FilterExpression,
+               finish the filter, text query and sort in memory, slice the page. Cost: the
+               whole tenant (or project) partition is read (FilterExpression saves transfer,
+               not reads); other sorts are always done this way.
+
+Order (the same in memory and in the by_name/by_created/by_updated indexes): missing, null
+and empty values first, strings case-insensitively (table.name_sort_key's normalisation),
+numbers numerically, false before true, ties broken by id ascending; a single ``desc`` sort
+reverses the whole order, ties included; with several sort fields ties stay ascending.
+
+Text query (``query``): the ``~~`` match of the filter language over the family's searchable
+fields (case-insensitive substring; with ``*`` a whole-value wildcard match); ``*`` or empty
+means no query.
+"""
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from chalicelib.core.errors import BadRequest
+from chalicelib.core.principal import Principal
+from chalicelib.kernel import access, embedding
+from chalicelib.kernel.filtering import FilterPlan, RelatedRecords, plan_for
+from chalicelib.kernel.hooks import hook_for
+from chalicelib.kernel.query import And, Compare, Not, Or, evaluate
+from chalicelib.kernel.registry import Family
+from chalicelib.kernel.registry import family as family_of
+from chalicelib.kernel.store import table
+
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 10
+MAX_PAGE = 1_000_000
+SORTABLE_TYPES = {'string', 'bool', 'int', 'number', 'datetime'}
+INDEXED_SORTS = ('createdOn', 'updatedOn')
+MAX_IN_VALUES = 5            # =in= on an indexed field is served from the index up to this many values
+MAX_VALUE_PARTITIONS = 20    # tenants x values merged for one page
+_INTEGER = re.compile(r'-?[0-9]{1,12}')
+
+
+@dataclass
+class ListRequest:
+    """A list request as parsed values (``parse_request`` builds one from query parameters)."""
+    page: int = 0
+    size: int = DEFAULT_PAGE_SIZE
+    sort: list[tuple[str, bool]] = field(default_factory=list)   # (field, descending)
+    query: str | None = None
+    filters: list[str] = field(default_factory=list)
+    summary: bool = False
+    # pages numbered from 1 (page 0 is the first page too; ``number`` counts from 1): requests
+    # authenticated with the legacy x-access-token header, as the platform's SDK and CLI send them
+    one_based: bool = False
+
+
+def _int_param(params: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:
+    values = params.get(name) or []
+    if not values or values[-1] == '':
+        return default
+    if not _INTEGER.fullmatch(values[-1]):  # int() would also take ' 1', '+1', '1_0', '١'
+        raise BadRequest(f"Query parameter '{name}' must be an integer")
+    value = int(values[-1])
+    if not low <= value <= high:
+        raise BadRequest(f"Query parameter '{name}' must be between {low} and {high}")
+    return value
+
+
+def parse_sort(family: Family, specs: list[str]) -> list[tuple[str, bool]]:
+    out: list[tuple[str, bool]] = []
+    for spec in specs:
+        for part in spec.split(';'):
+            part = part.strip()
+            if not part:
+                continue
+            name, _, direction = part.partition(':')
+            if ',' in name and not direction:  # Spring style "name,desc"
+                name, _, direction = name.partition(',')
+            name, direction = name.strip(), (direction.strip().lower() or 'asc')
+            spec_field = family.fields.get(name)
+            if spec_field is None or spec_field.type not in SORTABLE_TYPES:
+                raise BadRequest(f"Cannot sort {family.path} by '{name}'")
+            if direction not in ('asc', 'desc'):
+                raise BadRequest(f"Sort direction for '{name}' must be asc or desc")
+            out.append((name, direction == 'desc'))
+    return out
+
+
+def parse_request(family: Family, params: dict[str, list[str]], *, one_based: bool = False) -> ListRequest:
+    """``one_based``: the client numbers pages from 1 (``page`` 0 and 1 are both the first page;
+    the envelope's ``number`` counts from 1 too)."""
+    query = (params.get('query') or [''])[-1].strip()
+    if not query.strip('*'):  # '*' (or '**', ...) means everything, like an empty query
+        query = ''
+    page = _int_param(params, 'page', 0, 0, MAX_PAGE)
+    return ListRequest(
+        page=max(page - 1, 0) if one_based else page,
+        one_based=one_based,
+        size=_int_param(params, 'pageSize', DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE),
+        sort=parse_sort(family, params.get('sort') or []),
+        query=query or None,
+        filters=[f for f in (params.get('filter') or []) if f.strip()],
+        summary=_view(params),
+    )
+
+
+def _view(params: dict[str, list[str]]) -> bool:
+    view = (params.get('view') or [''])[-1]
+    if view not in ('', 'summary', 'full'):
+        raise BadRequest("Query parameter 'view' must be 'summary' (or omitted)")
+    return view == 'summary'
+
+
+def list_resources(family: Family | str, req: ListRequest, principal: Principal) -> dict[str, Any]:
+    """One page of the records of ``family`` the caller may see."""
+    family = family_of(family) if isinstance(family, str) else family
+    page = _list(family, principal, req)
+    if req.summary and family.summary_omit:
+        page['content'] = [{k: v for k, v in i.items() if k not in family.summary_omit} for i in page['content']]
+    page['content'] = embedding.embed_page(family, page['content'], principal)
+    if req.one_based:
+        page['number'] = req.page + 1
+    return page
+
+
+def _list(family: Family, principal: Principal, req: ListRequest) -> dict[str, Any]:
+    plan = plan_for(family, [*req.filters, *hook_for(family).list_filters(family, principal)])
+    tenants, project = _tenants(family, principal, plan)
+    if tenants is None:  # the filter pins a tenant the caller cannot see, or no id at all
+        return envelope([], 0, req)
+    if (isinstance(tenants, list) and len(tenants) == 1 and req.query is None and project is None
+            and (plan.is_empty or plan.only_pins('organizationId'))):
+        walked = _index_walk(family, tenants[0], req)
+        if walked is not None:
+            return walked
+    plan.bind(RelatedRecords(family, tenants if isinstance(tenants, list) else principal.org_ids, principal))
+    if isinstance(tenants, list) and family.indexed:
+        served = _value_index(family, tenants, plan, req)
+        if served is not None:
+            return served
+    items, pushed_down = _read_candidates(family, principal, tenants, project=project, plan=plan)
+    items = [i for i in items if plan.matches(i, pushed_down) and _text_match(family, i, req.query)]
+    items.sort(key=_sort_key(family, req.sort))
+    start = req.page * req.size
+    return envelope(items[start:start + req.size], len(items), req)
+
+
+def envelope(content: list[dict[str, Any]], total: int, req: ListRequest) -> dict[str, Any]:
+    pages = math.ceil(total / req.size) if total else 0
+    return {'content': content, 'totalPages': pages, 'totalElements': total, 'number': req.page,
+            'size': req.size, 'first': req.page == 0, 'last': req.page >= pages - 1,
+            'numberOfElements': len(content)}
+
+
+# ----------------------------------------------------------------------------- tenants
+
+def _is_id(value: str) -> bool:
+    """Ids are canonical (lower-case, hyphenated) UUID text; nothing else can be a stored id."""
+    try:
+        return str(uuid.UUID(value)) == value
+    except (ValueError, AttributeError, TypeError):
+        return False
+
+
+def _tenants(family: Family, principal: Principal, plan: FilterPlan) -> tuple[list[str] | str | None, str | None]:
+    """(tenant partitions to read, or 'members'/'member-orgs' for the two visibility-shaped
+    lists, or None for "nothing can match"; the pinned project id, if any)."""
+    if family.scope == 'global':
+        if family.path == 'organizations' and not principal.platform_admin:
+            return 'member-orgs', None
+        if family.path == 'users' and not principal.platform_admin:
+            return 'members', None
+        return ['ALL'], None
+    pinned_org = plan.pinned('organizationId')
+    pinned_project = plan.pinned('projectId') if family.scope == 'project' else None
+    # A pin that is no canonical id equals no stored value; it also never reaches a key
+    # condition (a partition key value is at most 2048 bytes: a long one would be a 500).
+    if any(p is not None and not _is_id(p) for p in (pinned_org, pinned_project)):
+        return None, None
+    if pinned_project is not None:
+        project = table.get('projects', pinned_project, consistent=False)
+        if project is not None:
+            if (pinned_org is not None and pinned_org != project.org) or not access.can_see_org(principal, project.org):
+                return None, None
+            access.require_active(principal, project.org)
+            return [project.org], pinned_project
+        # no such project: records still naming it (if any) are found by the tenant read
+    if pinned_org is not None:
+        if not access.can_see_org(principal, pinned_org):
+            return None, None
+        access.require_active(principal, pinned_org)
+        return [pinned_org], None
+    return access.usable_orgs(principal, principal.org_ids), None
+
+
+def _index_walk(family: Family, tenant: str, req: ListRequest) -> dict[str, Any] | None:
+    if len(req.sort) > 1:
+        return None
+    name, desc = req.sort[0] if req.sort else ('createdOn', False)
+    if name in INDEXED_SORTS:
+        order = name
+    elif name == family.name_field and family.fields[name].type == 'string':
+        order = 'name'
+    else:
+        return None
+    want = (req.page + 1) * req.size
+    total = table.count(family.path, tenant)
+    if req.page * req.size >= total:
+        return envelope([], total, req)
+    page_ids = table.walk_index(family.path, tenant, order=order, descending=desc, limit=want)
+    page_ids = page_ids[req.page * req.size:want]
+    found = table.batch_get((family.path, i) for i in page_ids)
+    return envelope([found[i].data for i in page_ids if i in found], total, req)
+
+
+def _indexed_equality(family: Family, plan: FilterPlan) -> tuple[int, str, tuple[str, ...], list] | None:
+    """(slot, field, values, the other top-level conjuncts) of the first top-level equality on
+    an indexed field, or None."""
+    if plan.is_empty or not family.indexed:
+        return None
+    leaves = list(plan.node.items) if isinstance(plan.node, And) else [plan.node]
+    for position, leaf in enumerate(leaves):
+        if not isinstance(leaf, Compare) or leaf.op not in ('==', '=in='):
+            continue
+        name = '.'.join(leaf.path)
+        if name not in family.indexed or (leaf.target is not None and leaf.target.kind != 'field'):
+            continue
+        values = (leaf.value,) if leaf.op == '==' else tuple(leaf.value)
+        if values and len(values) <= MAX_IN_VALUES and all(isinstance(v, str) for v in values):
+            return family.indexed.index(name) + 1, name, tuple(dict.fromkeys(values)), \
+                leaves[:position] + leaves[position + 1:]
+    return None
+
+
+def _value_index(family: Family, tenants: list[str], plan: FilterPlan, req: ListRequest) -> dict[str, Any] | None:
+    """The page from the equality index of an indexed field, or None when it cannot serve it."""
+    found = _indexed_equality(family, plan)
+    if found is None:
+        return None
+    slot, name, values, others = found
+    values, others = _decide_on_the_value(name, values, others)
+    if not values:
+        return envelope([], 0, req)
+    parts = [(tenant, value) for tenant in tenants for value in values if value]
+    if len(parts) > MAX_VALUE_PARTITIONS:
+        return None
+    order, desc = req.sort[0] if req.sort else ('createdOn', False)
+    exact = (req.query is None and len(req.sort) <= 1 and order in INDEXED_SORTS
+             and all(_is_pin(leaf, 'organizationId') for leaf in others))
+    if exact:
+        total = sum(table.count_value(family.path, tenant, name, value) for tenant, value in parts)
+        start, want = req.page * req.size, (req.page + 1) * req.size
+        if start >= total:
+            return envelope([], total, req)
+        keys: list[tuple[str, str]] = []
+        for tenant, value in parts:
+            keys += table.walk_value(family.path, tenant, slot=slot, field_name=name, value=value, order=order,
+                                     descending=desc, limit=want)
+        keys.sort(reverse=desc)   # '{instant}#{id}': text order is (instant, id), as the list's order
+        page_ids = [id_ for _, id_ in keys[start:want]]
+        records = table.batch_get((family.path, i) for i in page_ids)
+        return envelope([records[i].data for i in page_ids if i in records], total, req)
+    ids = [id_ for tenant, value in parts for _, id_ in table.walk_value(
+        family.path, tenant, slot=slot, field_name=name, value=value, order='createdOn', descending=False,
+        limit=None)]
+    items = [s.data for s in table.batch_get((family.path, i) for i in ids).values()]
+    items = [i for i in items if plan.matches(i, pushed_down=False) and _text_match(family, i, req.query)]
+    items.sort(key=_sort_key(family, req.sort))
+    start = req.page * req.size
+    return envelope(items[start:start + req.size], len(items), req)
+
+
+def _paths(node) -> set[tuple[str, ...]]:
+    if isinstance(node, (And, Or)):
+        return set().union(*(_paths(item) for item in node.items))
+    if isinstance(node, Not):
+        return _paths(node.item)
+    return {node.path}
+
+
+def _decide_on_the_value(name: str, values: tuple[str, ...], others: list) -> tuple[tuple[str, ...], list]:
+    """Conjuncts that name only the indexed field are decided by its value alone (a hook's
+    ``not(eventType =like= 'ui.*')`` beside ``eventType == 'tasks.updated'``): true for a value,
+    they are implied; false, that value matches nothing. The rest stay conditions."""
+    path = tuple(name.split('.'))
+    decided = [leaf for leaf in others if _paths(leaf) == {path}]
+    if not decided:
+        return values, others
+
+    def record(value: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+        return out
+    kept = tuple(v for v in values if all(evaluate(leaf, record(v)) for leaf in decided))
+    return kept, [leaf for leaf in others if leaf not in decided]
+
+
+def _is_pin(leaf, name: str) -> bool:
+    return isinstance(leaf, Compare) and leaf.op == '==' and leaf.path == (name,) and isinstance(leaf.value, str)
+
+
+def _read_candidates(family: Family, principal: Principal, tenants, *, project: str | None,
+                     plan: FilterPlan) -> tuple[list[dict[str, Any]], bool]:
+    """(candidate items, whether the DynamoDB part of the filter was applied to them)."""
+    if tenants == 'member-orgs':
+        orgs = table.batch_get(('organizations', o) for o in principal.org_ids).values()
+        return [s.data for s in orgs if s.data.get('organizationStatus') != access.SUSPENDED], False
+    if tenants == 'members':
+        user_ids = {principal.user_id}
+        for org in access.usable_orgs(principal, principal.org_ids):
+            user_ids |= table.member_user_ids(org)
+        return [s.data for s in table.batch_get(('users', u) for u in user_ids).values()], False
+    if project is not None:
+        items = table.query_project(family.path, project, plan.condition)
+        return [i for i in items if i.get('organizationId') in tenants], True
+    out: list[dict[str, Any]] = []
+    for tenant in tenants:
+        out.extend(table.query_tenant(family.path, tenant, plan.condition))
+    return out, True
+
+
+# ----------------------------------------------------------------------------- matching and order
+
+def _text_match(family: Family, item: dict[str, Any], query: str | None) -> bool:
+    """``query`` as the filter language's ``~~`` on any searchable field."""
+    if query is None:
+        return True
+    return any(evaluate(Compare((name,), '~~', query), item) for name in family.searchable)
+
+
+def _value_key(v: Any) -> tuple:
+    """Missing/null/empty first; then false < true < numbers < text (a field holds one kind;
+    the ranks only keep a stray value from raising); text as table.name_sort_key orders it."""
+    if v is None or v == '' or isinstance(v, (dict, list)):
+        return (0,)
+    if isinstance(v, bool):
+        return (1, 0, int(v))
+    if isinstance(v, (int, float, Decimal)):
+        return (1, 1, v)
+    return (1, 2, table.name_sort_key(v, ''))
+
+
+def _sort_key(family: Family, sort: list[tuple[str, bool]]):
+    """Missing values first (ascending), strings case-insensitively, ties broken by id; the same
+    order as the by_name/by_created/by_updated indexes (module docstring)."""
+    order = sort or [('createdOn', False)]
+    tie_desc = order[0][1] if len(order) == 1 else False
+
+    def key(item: dict[str, Any]):
+        parts = []
+        for name, desc in order:
+            value = _value_key(item.get(name))
+            parts.append(_Reverse(value) if desc else value)
+        parts.append(_Reverse(item['id']) if tie_desc else item['id'])
+        return tuple(parts)
+    return key
+
+
+class _Reverse:
+    __slots__ = ('value',)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Reverse) -> bool:
+        return other.value < self.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reverse) and other.value == self.value
+

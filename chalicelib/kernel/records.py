@@ -1,0 +1,273 @@
+"""The items a write of a record touches, assembled in one place.
+
+A record of any family is stored as its entity item (carrying its list and equality-index
+keys) plus, in the same transaction, the unique-value items of its unique fields, a counter
+shard of its tenant, a counter shard per value of each equality-indexed field (moved when the
+value changes, so an indexed filter's ``totalElements`` reads no matches), and whatever its
+family hook adds (memberships: the member's ACL item; task groups: a history entry;
+organizations: built-in roles and the creator's membership). ``create_ops``, ``update_ops``
+and ``delete_ops`` build those operations; hooks that create further records (a membership,
+a history entry, built-in roles) call ``new_record`` + ``create_ops`` again, so every record
+is written the same way whoever creates it.
+
+The rules deciding *whether* a write may happen (validation, permissions, locking) live in
+kernel/crud.py; this module only knows the shape of the write.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+from chalicelib.core import observability
+from chalicelib.core.clock import now_iso
+from chalicelib.core.errors import BadRequest
+from chalicelib.core.principal import Principal
+from chalicelib.kernel import parents
+from chalicelib.kernel.hooks import hook_for
+from chalicelib.kernel.registry import Family
+from chalicelib.kernel.store import outbox as outbox_store
+from chalicelib.kernel.store import repository as repo
+from chalicelib.kernel.store import table
+from chalicelib.kernel.store.repository import InvalidItem, Op
+from chalicelib.kernel.store.table import Stored
+
+
+def record_org(family: Family, data: dict[str, Any]) -> str | None:
+    """The organization a record belongs to (an organization belongs to itself)."""
+    if family.path == 'organizations':
+        return data['id']
+    return data.get('organizationId') if family.scope in ('org', 'project') else None
+
+
+def tenant(family: Family, org: str | None) -> str:
+    return table.GLOBAL_TENANT if family.scope == 'global' else org
+
+
+def unique_scope(family: Family, data: dict[str, Any], org: str | None) -> str:
+    if family.scope == 'global':
+        return table.GLOBAL_TENANT
+    if family.scope == 'project':
+        return data['projectId']
+    return org
+
+
+def _parent(family: Family, data: dict[str, Any]) -> str | None:
+    if family.scope == 'project':
+        return table.project_pk(family.path, data['projectId'])
+    if family.path == 'memberships':
+        return table.member_pk(data['userId'])
+    return None
+
+
+def indexed_values(family: Family, data: dict[str, Any]) -> dict[int, tuple[str, str]]:
+    """Equality-index slot -> (field, value) for the indexed fields holding a non-empty string."""
+    out: dict[int, tuple[str, str]] = {}
+    for slot, name in enumerate(family.indexed, 1):
+        value: Any = data
+        for part in name.split('.'):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, str) and value:
+            out[slot] = (name, value)
+    return out
+
+
+def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, listed: bool = True):
+    """The entity item of a record; ``listed=False`` keeps it out of every list (soft delete)."""
+    keys = None
+    if listed and family.indexed:
+        owner = tenant(family, org)
+        keys = {slot: table.value_pk(family.path, owner, name, value)
+                for slot, (name, value) in indexed_values(family, data).items()}
+    return repo.entity_item(family.path, data, seq=seq, org=org, tenant=tenant(family, org) if listed else None,
+                            parent=_parent(family, data), name_value=data.get(family.name_field), value_keys=keys)
+
+
+def _value_counter_moves(family: Family, owner: str, before: dict[str, Any] | None,
+                         after: dict[str, Any] | None) -> dict[str, int]:
+    """Counter key -> amount, for the indexed values a write removes (-1) and adds (+1)."""
+    moves: dict[str, int] = {}
+    for data, amount in ((before, -1), (after, 1)):
+        for name, value in (indexed_values(family, data).values() if data is not None else ()):
+            key = table.value_counter_pk(family.path, owner, name, value)
+            moves[key] = moves.get(key, 0) + amount
+    return {key: amount for key, amount in moves.items() if amount}
+
+
+# Families whose writes publish no domain event: events themselves (the outbox publisher
+# records every domain event as one: an event of an event would loop) and audit history.
+NO_OUTBOX = frozenset({'events', 'task-group-history'})
+BOOKKEEPING = frozenset({'updatedOn', 'changeSequence'})
+_action: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar('action', default=None)
+
+
+@contextlib.contextmanager
+def action(family_path: str, name: str) -> Iterator[None]:
+    """Writes of ``family_path`` inside are the action ``name``: their domain event is
+    ``<family>.<name>`` (``tasks.statusChanged``) instead of ``<family>.updated``."""
+    token = _action.set((family_path, name))
+    try:
+        yield
+    finally:
+        _action.reset(token)
+
+
+def domain_event(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
+                 changed: list[str]) -> dict[str, Any] | None:
+    """The domain event of a write (README "Work orchestration"), None for families that
+    publish none."""
+    if family.path in NO_OUTBOX or not records:
+        return None
+    first = records[0]
+    named = _action.get()
+    if named is not None and named[0] == family.path and action == 'updated':
+        action = named[1]
+    event = {'id': str(uuid.uuid4()), 'eventType': f'{family.path}.{action}', 'family': family.path,
+             'resourceId': first.get('id'), 'organizationId': record_org(family, first),
+             'projectId': first.get('projectId'), 'actorId': principal.user_id,
+             'changedFields': sorted(changed), 'occurredOn': now_iso(),
+             'correlationId': observability.correlation_id()}
+    if len(records) > 1:
+        event['resourceIds'] = [r.get('id') for r in records]
+    return {k: v for k, v in event.items() if v is not None}
+
+
+def outbox_ops(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
+               changed: list[str]) -> list[Op]:
+    """The domain-event outbox item of a write: one per write of a family, in the write's
+    transaction, published by the table-stream handler. (A write that is one UpdateItem carries
+    its event on the record's own item instead: kernel/unlocked.py.)"""
+    event = domain_event(family, action, records, principal, changed)
+    return [outbox_store.outbox_op(event)] if event is not None else []
+
+
+def new_record(family: Family, values: dict[str, Any], *, principal: Principal, org: str | None = None,
+               project_id: str | None = None, id_: str | None = None) -> dict[str, Any]:
+    """A new record's body: the bookkeeping fields, its ownership, then ``values``.
+
+    ``id_`` gives a derived record (built-in roles) a stable id; it is its uuid as well."""
+    now = now_iso()
+    rid = id_ or str(uuid.uuid4())
+    data: dict[str, Any] = {'id': rid, 'uuid': rid if id_ else str(uuid.uuid4()), 'createdOn': now,
+                            'updatedOn': now, 'changeSequence': 1, 'createdByUserId': principal.user_id}
+    if family.scope in ('org', 'project'):
+        data['organizationId'] = org
+    if project_id is not None:
+        data['projectId'] = project_id
+    data.update(values)
+    return data
+
+
+def create_ops(family: Family, records: list[dict[str, Any]], principal: Principal) -> list[Op]:
+    """Operations storing new records of one family: entities, unique claims, one counter move
+    for all of them (a transaction may touch a counter shard once), and the hook's items."""
+    hook = hook_for(family)
+    ops: list[Op] = []
+    for data in records:
+        org = record_org(family, data)
+        ops.append(repo.put_entity(entity(family, data, seq=1, org=org), None))
+        scope = unique_scope(family, data, org)
+        ops += [repo.claim_unique(family.path, scope=scope, field_name=name, value=data[name], owner_id=data['id'])
+                for name in family.unique if data.get(name) is not None]
+    by_tenant: dict[str, int] = {}
+    by_value: dict[str, int] = {}
+    for data in records:
+        key = tenant(family, record_org(family, data))
+        by_tenant[key] = by_tenant.get(key, 0) + 1
+        for counter, amount in _value_counter_moves(family, key, None, data).items():
+            by_value[counter] = by_value.get(counter, 0) + amount
+    ops += [repo.move_counter(family.path, key, n) for key, n in by_tenant.items()]
+    ops += [repo.move_counter_at(counter, n) for counter, n in by_value.items()]
+    ops += parents.moves(family, records, 1)   # child counters (kernel/parents.py: no orphans)
+    for data in records:
+        ops += hook.extra_create_ops(family, principal, data)
+        ops += hook.audit_ops(family, principal, 'CREATE', data, None)
+    ops += outbox_ops(family, 'created', records, principal, [k for k in records[0] if k not in BOOKKEEPING]
+                      if records else [])
+    return ops
+
+
+def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal: Principal) -> list[Op]:
+    """Operations replacing ``stored`` by ``new`` (locked on the stored sequence)."""
+    ops = [repo.put_entity(entity(family, new, seq=new['changeSequence'], org=stored.org), stored.seq)]
+    scope = unique_scope(family, new, stored.org)
+    for name in family.unique:
+        old_value, new_value = stored.data.get(name), new.get(name)
+        if old_value != new_value:
+            if new_value is not None:
+                ops.append(repo.claim_unique(family.path, scope=scope, field_name=name, value=new_value,
+                                             owner_id=new['id']))
+            if old_value is not None:
+                ops.append(repo.release_unique(family.path, scope=scope, field_name=name, value=old_value))
+    owner = tenant(family, stored.org)
+    counted = stored.data if stored.indexed else None   # not yet backfilled: nothing to move away from
+    ops += [repo.move_counter_at(counter, n)
+            for counter, n in _value_counter_moves(family, owner, counted, new).items()]
+    ops += hook_for(family).audit_ops(family, principal, 'UPDATE', new, stored)
+    changed = [k for k in set(new) | set(stored.data)
+               if k not in BOOKKEEPING and new.get(k) != stored.data.get(k)]
+    ops += outbox_ops(family, 'updated', [new], principal, changed)
+    return ops
+
+
+def delete_ops(family: Family, stored: Stored, principal: Principal, *, soft: dict[str, Any] | None = None) -> list[Op]:
+    """Operations deleting ``stored``; ``soft`` is the record as kept by a soft delete (unlisted)."""
+    if soft is not None:
+        ops = [repo.put_entity(entity(family, soft, seq=soft['changeSequence'], org=stored.org, listed=False),
+                               stored.seq)]
+    else:
+        ops = [repo.delete_entity(family.path, stored.id, stored.seq)]
+    scope = unique_scope(family, stored.data, stored.org)
+    ops += [repo.release_unique(family.path, scope=scope, field_name=name, value=stored.data[name])
+            for name in family.unique if stored.data.get(name) is not None]
+    owner = tenant(family, stored.org)
+    ops.append(repo.move_counter(family.path, owner, -1))
+    ops += [repo.move_counter_at(counter, n)
+            for counter, n in _value_counter_moves(family, owner, stored.data if stored.indexed else None,
+                                                   None).items()]
+    ops += parents.moves(family, [stored.data], -1) + parents.delete_checks(family, stored)
+    ops += hook_for(family).audit_ops(family, principal, 'DELETE', stored.data, stored)
+    ops += outbox_ops(family, 'deleted', [stored.data], principal, [])
+    return ops
+
+
+def commit(ops: list[Op]) -> None:
+    """Run the operations as one write; an item DynamoDB refuses is the caller's data: 400, in
+    our words (kernel/store/repository.py never passes DynamoDB's message on). A table that stays
+    throttled or failing is 503 with Retry-After (StoreUnavailable)."""
+    try:
+        repo.commit(merged(ops))
+    except InvalidItem as exc:
+        raise BadRequest(f'The resource cannot be stored: {exc}') from None
+
+
+def merged(ops: list[Op]) -> list[Op]:
+    """A transaction may touch an item once: counter moves of one shard are summed (a write of
+    several records, e.g. a task group's assignee cascading to its tasks, moves one counter many
+    times) and conditions on one item are AND-ed (a reference check and a sequence check of the
+    same record); a condition tagged ``holds`` explains the merged failure."""
+    out: list[Op] = []
+    seen: dict[tuple, int] = {}
+    for op in ops:
+        if op.kind == 'add':
+            key: tuple = ('add', op.item.pk, op.item.sk)
+        elif op.kind == 'check':
+            key = ('check', *op.model_key)
+        else:
+            out.append(op)
+            continue
+        if key not in seen:
+            seen[key] = len(out)
+            out.append(replace(op))
+            continue
+        first = out[seen[key]]
+        if op.kind == 'add':
+            first.amount += op.amount
+        else:
+            first.condition = first.condition & op.condition
+            if op.tag.get('what') == 'holds':
+                first.tag = op.tag
+    return [op for op in out if op.kind != 'add' or op.amount]

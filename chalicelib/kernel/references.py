@@ -1,0 +1,68 @@
+"""Request bodies as the platform's own clients write them: references as objects, nulls.
+
+The platform's Python SDK (``kodexa``) serialises whole models: every field it does not set is
+``null``, and references are objects (``organization: {id, name, ...}``, ``project: {...}``,
+``productGroup: {...}``) rather than ids. ``normalize`` turns such a body into the body the
+generic rules expect, before any other rule runs:
+
+* ``x: {id, ...}`` for a reference ``xId`` (the family's ``references``: ownership
+  ``organization`` / ``project`` included) is read as ``xId: <id>``; the object's other keys
+  are ignored. ``x: null`` is read as ``xId: null``. An object without a string ``id``, or a
+  value that is neither an object nor null, is 400. ``x`` and ``xId`` both present and naming
+  different records (null counts as a value) is 400.
+* Where the family also declares ``x`` as a field of its own that holds a whole record of the
+  target family (``productGroup`` on products, ...: domain/models.embedded_family), the object
+  stays too, and the existing rule writes it by id (services/resources.resolve_embedded).
+  Any other declared ``x`` (``contentObject: any``) is a reference and nothing else: the object
+  is not stored, reads embed the current record (kernel/embedding.py).
+
+Null on input (``clean_input`` in kernel/crud.py applies it): a field that is not
+required is "not given" when null on create (its server default applies) and is cleared on
+update (back to its default, or absent). Null stays 400 for required fields.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.core.errors import BadRequest
+from chalicelib.kernel.registry import Family
+
+
+def _keeps_object(family: Family, name: str) -> bool:
+    """Whether ``name`` is also a declared field holding a whole record (kept and resolved by id)."""
+    spec = family.writable.get(name)
+    if spec is None:
+        return False
+    from chalicelib.kernel.models import embedded_family  # noqa: PLC0415 - lazy: pydantic (cold start)
+    return embedded_family(spec) is not None
+
+
+def normalize(family: Family, body: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``body`` with reference objects folded into their id fields (module docstring).
+    The body is returned unchanged when it holds no reference object."""
+    names = [name for name in family.references if name in body]
+    if not names:
+        return body
+    out = dict(body)
+    for name in names:
+        id_field, _target = family.references[name]
+        value = out[name]
+        if value is None:
+            ref_id = None
+        elif isinstance(value, dict):
+            ref_id = value.get('id')
+            if not isinstance(ref_id, str):
+                if _keeps_object(family, name):
+                    continue   # the declared field's own rules answer (400 naming it)
+                raise BadRequest(f"Field '{name}' must be an object with the referenced record's 'id' "
+                                 f"(or send '{id_field}')")
+        else:
+            if _keeps_object(family, name):
+                continue
+            raise BadRequest(f"Field '{name}' must be an object {{\"id\": ...}} or null (or send '{id_field}')")
+        if id_field in out and out[id_field] != ref_id:
+            raise BadRequest(f"Fields '{name}' and '{id_field}' name different records")
+        out[id_field] = ref_id
+        if not _keeps_object(family, name):
+            out.pop(name)
+    return out

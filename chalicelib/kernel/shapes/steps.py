@@ -1,0 +1,190 @@
+"""Activity plan steps (the contract's PipelineStep) and their ExecutionPolicy: shapes, checks
+and the arithmetic of retries. Pure data and functions (imported at cold start by the registry
+through kernel/shapes.py): nothing heavy here.
+
+A step is ``{name, stepType, ref, conditional, options, executionPolicy}``:
+
+  TASK         creates a task of the activity (``options.title``, ``options.statusSlug``,
+               ``options.assigneeId``, ``options.teamId``, ``options.description``)
+  SCRIPT       an execution evaluating ``options.expression`` (JSONata) over the start inputs
+  BRIDGE_CALL  an execution calling ``options.bridge`` (id or slug) / ``options.endpointName``
+               with ``options.query`` and ``options.body``
+  AGENT        an execution waiting for the agent ``ref`` (an agent's slug or id)
+
+``conditional`` (optional) is a JSONata expression over the start inputs: a step whose
+condition is falsy when the activity starts is not materialised.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+STEP_TYPES = ('TASK', 'SCRIPT', 'BRIDGE_CALL', 'AGENT')
+EXECUTION_STEP_TYPES = ('SCRIPT', 'BRIDGE_CALL', 'AGENT')
+BACKOFF_STRATEGIES = ('FIXED', 'EXPONENTIAL')
+ON_EXHAUSTED = ('FAIL', 'SKIP', 'CONTINUE')
+MAX_STEPS = 25            # one activity's materialisation is one transaction (100 items)
+MAX_ATTEMPTS = 10
+MAX_DELAY_SECONDS = 900   # SQS DelaySeconds ceiling
+MAX_TIMEOUT_SECONDS = 300
+DEFAULT_POLICY = {'maxAttempts': 1, 'backoffStrategy': 'FIXED', 'backoffBaseSeconds': 0,
+                  'timeoutSeconds': 30, 'onExhausted': 'FAIL'}
+STEP_KEYS = {'name', 'stepType', 'ref', 'conditional', 'options', 'executionPolicy'}
+OPTION_KEYS = {
+    'TASK': {'title', 'statusSlug', 'assigneeId', 'teamId', 'description'},
+    'SCRIPT': {'expression'},
+    'BRIDGE_CALL': {'bridge', 'endpointName', 'query', 'body'},
+    'AGENT': set(),   # free-form: handed to the agent runtime
+}
+
+POLICY_SCHEMA = {
+    'type': 'object', 'additionalProperties': False,
+    'description': 'How a step runs: attempts, the delay between them (SQS DelaySeconds, at most '
+                   '900 s: FIXED waits backoffBaseSeconds, EXPONENTIAL backoffBaseSeconds * 2^(attempt-1)), '
+                   'the deadline of one attempt and what exhaustion does (FAIL: the activity fails; '
+                   'SKIP: the execution is CANCELLED with a warning; CONTINUE: the execution is FAILED, '
+                   'the activity goes on).',
+    'properties': {
+        'maxAttempts': {'type': 'integer', 'minimum': 1, 'maximum': MAX_ATTEMPTS, 'default': 1},
+        'backoffStrategy': {'type': 'string', 'enum': list(BACKOFF_STRATEGIES), 'default': 'FIXED'},
+        'backoffBaseSeconds': {'type': 'integer', 'minimum': 0, 'maximum': MAX_DELAY_SECONDS, 'default': 0},
+        'timeoutSeconds': {'type': 'integer', 'minimum': 1, 'maximum': MAX_TIMEOUT_SECONDS, 'default': 30},
+        'onExhausted': {'type': 'string', 'enum': list(ON_EXHAUSTED), 'default': 'FAIL'},
+    }}
+
+STEP_SCHEMA = {
+    'type': 'object', 'required': ['name', 'stepType'], 'additionalProperties': False,
+    'description': 'One step of an activity plan. TASK creates a task (options.title, statusSlug, '
+                   'assigneeId, teamId, description); SCRIPT evaluates options.expression (JSONata, '
+                   '$inputs = the start inputs); BRIDGE_CALL calls options.bridge (id or slug) / '
+                   'options.endpointName with options.query and options.body through the egress fence; '
+                   'AGENT waits for the agent named by ref (slug or id). conditional: a JSONata '
+                   'expression over the inputs; a falsy value skips the step.',
+    'properties': {
+        'name': {'type': 'string', 'minLength': 1, 'maxLength': 200},
+        'stepType': {'type': 'string', 'enum': list(STEP_TYPES)},
+        'ref': {'type': 'string'},
+        'conditional': {'type': 'string'},
+        'options': {'type': 'object', 'additionalProperties': True},
+        'executionPolicy': POLICY_SCHEMA,
+    }}
+
+EXAMPLE_STEPS = (
+    {'name': 'review', 'stepType': 'TASK', 'options': {'title': 'Review the document'}},
+    {'name': 'score', 'stepType': 'SCRIPT', 'options': {'expression': '$inputs.amount * 2'},
+     'executionPolicy': {'maxAttempts': 3, 'backoffStrategy': 'EXPONENTIAL', 'backoffBaseSeconds': 5,
+                         'timeoutSeconds': 10, 'onExhausted': 'CONTINUE'}},
+)
+
+
+def _int(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def check_policy(policy: Any, where: str) -> dict[str, Any]:
+    """The policy with its defaults; ValueError naming the step and field otherwise."""
+    if policy is None:
+        return dict(DEFAULT_POLICY)
+    if not isinstance(policy, dict):
+        raise ValueError(f'{where}: executionPolicy must be an object')
+    unknown = sorted(set(policy) - set(DEFAULT_POLICY))
+    if unknown:
+        raise ValueError(f'{where}: executionPolicy.{unknown[0]} is not a policy field')
+    out = {**DEFAULT_POLICY, **policy}
+    if not _int(out['maxAttempts'], 1, MAX_ATTEMPTS):
+        raise ValueError(f'{where}: executionPolicy.maxAttempts must be an integer 1-{MAX_ATTEMPTS}')
+    if out['backoffStrategy'] not in BACKOFF_STRATEGIES:
+        raise ValueError(f'{where}: executionPolicy.backoffStrategy must be one of {", ".join(BACKOFF_STRATEGIES)}')
+    if not _int(out['backoffBaseSeconds'], 0, MAX_DELAY_SECONDS):
+        raise ValueError(f'{where}: executionPolicy.backoffBaseSeconds must be an integer 0-{MAX_DELAY_SECONDS}')
+    if not _int(out['timeoutSeconds'], 1, MAX_TIMEOUT_SECONDS):
+        raise ValueError(f'{where}: executionPolicy.timeoutSeconds must be an integer 1-{MAX_TIMEOUT_SECONDS}')
+    if out['onExhausted'] not in ON_EXHAUSTED:
+        raise ValueError(f'{where}: executionPolicy.onExhausted must be one of {", ".join(ON_EXHAUSTED)}')
+    return policy   # stored as sent: defaults apply when run (policy_of)
+
+
+def policy_of(step: dict[str, Any]) -> dict[str, Any]:
+    return {**DEFAULT_POLICY, **(step.get('executionPolicy') or {})}
+
+
+def backoff_seconds(policy: dict[str, Any], failed_attempt: int) -> int:
+    """Delay before the attempt after ``failed_attempt`` (1-based), capped at SQS's 900 s."""
+    base = int(policy['backoffBaseSeconds'])
+    delay = base if policy['backoffStrategy'] == 'FIXED' else base * 2 ** (failed_attempt - 1)
+    return min(delay, MAX_DELAY_SECONDS)
+
+
+def _string(options: dict[str, Any], key: str, where: str, *, required: bool = False) -> None:
+    value = options.get(key)
+    if value is None:
+        if required:
+            raise ValueError(f'{where}: options.{key} is required')
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f'{where}: options.{key} must be a non-empty string')
+
+
+def _uuid(options: dict[str, Any], key: str, where: str) -> None:
+    value = options.get(key)
+    if value is None:
+        return
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        raise ValueError(f'{where}: options.{key} must be an id (a UUID)') from None
+
+
+def check_step(step: Any) -> dict[str, Any]:
+    """One step as stored; ValueError naming the step and the field otherwise."""
+    if not isinstance(step, dict):
+        raise ValueError('a step must be an object')
+    name = step.get('name')
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise ValueError('step name is required (a non-empty string of at most 200 characters)')
+    where = f"step '{name}'"
+    unknown = sorted(set(step) - STEP_KEYS)
+    if unknown:
+        raise ValueError(f'{where}: {unknown[0]} is not a step field')
+    kind = step.get('stepType')
+    if kind not in STEP_TYPES:
+        raise ValueError(f'{where}: stepType must be one of {", ".join(STEP_TYPES)}')
+    for key in ('ref', 'conditional'):
+        if step.get(key) is not None and not isinstance(step[key], str):
+            raise ValueError(f'{where}: {key} must be a string')
+    options = step.get('options') if step.get('options') is not None else {}
+    if not isinstance(options, dict):
+        raise ValueError(f'{where}: options must be an object')
+    if kind != 'AGENT':
+        unknown = sorted(set(options) - OPTION_KEYS[kind])
+        if unknown:
+            raise ValueError(f'{where}: options.{unknown[0]} is not an option of a {kind} step')
+    if kind == 'TASK':
+        for key in ('title', 'statusSlug', 'description'):
+            _string(options, key, where)
+        for key in ('assigneeId', 'teamId'):
+            _uuid(options, key, where)
+    elif kind == 'SCRIPT':
+        _string(options, 'expression', where, required=True)
+    elif kind == 'BRIDGE_CALL':
+        _string(options, 'bridge', where, required=True)
+        _string(options, 'endpointName', where)
+        query = options.get('query')
+        if query is not None and (not isinstance(query, dict) or any(
+                not isinstance(v, (str, int, float, bool, list)) for v in query.values())):
+            raise ValueError(f'{where}: options.query must be an object of scalars or lists')
+    elif kind == 'AGENT':
+        if not isinstance(step.get('ref'), str) or not step['ref'].strip():
+            raise ValueError(f"{where}: ref (the agent's slug or id) is required")
+    check_policy(step.get('executionPolicy'), where)
+    return step
+
+
+def check_steps(steps: list[Any]) -> None:
+    if len(steps) > MAX_STEPS:
+        raise ValueError(f'a plan has at most {MAX_STEPS} steps')
+    seen: set[str] = set()
+    for step in steps:
+        if step['name'] in seen:
+            raise ValueError(f"step '{step['name']}': step names must be unique in a plan")
+        seen.add(step['name'])

@@ -1,0 +1,381 @@
+"""The single-table layout: every key shape, and every named read (access pattern).
+
+| item          | pk                                      | sk                    | notes                      |
+|---------------|-----------------------------------------|-----------------------|----------------------------|
+| entity        | ``{family}#{id}``                       | ``#``                 | index keys: see below      |
+| unique value  | ``UQ#{family}#{scope}#{field}#{value}`` | ``#``                 | ``ref`` = owner id         |
+| counter shard | ``CNT#{family}#{tenant}``               | shard no.             | ``cnt``; summed on read    |
+| member count  | ``MEMBERS#{orgId}``                     | ``#``                 | ``cnt``; unsharded         |
+| user ACL      | ``users#{userId}``                      | ``ACL``               | roles, live keys, rate     |
+|               |                                         |                       | windows: kernel/store/gate.py     |
+| API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | kernel/store/credentials.py       |
+| key pointer   | ``KEY#{sha256(key)}``                   | ``#``                 | keys not naming their user |
+| value counter | ``CNT#{family}#{tenant}#{field}={value}`` | shard no.           | records per indexed value  |
+
+Entity index attributes (removed when an entity is soft-deleted, so it leaves every list):
+  tpk  ``{family}#{tenant}``  tenant partition: organization id, or ``ALL`` for global families
+  ppk  ``{family}#P#{projectId}`` (project-scoped) or ``memberships#U#{userId}`` (memberships)
+  csk  ``{createdOn}#{id}``   usk ``{updatedOn}#{id}``   nsk ``name_sort_key(name, id)``
+
+  x1..x5  ``{family}#{tenant}#{field}={value}``: the equality-indexed fields of the family's
+       registry declaration (``Family.indexed``), slot n = the n-th declared field; absent when
+       the field has no string value (and on soft-deleted records)
+  ixv  1 when the item's indexed values are keyed and counted (every listed entity written by
+       this code; items written before equality indexes existed lack it until
+       ``python -m chalicelib.ops.backfill_indexes`` has keyed and counted them)
+
+GSIs (kernel/store/model.py): by_created / by_updated / by_name are KEYS_ONLY (deep pages walk keys,
+then BatchGet the page); tenant_all and by_parent project everything (filtered lists read
+items there); x{n}_created / x{n}_updated are KEYS_ONLY, one pair per slot: the records holding
+one value of one field, by createdOn or updatedOn. Being keys of the entity item, these entries
+are written, moved and removed by DynamoDB with the entity itself (nothing to keep in step).
+
+Reads are named for what they serve (``query_tenant``, ``walk_index``, ``memberships_of``...):
+services never see a key condition, an index name or a client.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import random
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from chalicelib.core.config import get_config
+from chalicelib.core.errors import ServiceUnavailable, aws_unavailable
+from chalicelib.kernel.store.model import Item, boto3_table, configure, create_table
+
+ENTITY_SK = '#'
+UNIQUE_VALUE_BYTES = 1024  # longer unique values are keyed by their SHA-256
+GLOBAL_TENANT = 'ALL'
+WALKABLE = {'createdOn': 'by_created', 'updatedOn': 'by_updated', 'name': 'by_name'}
+
+
+# ----------------------------------------------------------------------------- key shapes
+
+def entity_pk(family: str, id_: str) -> str:
+    return f'{family}#{id_}'
+
+
+def tenant_pk(family: str, tenant: str) -> str:
+    return f'{family}#{tenant}'
+
+
+def project_pk(family: str, project_id: str) -> str:
+    """Partition of one project's records of a project-scoped family (by_parent)."""
+    return f'{family}#P#{project_id}'
+
+
+def member_pk(user_id: str) -> str:
+    """Partition of one user's memberships (by_parent)."""
+    return f'memberships#U#{user_id}'
+
+
+def counter_pk(family: str, tenant: str) -> str:
+    return f'CNT#{tenant_pk(family, tenant)}'
+
+
+def members_pk(org_id: str) -> str:
+    """An organization's membership count (repository.move_members)."""
+    return f'MEMBERS#{org_id}'
+
+
+def value_pk(family: str, tenant: str, field_name: str, value: str) -> str:
+    """Partition of one value of one indexed field in one tenant (long values by their hash)."""
+    if len(value.encode('utf-8', 'surrogatepass')) > UNIQUE_VALUE_BYTES:
+        value = 'sha256:' + hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()
+    return f'{family}#{tenant}#{field_name}={value}'
+
+
+def value_counter_pk(family: str, tenant: str, field_name: str, value: str) -> str:
+    return f'CNT#{value_pk(family, tenant, field_name, value)}'
+
+
+def unique_key(family: str, *, scope: str, field_name: str, value: Any) -> str:
+    text = str(value)
+    if len(text.encode('utf-8', 'surrogatepass')) > UNIQUE_VALUE_BYTES:  # a partition key stops at 2048 bytes
+        text = 'sha256:' + hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()
+    return f'UQ#{family}#{scope}#{field_name}#{text}'
+
+
+def name_sort_key(value: object, id_: str) -> str:
+    """Sort key for ordering by name: missing first, then case-insensitive text, then id.
+
+    ``\\x01`` separates name and id so that "ab" sorts before "ab c" (it is below every
+    printable character); the in-memory sort of lists uses the same order
+    (kernel/listing.py ``_value_key``).
+    """
+    if value is None or value == '':
+        return f'0\x01{id_}'
+    # A sort key stops at 1024 bytes: keep at most 300 characters and 900 bytes of the name.
+    name = str(value).lower()[:300].encode('utf-8', 'surrogatepass')[:900].decode('utf-8', 'ignore')
+    return f'1{name}\x01{id_}'
+
+
+def ensure_table() -> None:
+    """Create the table, its indexes and TTL if missing (local run, tests, first deploy)."""
+    create_table()
+
+
+def ping() -> None:
+    """One cheap eventually consistent read of a key that never exists: raises when the table
+    does not answer (the health check)."""
+    model = configure()
+    try:
+        model.get('HEALTH#', ENTITY_SK, consistent_read=False)
+    except model.DoesNotExist:
+        pass
+
+
+# ----------------------------------------------------------------------------- entities
+
+@dataclass
+class Stored:
+    """A stored entity: its resource body (``data``) and bookkeeping."""
+    family: str
+    data: dict[str, Any]
+    seq: int
+    org: str | None
+    indexed: bool = False   # its indexed values are counted (``ixv``): a write may move them
+
+    @property
+    def id(self) -> str:
+        return self.data['id']
+
+
+def stored_from(item: Item | None) -> Stored | None:
+    if item is None or item.data is None:
+        return None
+    data = item.data.as_dict()
+    if data.get('deleted') is True:
+        return None
+    return Stored(family=item.kind, data=data, seq=int(item.seq or 0), org=item.org, indexed=item.ixv is not None)
+
+
+def get(family: str, id_: str, consistent: bool = True) -> Stored | None:
+    """One entity by id (GetItem); a missing or soft-deleted one is None."""
+    model = configure()
+    try:
+        item = model.get(entity_pk(family, id_), ENTITY_SK, consistent_read=consistent)
+    except model.DoesNotExist:
+        return None
+    return stored_from(item)
+
+
+def batch_get(keys: Iterable[tuple[str, str]]) -> dict[str, Stored]:
+    """Entities by (family, id), in BatchGetItem calls of 100; missing or deleted ones are absent."""
+    model = configure()
+    wanted = list(dict.fromkeys((entity_pk(f, i), ENTITY_SK) for f, i in keys))
+    out: dict[str, Stored] = {}
+    for start in range(0, len(wanted), 100):
+        for item in model.batch_get(wanted[start:start + 100]):
+            stored = stored_from(item)
+            if stored is not None:
+                out[stored.id] = stored
+    return out
+
+
+# ----------------------------------------------------------------------------- lists
+
+def plain(value: Any) -> Any:
+    """boto3's Decimals back to int/float, recursively."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def _query_data(index: str, key_attr: str, key: str, condition) -> list[dict[str, Any]]:
+    from boto3.dynamodb.conditions import Key  # noqa: PLC0415 - lazy: boto3 only for lists
+    kwargs: dict[str, Any] = {'IndexName': index, 'KeyConditionExpression': Key(key_attr).eq(key)}
+    if condition is not None:
+        kwargs['FilterExpression'] = condition
+    out: list[dict[str, Any]] = []
+    tbl = boto3_table()
+    while True:
+        page = tbl.query(**kwargs)
+        out.extend(plain(i['data']) for i in page.get('Items', []) if 'data' in i)
+        if 'LastEvaluatedKey' not in page:
+            return out
+        kwargs['ExclusiveStartKey'] = page['LastEvaluatedKey']
+
+
+def _has_field(name: str):
+    from boto3.dynamodb.conditions import Attr  # noqa: PLC0415 - lazy: boto3 only for lists
+    return Attr(f'data.{name}').exists()
+
+
+def query_tenant(family: str, tenant: str, condition=None, *, has_field: str | None = None) -> list[dict[str, Any]]:
+    """Every listed record of ``family`` in one tenant (tenant_all), filtered by ``condition``
+    (a boto3 condition on ``data.*``, from chalicelib.kernel.query) and/or the presence of a field."""
+    if has_field is not None:
+        extra = _has_field(has_field)
+        condition = extra if condition is None else condition & extra
+    return _query_data('tenant_all', 'tpk', tenant_pk(family, tenant), condition)
+
+
+def query_project(family: str, project_id: str, condition=None) -> list[dict[str, Any]]:
+    """Every listed record of a project-scoped ``family`` in one project (by_parent)."""
+    return _query_data('by_parent', 'ppk', project_pk(family, project_id), condition)
+
+
+def project_has(family: str, project_id: str) -> bool:
+    """Whether a project holds at least one listed record of a project-scoped ``family``
+    (one Query of by_parent, one item)."""
+    return next(iter(configure().by_parent.query(project_pk(family, project_id), limit=1)), None) is not None
+
+
+def walk_index(family: str, tenant: str, *, order: str, descending: bool, limit: int) -> list[str]:
+    """Ids of the first ``limit`` records of a tenant in ``order`` ('createdOn', 'updatedOn' or
+    'name'), read from a KEYS_ONLY index: keys only, never the items."""
+    index = getattr(configure(), WALKABLE[order])
+    return [k.pk.split('#', 1)[1] for k in index.query(
+        tenant_pk(family, tenant), scan_index_forward=not descending, limit=limit,
+        page_size=min(limit, 2000))]
+
+
+def count(family: str, tenant: str) -> int:
+    """Records of ``family`` in a tenant: the sum of its counter shards (one Query)."""
+    return sum(int(i.cnt or 0) for i in configure().query(counter_pk(family, tenant)))
+
+
+def count_value(family: str, tenant: str, field_name: str, value: str) -> int:
+    """Records of ``family`` in a tenant holding ``value`` in an indexed field (one Query)."""
+    return sum(int(i.cnt or 0) for i in configure().query(value_counter_pk(family, tenant, field_name, value)))
+
+
+def counter_shards(pk: str) -> dict[str, int]:
+    """The shards of one counter as they are now (strongly consistent Query): shard -> count."""
+    return {i.sk: int(i.cnt or 0) for i in configure().query(pk, consistent_read=True)}
+
+
+def walk_value(family: str, tenant: str, *, slot: int, field_name: str, value: str, order: str,
+               descending: bool, limit: int | None) -> list[tuple[str, str]]:
+    """(sort key, id) of the first ``limit`` records (all when None) holding ``value`` in the
+    indexed field of ``slot``, in ``order`` ('createdOn' or 'updatedOn'): keys only."""
+    index = getattr(configure(), f'x{slot}_{"created" if order == "createdOn" else "updated"}')
+    attr = 'csk' if order == 'createdOn' else 'usk'
+    kwargs: dict[str, Any] = {'scan_index_forward': not descending}
+    if limit is not None:
+        kwargs.update(limit=limit, page_size=min(limit, 2000))
+    return [(getattr(k, attr), k.pk.split('#', 1)[1])
+            for k in index.query(value_pk(family, tenant, field_name, value), **kwargs)]
+
+
+# ----------------------------------------------------------------------------- operator tools
+
+def scan_page(start: dict[str, Any] | None = None, *, limit: int = 500) -> tuple[list[Item], dict[str, Any] | None]:
+    """One page of the whole table and where the next one starts (None: the end). For the
+    operator tools of chalicelib/ops only: no request path scans."""
+    model = configure()
+    kwargs: dict[str, Any] = {'limit': limit, 'page_size': limit}
+    if start is not None:
+        kwargs['last_evaluated_key'] = start
+    result = model.scan(**kwargs)
+    items = list(result)
+    return items, result.last_evaluated_key
+
+
+# ----------------------------------------------------------------------------- memberships, unique values
+
+INVITED = 'INVITED'   # a membership the user has not accepted yet grants nothing
+
+
+def memberships_of(user_id: str, *, invited: bool = False) -> list[dict[str, Any]]:
+    """A user's membership records, from their membership partition (one Query): the active
+    ones, or (``invited``) the invitations they have not answered."""
+    out = []
+    for item in configure().by_parent.query(member_pk(user_id)):
+        data = item.data.as_dict() if item.data is not None else {}
+        if item.org and data.get('role') and (data.get('status') == INVITED) == invited:
+            out.append(data)
+    return out
+
+
+def member_user_ids(org_id: str) -> set[str]:
+    """Ids of the users holding an active membership of an organization."""
+    return {m['userId'] for m in query_tenant('memberships', org_id)
+            if m.get('userId') and m.get('status') != INVITED}
+
+
+def organizations(org_ids: Iterable[str]) -> dict[str, Stored]:
+    """organization id -> its record (strongly consistent: one GetItem for one organization,
+    else BatchGetItem); an organization that does not exist is absent."""
+    wanted = list(dict.fromkeys(org_ids))
+    if len(wanted) == 1:
+        found = get('organizations', wanted[0])
+        return {found.id: found} if found is not None else {}
+    model = configure()
+    out: dict[str, Stored] = {}
+    keys = [(entity_pk('organizations', o), ENTITY_SK) for o in wanted]
+    for start in range(0, len(keys), 100):
+        for item in model.batch_get(keys[start:start + 100], consistent_read=True):
+            stored = stored_from(item)
+            if stored is not None:
+                out[stored.id] = stored
+    return out
+
+
+def organization_statuses(org_ids: Iterable[str]) -> dict[str, str]:
+    """organization id -> organizationStatus (``organizations``); absent when it does not exist."""
+    return {o: s.data.get('organizationStatus', 'ACTIVE') for o, s in organizations(org_ids).items()}
+
+
+def unique_owner(family: str, *, scope: str, field_name: str, value: Any) -> str | None:
+    """Id of the record holding a unique value, or None (one consistent GetItem)."""
+    model = configure()
+    try:
+        key = unique_key(family, scope=scope, field_name=field_name, value=value)
+        return model.get(key, ENTITY_SK, consistent_read=True).ref
+    except model.DoesNotExist:
+        return None
+
+
+def unique_exists(family: str, *, scope: str, field_name: str, value: Any) -> bool:
+    return unique_owner(family, scope=scope, field_name=field_name, value=value) is not None
+
+
+
+# ----------------------------------------------------------------------------- reads under faults
+
+class ReadUnavailable(ServiceUnavailable):
+    """The table kept throttling, failing or timing out a read for the whole retry budget."""
+
+    def __init__(self) -> None:
+        super().__init__('The database is busy; retry shortly', retry_after=2)
+
+
+def _available(read):
+    """A read that throttling, internal errors or timeouts do not turn into a 500: retried with
+    jittered backoff inside ``STORE_RETRY_BUDGET_SECONDS`` (after the SDK's own retries), then
+    503 with Retry-After (issue 16: under faults, never a 500)."""
+    @functools.wraps(read)
+    def wrapped(*args, **kwargs):
+        budget = get_config().store_retry_budget_seconds
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                return read(*args, **kwargs)
+            except Exception as exc:
+                if not aws_unavailable(exc):   # the table cannot answer now
+                    raise
+                delay = random.uniform(0, min(0.8, 0.05 * 2 ** attempt))
+                if time.monotonic() - started + delay > budget:
+                    raise ReadUnavailable() from None
+                attempt += 1
+                time.sleep(delay)
+    wrapped.__wrapped_read__ = read
+    return wrapped
+
+
+for _name in ('get', 'batch_get', '_query_data', 'walk_index', 'count', 'count_value', 'counter_shards',
+              'walk_value', 'memberships_of', 'organizations', 'organization_statuses', 'unique_owner',
+              'project_has'):
+    globals()[_name] = _available(globals()[_name])

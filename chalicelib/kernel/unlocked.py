@@ -1,0 +1,82 @@
+"""Unlocked changes of plain fields: one UpdateItem, no read-modify-write (issue 16).
+
+Rule 5 of the update semantics says a PUT without ``changeSequence`` skips locking. Written as
+read, change, put-if-unchanged, such a PUT loses to every concurrent writer of the same record
+and has to start over; under contention most gave up (409). A change that touches only *plain*
+fields does not need the stored record at all: ``store/repository.update_fields`` sets the sent
+fields, removes the cleared ones and bumps the sequence in one conditional UpdateItem, and
+DynamoDB serialises concurrent ones, each moving the sequence by exactly one.
+
+A field is plain when no other item depends on its value:
+* not unique (its uniqueness item must move with it in a transaction),
+* not equality-indexed, nor the object an indexed path reads (its index key and per-value
+  counters move with it),
+* not a reference (checked in the write's transaction, against the value it replaces),
+* not an embedded record (resolved by id to the stored record),
+and the family has no hook (hooks adjust the whole record before it is stored, or write
+history with it). Anything else keeps the read-modify-write path of kernel/crud.py,
+which stays correct under contention (it re-reads and re-applies; see ``update``).
+
+The record is still read first, for visibility and permission (and its organization's status):
+that read decides *whether* the caller may write, never *what* is written.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.core.clock import now_iso
+from chalicelib.core.errors import BadRequest, NotFound
+from chalicelib.core.principal import Principal
+from chalicelib.kernel import embedding, records
+from chalicelib.kernel.registry import Family
+from chalicelib.kernel.store import repository as repo
+from chalicelib.kernel.store.repository import InvalidItem
+from chalicelib.kernel.store.table import Stored, name_sort_key
+
+
+def plain(family: Family, values: dict[str, Any], nulls: set[str]) -> bool:
+    """Whether a change of ``values`` and ``nulls`` can skip the read-modify-write."""
+    if family.hook is not None or not (values or nulls):
+        return False
+    bound = set(family.unique) | {name.split('.')[0] for name in family.indexed}
+    for name in (*values, *nulls):
+        spec = family.writable.get(name)
+        if spec is None or name in bound or spec.ref or _embedded(spec):
+            return False
+    return True
+
+
+def _embedded(spec) -> bool:
+    if spec.type != 'object':
+        return False
+    from chalicelib.kernel.models import embedded_family  # noqa: PLC0415 - lazy: pydantic (as resources)
+    return embedded_family(spec) is not None
+
+
+def apply(family: Family, stored: Stored, values: dict[str, Any], nulls: set[str],
+          principal: Principal) -> dict[str, Any]:
+    """Write the change to the record ``stored`` (read for permission only) -> the new record.
+
+    ``null`` clears a field back to its default, or removes it (the rule of the general path).
+    The write's domain event rides on the same UpdateItem (the item's ``obx`` attribute, which
+    the table-stream handler publishes: features/events/outbox.py), so it is as atomic as the outbox item
+    of a transaction without making this write one."""
+    values = dict(values)
+    for name in nulls:
+        default = family.writable[name].default
+        if default is not None and name not in values:
+            values[name] = default
+    remove = {name for name in nulls if name not in values}
+    name_sort = None
+    if family.name_field in values or family.name_field in remove:
+        name_sort = name_sort_key(values.get(family.name_field), stored.id)
+    changed = [k for k in (*values, *remove) if stored.data.get(k) != values.get(k)]
+    event = records.domain_event(family, 'updated', [stored.data], principal, changed)
+    try:
+        new = repo.update_fields(family.path, stored.id, org=stored.org, values=values, remove=remove,
+                                 updated_on=now_iso(), name_sort=name_sort, event=event)
+    except InvalidItem as exc:
+        raise BadRequest(f'The resource cannot be stored: {exc}') from None
+    if new is None:
+        raise NotFound(f'No {family.entity} with id {stored.id}')
+    return embedding.embed_written(family, new.data, principal)
