@@ -23,6 +23,8 @@ os.environ.update(AWS_DEFAULT_REGION='us-east-1', AWS_ACCESS_KEY_ID='testing',
 
 from moto import mock_aws  # noqa: E402
 
+import chalicelib.features  # noqa: E402, F401 - the family hooks, installed as the app installs them
+
 ADMIN_KEY = 'pk_test-admin-key'
 
 

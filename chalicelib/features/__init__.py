@@ -8,3 +8,7 @@ agent tools), events (domain events: outbox and publisher; UI events), mcp (the 
 A feature imports the kernel and core; another feature only through an edge declared in
 ``.importlinter``.
 """
+
+from chalicelib.features import hooks as _hooks
+
+_hooks.install()   # the family hooks, into the kernel: the same for the app, ops/, localdev, tests

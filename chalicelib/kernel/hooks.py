@@ -2,16 +2,24 @@
 
 A hook is looked up by the family's ``hook`` name in the registry. Each method receives the
 write being prepared and may change its data, add transaction operations, or refuse it.
+
+The kernel does not know the features: the table from hook name to hook is theirs
+(chalicelib/features/hooks.py, plain imports inside one function per hook: go-to-definition
+and import-linter see them, ``import app`` loads none) and is installed here once, when the
+``chalicelib.features`` package is imported (docs/architecture.md "Hooks"). Fail closed: a
+family naming a hook the table lacks stops the install, and a hook asked for before any
+install raises instead of quietly running the generic rules.
 """
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from chalicelib.core.principal import Principal
-from chalicelib.kernel.registry import Family
-from chalicelib.kernel.store.repository import Op
-from chalicelib.kernel.store.table import Stored
+if TYPE_CHECKING:   # types only: the kernel's store must not load at `import app` (cold start)
+    from chalicelib.core.principal import Principal
+    from chalicelib.kernel.registry import Family
+    from chalicelib.kernel.store.repository import Op
+    from chalicelib.kernel.store.table import Stored
 
 
 class Hook:
@@ -72,28 +80,43 @@ class Hook:
 
 
 _DEFAULT = Hook()
+_loaders: dict[str, Callable[[], Hook]] | None = None
 _cache: dict[str, Hook] = {}
 
 
-# The module of each hook name the registry uses (loaded on first use: cold start).
-_MODULES = {
-    'organizations': 'chalicelib.features.identity.organizations',
-    'users': 'chalicelib.features.identity.users',
-    'access': 'chalicelib.features.identity.memberships',
-    'tasks': 'chalicelib.features.tasks.hooks',
-    'task_groups': 'chalicelib.features.tasks.groups',
-    'document_families': 'chalicelib.features.documents.families',
-    'linked_deltas': 'chalicelib.features.documents.linked_deltas',
-    'executions': 'chalicelib.features.work.executions',
-    'scheduled_jobs': 'chalicelib.features.work.scheduled_jobs',
-    'service_bridges': 'chalicelib.features.bridges.hooks',
-    'events': 'chalicelib.features.events.hooks',
-}
+class HooksNotInstalled(RuntimeError):
+    """A family's hook was asked for and no table provides it: a wiring bug, never a default."""
+
+
+def install(loaders: Mapping[str, Callable[[], Hook]]) -> None:
+    """Install the table hook name -> function returning the hook (called on first use).
+    Refuses a table that misses a hook some family of the registry names."""
+    global _loaders
+    from chalicelib.kernel.registry import FAMILIES  # noqa: PLC0415 - lazy: the table is checked once
+    missing = sorted({f.hook for f in FAMILIES if f.hook is not None} - set(loaders))
+    if missing:
+        raise HooksNotInstalled(f'no hook installed for {", ".join(missing)} (chalicelib/features/hooks.py)')
+    if _loaders is not None and dict(loaders) == _loaders:
+        return
+    _loaders = dict(loaders)
+    _cache.clear()
+
+
+def installed() -> dict[str, Callable[[], Hook]]:
+    return dict(_loaders or {})
 
 
 def hook_for(family: Family) -> Hook:
     if family.hook is None:
         return _DEFAULT
-    if family.hook not in _cache:
-        _cache[family.hook] = import_module(_MODULES[family.hook]).HOOK
-    return _cache[family.hook]
+    hook = _cache.get(family.hook)
+    if hook is None:
+        if _loaders is None:
+            raise HooksNotInstalled('the family hooks are not installed: import chalicelib.features first')
+        if family.hook not in _loaders:
+            raise HooksNotInstalled(f'family {family.path} names hook {family.hook!r}, which is not installed')
+        hook = _loaders[family.hook]()
+        if not isinstance(hook, Hook):
+            raise HooksNotInstalled(f'hook {family.hook!r} is not a kernel Hook: {hook!r}')
+        _cache[family.hook] = hook
+    return hook

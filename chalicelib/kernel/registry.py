@@ -2,7 +2,7 @@
 
 Generic code (kernel/crud.py for the rules, kernel/http/routes.py for the routes, the
 OpenAPI generator, the filter schema) reads these declarations. A family with special rules
-names a hook in services/hooks/ instead of copying the CRUD code.
+names a hook (chalicelib/features/hooks.py) instead of copying the CRUD code.
 
 Scopes:
   global   platform-wide (organizations, users, the product catalogue)

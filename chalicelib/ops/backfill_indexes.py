@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from chalicelib import features  # noqa: F401 - installs the family hooks, as the app does
 from chalicelib.kernel import records
 from chalicelib.kernel.registry import BY_PATH
 from chalicelib.kernel.store import repository as repo

@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from chalicelib import features  # noqa: F401 - installs the family hooks, as the app does
 from chalicelib.kernel import parents, records
 from chalicelib.kernel.registry import BY_PATH, FAMILIES
 from chalicelib.kernel.store import table

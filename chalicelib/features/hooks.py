@@ -1,0 +1,89 @@
+"""The family hooks the features own, by the name a family gives in kernel/registry.py.
+
+One function per hook, each importing its module when the hook is first used (cold start:
+``import app`` loads none of them), so go-to-definition and import-linter see every hook.
+``install`` puts the table into the kernel (kernel/hooks.py); ``chalicelib/features/__init__.py``
+calls it, so whatever imports a feature (the app, ops/ tools, localdev, tests) runs the same
+hooks. See docs/architecture.md "Hooks".
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from chalicelib.kernel import hooks as kernel_hooks
+from chalicelib.kernel.hooks import Hook
+
+
+def organizations() -> Hook:
+    from chalicelib.features.identity import organizations  # noqa: PLC0415 - lazy: cold start
+    return organizations.HOOK
+
+
+def users() -> Hook:
+    from chalicelib.features.identity import users  # noqa: PLC0415 - lazy: cold start
+    return users.HOOK
+
+
+def access() -> Hook:
+    from chalicelib.features.identity import memberships  # noqa: PLC0415 - lazy: cold start
+    return memberships.HOOK
+
+
+def tasks() -> Hook:
+    from chalicelib.features.tasks import hooks  # noqa: PLC0415 - lazy: cold start
+    return hooks.HOOK
+
+
+def task_groups() -> Hook:
+    from chalicelib.features.tasks import groups  # noqa: PLC0415 - lazy: cold start
+    return groups.HOOK
+
+
+def document_families() -> Hook:
+    from chalicelib.features.documents import families  # noqa: PLC0415 - lazy: cold start
+    return families.HOOK
+
+
+def linked_deltas() -> Hook:
+    from chalicelib.features.documents import linked_deltas  # noqa: PLC0415 - lazy: cold start
+    return linked_deltas.HOOK
+
+
+def executions() -> Hook:
+    from chalicelib.features.work import executions  # noqa: PLC0415 - lazy: cold start
+    return executions.HOOK
+
+
+def scheduled_jobs() -> Hook:
+    from chalicelib.features.work import scheduled_jobs  # noqa: PLC0415 - lazy: cold start
+    return scheduled_jobs.HOOK
+
+
+def service_bridges() -> Hook:
+    from chalicelib.features.bridges import hooks  # noqa: PLC0415 - lazy: cold start
+    return hooks.HOOK
+
+
+def events() -> Hook:
+    from chalicelib.features.events import hooks  # noqa: PLC0415 - lazy: cold start
+    return hooks.HOOK
+
+
+HOOKS: dict[str, Callable[[], Hook]] = {
+    'organizations': organizations,
+    'users': users,
+    'access': access,
+    'tasks': tasks,
+    'task_groups': task_groups,
+    'document_families': document_families,
+    'linked_deltas': linked_deltas,
+    'executions': executions,
+    'scheduled_jobs': scheduled_jobs,
+    'service_bridges': service_bridges,
+    'events': events,
+}
+
+
+def install() -> None:
+    """Install the table into the kernel (idempotent); raises if a family names a missing hook."""
+    kernel_hooks.install(HOOKS)

@@ -1,0 +1,68 @@
+"""The family hooks are imported, not named by string (chalicelib/features/hooks.py), installed
+into the kernel once, the same for the app, ops/ tools and tests, and failing closed."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chalicelib.features import hooks as feature_hooks
+from chalicelib.kernel import hooks as kernel_hooks
+from chalicelib.kernel.registry import BY_PATH, FAMILIES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, 'PYTHONPATH': str(ROOT)})
+
+
+def test_every_family_hook_is_a_feature_hook():
+    for family in FAMILIES:
+        if family.hook is None:
+            assert kernel_hooks.hook_for(family) is kernel_hooks.hook_for(BY_PATH['projects'])
+            continue
+        hook = kernel_hooks.hook_for(family)
+        assert isinstance(hook, kernel_hooks.Hook) and type(hook) is not kernel_hooks.Hook, family.path
+        assert type(hook).__module__.startswith('chalicelib.features.'), family.path
+    assert kernel_hooks.installed() == feature_hooks.HOOKS
+
+
+_TABLE = ('from chalicelib.kernel import hooks; '
+          'print(sorted((k, f.__module__, f.__name__) for k, f in hooks.installed().items()))')
+
+
+@pytest.mark.parametrize('entry', ['import app', 'import chalicelib.ops.backfill_indexes',
+                                   'import chalicelib.ops.check_table'])
+def test_the_app_and_ops_tools_install_the_same_table(entry):
+    """(localdev serves `app` itself; the event handlers run inside it.)"""
+    expected = sorted((k, f.__module__, f.__name__) for k, f in feature_hooks.HOOKS.items())
+    out = _python(f'{entry}; {_TABLE}')
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(expected)
+
+
+def test_the_kernel_alone_refuses_to_guess_a_hook():
+    out = _python('from chalicelib.kernel import hooks; from chalicelib.kernel.registry import BY_PATH\n'
+                  'try:\n    hooks.hook_for(BY_PATH["tasks"])\n'
+                  'except hooks.HooksNotInstalled as exc:\n    print("refused:", exc)\n')
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith('refused: the family hooks are not installed')
+
+
+def test_a_table_missing_a_hook_is_refused_at_install():
+    partial = {k: v for k, v in feature_hooks.HOOKS.items() if k != 'tasks'}
+    with pytest.raises(kernel_hooks.HooksNotInstalled, match='no hook installed for tasks'):
+        kernel_hooks.install(partial)
+    assert kernel_hooks.installed() == feature_hooks.HOOKS   # the good table stays
+
+
+def test_a_family_naming_an_unknown_hook_raises_at_once():
+    stray = dataclasses.replace(BY_PATH['tasks'], hook='no_such_hook')
+    with pytest.raises(kernel_hooks.HooksNotInstalled, match="names hook 'no_such_hook'"):
+        kernel_hooks.hook_for(stray)
