@@ -30,7 +30,7 @@ Retry-After, but not X-RateLimit-Remaining/Reset (the gateway does not expose th
 Deploying: ``make package STAGE=prod`` puts all of this into the app template (infra/app.py):
 the patched API definition (key source, authorizer, gateway responses), the usage plans, the
 shared key (its value generated in Secrets Manager by the data stack) and USAGE_PLAN_ID /
-GATEWAY_SHARED_USAGE_KEY in the functions' environment; see the README's deploy section.
+GATEWAY_SHARED_USAGE_KEY in the functions' environment; see docs/operations/deploy.md.
 ``python -m infra.usage_plan template prod`` is the same as a stand-alone stack, for an API
 deployed some other way. Keys created before USAGE_PLAN_ID was set have no twin: re-create them
 (their hashes are known, so a one-off job can also create the twins).

@@ -16,7 +16,7 @@ bridges would name hosts beyond this machine. Extra arguments go to `schemathesi
 Reports (JUnit) and the server log stay in the printed directory when the run fails.
 
 Under chaos (`make fuzz-chaos`: CHAOS_RATE, default 0.1 there, of the DynamoDB/S3/SQS calls of
-the server's own moto fail or stall, README "Chaos switch"), schemathesis's
+the server's own moto fail or stall, docs/operations/chaos-runs.md), schemathesis's
 ``not_a_server_error`` gives way to ``no_500`` (tests/fuzz_hooks.py): a 503 with Retry-After
 and the error body is the documented answer to a fault, anything else 5xx is a finding. After
 the run, chaos is switched off and the invariant checker (`chalicelib.ops.check_table`) must
@@ -165,7 +165,7 @@ def main(argv: list[str]) -> int:
     env = {**os.environ, 'PORT': str(port), 'PLATFORM_ADMIN_API_KEY': key,
            'RATE_LIMIT_PER_MINUTE': '100000000', 'RATE_LIMIT_BURST_PER_SECOND': '100000000',
            'PYTHONPATH': str(ROOT),
-           # no worker or scheduler: a generated plan's BRIDGE_CALL step would call out (README)
+           # no worker or scheduler: a generated plan's BRIDGE_CALL step would call out (docs/api/work.md)
            'LOCAL_WORKERS': 'off'}
     for name in ('AWS_ENDPOINT_URL', 'MOTO_PORT'):  # our own moto, never a shared endpoint
         env.pop(name, None)

@@ -67,7 +67,7 @@ def create_body(api, family: Family | str, org_id: str, _project: dict | None = 
 
 
 def release_organization(api, org_id: str) -> None:
-    """Remove an organization's memberships: it is deleted only when none are left (README)."""
+    """Remove an organization's memberships: it is deleted only when none are left (docs/reliability.md)."""
     page = api.get(f"/api/memberships?pageSize=100&filter=organizationId=='{org_id}'").json
     for membership in page['content']:
         assert api.delete(f"/api/memberships/{membership['id']}").status == 204

@@ -65,7 +65,7 @@ class Config:
     mcp_enabled: bool = False
     mcp_public_url: str | None = None
     mcp_allowed_origins: frozenset[str] = frozenset()
-    # documents (features/documents/service.py, README "Documents"): upload sessions and content links
+    # documents (features/documents/service.py, docs/api/documents.md): upload sessions and content links
     upload_max_bytes: int = 5 * 2 ** 30
     upload_session_seconds: int = 86_400
     small_upload_max_bytes: int = 5 * 2 ** 20

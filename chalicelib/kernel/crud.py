@@ -123,7 +123,7 @@ def clean_input(family: Family, body: dict[str, Any], *, creating: bool = False)
     for key, value in body.items():
         spec = family.writable.get(key)
         if spec is None:
-            continue  # server, ownership and undeclared fields are ignored (README)
+            continue  # server, ownership and undeclared fields are ignored (docs/api/conventions.md)
         if value is None:
             if spec.required or (key in family.unique and family.scope == 'global' and not creating):
                 # required, or an identity unique platform-wide (organization slug, user e-mail)

@@ -1,6 +1,6 @@
 """No orphans (issue 16): a parent cannot be deleted while it holds children.
 
-Per family (README "Reliability"), the choice is **refuse with 409 while it holds children**:
+Per family (docs/reliability.md), the choice is **refuse with 409 while it holds children**:
 
 * an **organization** holds its projects and the records of every organization-scoped family
   (its memberships through ``MEMBERS#{orgId}``, features/identity/organizations.py; its built-in

@@ -117,7 +117,7 @@ def action(family_path: str, name: str) -> Iterator[None]:
 
 def domain_event(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
                  changed: list[str]) -> dict[str, Any] | None:
-    """The domain event of a write (README "Work orchestration"), None for families that
+    """The domain event of a write (docs/api/work.md), None for families that
     publish none."""
     if family.path in NO_OUTBOX or not records:
         return None

@@ -30,7 +30,7 @@ Built-in checks (each a function registered with ``@check``):
 * ``references``: a live record whose reference field (``>family`` in the registry) names a
   record that does not exist (audit records of read-only families excepted: the history of a
   deleted task group is kept on purpose) (deleted after the reference was written: deletes do not look for
-  referrers; see README "Reliability").
+  referrers; see docs/reliability.md).
 
 Extending it: a module in ``chalicelib/ops/checks/`` (any name) is imported before a run; its
 functions decorated with ``@check('name')`` take the ``Snapshot`` (every item of the table,

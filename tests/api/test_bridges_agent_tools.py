@@ -197,7 +197,7 @@ def test_an_agent_whose_project_is_gone_cannot_call(api, setup):
     gone = project(api, setup['first']['organizationId'], 'gone')
     agent = api.post('/api/agents', {'projectId': gone['id'], 'name': 'orphan'}).json
     me = agent_tools.agent_principal(agent['id'])
-    # the API refuses to delete a project that holds agents (README "Reliability": no orphans);
+    # the API refuses to delete a project that holds agents (docs/reliability.md: no orphans);
     # a project removed behind its back (data older than that rule) must still stop the agent
     from chalicelib.kernel.store import model
     model.boto3_table().delete_item(Key={'pk': f"projects#{gone['id']}", 'sk': '#'})

@@ -85,7 +85,7 @@ def test_omitted_fields_keep_their_values(api, org_id, family):
 def test_null_clears_an_optional_field_and_is_400_on_a_required_one(api, org_id, family):
     """Null on update clears any field that is not required (back to its default, or absent);
     a required field (and an identity field unique platform-wide: organization slug) stays 400.
-    (README "SDK compatibility": null on input.)"""
+    (docs/api/sdk-compatibility.md: null on input.)"""
     made = create(api, family, org_id)
     path = f'/api/{family.path}/{made["id"]}'
     identity = {'slug'} if family.path == 'organizations' else set()

@@ -1,4 +1,4 @@
-"""What the platform's Python SDK relies on (README "SDK compatibility"): null on input, references
+"""What the platform's Python SDK relies on (docs/api/sdk-compatibility.md): null on input, references
 as objects on write, references embedded on read (one BatchGetItem), organization-slug paths,
 pages from 1 for x-access-token. tests/integration/test_sdk_client.py drives the real SDK."""
 from __future__ import annotations

@@ -40,7 +40,7 @@ def test_a_plain_change_is_one_update_and_answers_like_the_general_path(api, pro
     assert api.get(path).json == body
     assert api.get(f'{path}/sequence').json == 2
     writes.clear()
-    r = api.put(path, {'notes': None, 'description': 'd'})   # null clears (README "SDK compatibility")
+    r = api.put(path, {'notes': None, 'description': 'd'})   # null clears (docs/api/sdk-compatibility.md)
     assert r.status == 200 and writes == ['update_fields'] and 'notes' not in r.json
     assert api.get(path).json == r.json
     label = api.post('/api/labels', {'organizationId': project['organizationId'], 'name': 'l'}).json

@@ -127,7 +127,7 @@ def test_a_poison_message_goes_to_the_dlq_and_the_rest_of_its_batch_is_processed
                                     AttributeNames=['All'])['Messages']
     assert [m['MessageId'] for m in dead] == [poison]
     assert int(dead[0]['Attributes']['ApproximateReceiveCount']) >= DLQ_MAX_RECEIVES
-    assert counted.count('DlqSends') == 1   # the metric of the DLQ alarm's cause (README "Operating")
+    assert counted.count('DlqSends') == 1   # the metric of the DLQ alarm's cause (docs/operations/observability.md)
     assert counted.count('WorkerMessages') >= 3 + DLQ_MAX_RECEIVES
 
 

@@ -145,7 +145,7 @@ def main(base: str, key: str) -> None:
     check(not store.exists_by_path('sdk/data.bin'), 'delete_by_path')
     ok('document store', f'{store.ref} upload/get_bytes/exists/get_by_path/replace/delete')
 
-    # a project is deleted once it holds nothing (README "Reliability": no orphans)
+    # a project is deleted once it holds nothing (docs/reliability.md: no orphans)
     for execution_id in execution_ids:
         r = requests.delete(f'{base}/api/executions/{execution_id}', headers={'x-api-key': key})
         check(r.status_code == 204, f'execution delete: {r.text}')

@@ -7,7 +7,7 @@ the activities are left to finish on the worker and the invariant checker reads 
 
 Every answer must be documented: 2xx; 503 with Retry-After and the error body (the table stayed
 throttled or failing past the retry budget); a 404 or 409 only where a call that in fact
-succeeded was answered late and retried by the SDK (README "Chaos switch": a delete that already
+succeeded was answered late and retried by the SDK (docs/operations/chaos-runs.md: a delete that already
 happened, a create whose uniqueness item is its own); never a 500."""
 from __future__ import annotations
 

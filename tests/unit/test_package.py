@@ -38,7 +38,7 @@ XRAY_ACTIONS = {'xray:PutTraceSegments', 'xray:PutTelemetryRecords'}
 OUT = ROOT / 'out' / STAGE
 N = Names(STAGE)
 
-# cfn-lint warnings left on purpose (each explained in the README's deploy section).
+# cfn-lint warnings left on purpose (each explained in docs/operations/deploy.md).
 KNOWN_WARNINGS: set[str] = set()
 
 

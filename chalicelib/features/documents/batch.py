@@ -1,4 +1,4 @@
-"""POST /api/batch-update (README "Documents"): one save of many writes, each reporting its own
+"""POST /api/batch-update (docs/api/documents.md): one save of many writes, each reporting its own
 outcome.
 
 * Writes that matter (each family's labels + status + auto-lock, family deletes, the task

@@ -1,4 +1,4 @@
-"""Document content and linked deltas (README "Documents").
+"""Document content and linked deltas (docs/api/documents.md).
 
 A document is a tree of nodes ``{id, parentId, nodeType, content, index, features}`` stored as
 one immutable JSON object per version in S3 (``{folder}/document/v{n}-{random}.json``: the

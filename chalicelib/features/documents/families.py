@@ -1,4 +1,4 @@
-"""Document families (README "Documents"):
+"""Document families (docs/api/documents.md):
 
 * ``documentStatus`` is written as ``{id}`` or ``{slug}`` of a document status of the family's
   own project (another project's, or an unknown one, is 400); the stored record replaces it, so

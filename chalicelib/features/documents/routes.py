@@ -1,4 +1,4 @@
-"""Document routes beyond CRUD (README "Documents"):
+"""Document routes beyond CRUD (docs/api/documents.md):
 
   POST /api/document-stores/{id}/multipart-upload-request?path=&contentType=&contentLength=
   POST /api/document-stores/{id}/multipart-upload-part-urls     {uploadId, storageKey, partNumbers}

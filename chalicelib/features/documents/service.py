@@ -1,5 +1,5 @@
 """Documents in S3: upload sessions (S3 multipart with presigned part URLs), small uploads, the
-content read-back link, and the cascade when a family is deleted (README "Documents").
+content read-back link, and the cascade when a family is deleted (docs/api/documents.md).
 
 A finished upload is one logical step: the S3 object, then ONE transaction holding the
 document family, its first content object, the store's byte counter and the session's move to

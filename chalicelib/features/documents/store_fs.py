@@ -1,4 +1,4 @@
-"""The store file API of the platform's SDK and CLI (README "SDK compatibility (issue 9)"):
+"""The store file API of the platform's SDK and CLI (docs/api/sdk-compatibility.md):
 
   GET    /api/stores/{orgSlug}/{storeSlug}                  the document store, as the SDK reads a store
   POST   /api/stores/{orgSlug}/{storeSlug}[/{version}]/fs?path=   a small file -> 201 DocumentFamily

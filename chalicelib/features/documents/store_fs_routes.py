@@ -1,5 +1,5 @@
 """The store file API of the platform's SDK (``DocumentStoreEndpoint``) and CLI (``kodexa upload
-<org>/<store> <file>``), README "SDK compatibility (issue 9)"; features/documents/store_fs.py:
+<org>/<store> <file>``), docs/api/sdk-compatibility.md; features/documents/store_fs.py:
 
   GET    /api/stores/{orgSlug}/{storeSlug}                          the store, as the SDK reads stores
   POST   /api/stores/{orgSlug}/{storeSlug}[/{version}]/fs?path=     file (multipart "file" part) -> 201

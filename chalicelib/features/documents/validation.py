@@ -1,5 +1,5 @@
 """POST /api/content-objects/{id}/validate: the content object's documentTaxonValidations rules
-evaluated over its extracted data (README "Documents").
+evaluated over its extracted data (docs/api/documents.md).
 
 Each entry ``{taxonPath, taxonomyRef, validation: {name, ruleFormula, messageFormula?,
 conditional?, conditionalFormula?, disabled?}}``: the group at ``taxonPath`` (slash-separated

@@ -15,7 +15,7 @@ organization still has memberships (members or invitations): no access can outli
 built-in roles and permissions go with it, in the same transaction, which also checks that its
 membership count (``MEMBERS#{orgId}``) is still zero; a membership's own transaction moves that
 count and checks the organization exists, so none can slip in at that moment. Other records it owns are the
-no-orphans rule's (README).
+no-orphans rule's (docs/reliability.md).
 """
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ _METADATA = schema('ProtectedResourceMetadata', {
                    'resource_name': {'type': 'string'}}})
 _MCP_TEXT = ('The MCP tool connector (Streamable HTTP, protocol 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26): '
              'JSON-RPC in, JSON out, 202 for notifications. 404 when disabled (MCP_ENABLED). '
-             'README "MCP tool connector".')
+             'docs/api/mcp.md.')
 # 400 and 404 carry a JSON-RPC error for a protocol problem (parse error, unsupported version,
 # unknown method), the usual error body otherwise (connector disabled, bad Origin, credentials)
 _RPC_OR_ERROR = {'anyOf': [_JSONRPC, ref('Error')]}

@@ -5,7 +5,7 @@ Front doors (thin adapters: features/work/routes.py, internal_routes.py, front/h
 ``POST /api/v2/internal/activities`` and
 ``POST /api/activity-plans/{id}/start`` call ``start``; the ``@app.on_sqs_message`` worker (and
 ``make run``'s queue poller) calls ``handle_message`` per message; ``POST /api/tasks/take-next``
-calls ``take_next``. README "Work orchestration" has the wire shapes.
+calls ``take_next``. docs/api/work.md has the wire shapes.
 
 Messages on the activity queue (JSON bodies; the correlation id rides as the message
 attribute ``correlationId``):
@@ -494,7 +494,7 @@ def _bridge_call(execution: dict[str, Any], options: dict[str, Any], policy: dic
 
 def take_next(body: dict[str, Any], principal: Principal) -> dict[str, Any] | None:
     """Assign to the caller the oldest OPEN, unassigned, ungrouped task of the project they may
-    work on (README); None when there is none. The claim is conditional on the task's sequence:
+    work on (docs/api/work.md); None when there is none. The claim is conditional on the task's sequence:
     concurrent callers never get the same task."""
     if not isinstance(body, dict):
         raise BadRequest('The body must be a JSON object')

@@ -170,7 +170,7 @@ describe('startActivityInternal', summary='Start an activity (server-to-server)'
              'properties': {'activityPlanId': {'type': 'string', 'format': 'uuid'}}}]},
          responses={202: ref('Activity')}, errors=[400, 401, 409, 413, 415, 429, 503])
 
-# Work orchestration (chalicelib/features/work/routes.py, features/work/service.py; README "Work orchestration")
+# Work orchestration (chalicelib/features/work/routes.py, features/work/service.py; docs/api/work.md)
 _START = schema('ActivityStartRequest', {
     'type': 'object', 'required': ['projectId'],
     'properties': {

@@ -85,7 +85,7 @@ def time_left(margin: float = 1.0) -> float | None:
 def one_based_pages() -> bool:
     """Whether this request pages from 1: it authenticated with the legacy ``x-access-token``
     header (the platform's SDK and CLI), which identity.authenticate reads when ``x-api-key`` is
-    absent. Every other credential pages from 0, as the contract says (README "SDK compatibility")."""
+    absent. Every other credential pages from 0, as the contract says (docs/api/sdk-compatibility.md)."""
     headers = request().headers or {}
     return not headers.get('x-api-key') and bool(headers.get('x-access-token'))
 

@@ -103,7 +103,7 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
         check=bridges.check_endpoint,
         check_all=bridges.check_endpoints,
     ),
-    # activity plans (kernel/shapes/steps.py; README "Work orchestration")
+    # activity plans (kernel/shapes/steps.py; docs/api/work.md)
     Shape(
         name='ExecutionPolicy',
         schema=steps.POLICY_SCHEMA,
