@@ -1,18 +1,16 @@
 """The one exception hierarchy of the API, mapped once to {"error", "message", "status"}.
 
 Services raise these; the HTTP middleware (chalicelib/front/middleware.py) turns them into
-responses. They subclass Chalice's ChaliceUnhandledError so that Chalice lets them reach
-the middleware instead of answering with its own {"Code", "Message"} body.
+responses. They know nothing of the web framework: chalicelib/front/chalice_adapter.py lets
+them through Chalice to the middleware, and core/last_resort.py maps every other exception.
 """
 from __future__ import annotations
 
 from http import HTTPStatus
 from typing import Any
 
-from chalice.app import ChaliceUnhandledError
 
-
-class ApiError(ChaliceUnhandledError):
+class ApiError(Exception):
     status = 500
 
     def __init__(self, message: str, *, status: int | None = None,

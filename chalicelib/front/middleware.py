@@ -7,14 +7,14 @@ request id, and an AWS dependency that is throttled, failing or silent is a 503,
 JSON log line per request, a Requests metric, a trace subsegment when tracing is on."""
 from __future__ import annotations
 
-import sys
 import time
 
 from chalice import Response
 
-from chalicelib.core import errors, observability
+from chalicelib.core import last_resort, observability
 from chalicelib.core.errors import ApiError, error_body
 from chalicelib.core.principal import set_current
+from chalicelib.front import chalice_adapter
 from chalicelib.kernel.http import policy
 
 log = observability.get_logger('http')
@@ -95,39 +95,8 @@ class _Refused(Exception):
         self.decision = decision
 
 
-def _last_resort(exc: BaseException, request_id: str) -> Response:
-    """An exception nothing else answered: an AWS dependency that is throttled, failing or not
-    answering is a 503 with Retry-After (issue 16: under faults, never a 500), anything else a
-    500 naming the request. Both are logged with the traceback."""
-    if errors.aws_unavailable(exc):
-        log.warning('a dependency failed, request %s', request_id, exc_info=exc)
-        unavailable = errors.DependencyUnavailable()
-        return _error_response(unavailable.status, unavailable.message, unavailable.headers)
-    log.error('unhandled error, request %s', request_id, exc_info=exc)
-    return _error_response(500, f'An internal error occurred (request {request_id})')
-
-
-def _answer_view_failures() -> None:
-    """Chalice answers an exception a view raised (ApiErrors aside: they reach the middleware)
-    with its own 500 before any middleware sees it, in RestAPIEventHandler's
-    ``_unhandled_exception_to_response``; wrap that one place so that an AWS dependency failing
-    there is a 503 too. (tests/api/test_failure_modes.py fails if Chalice moves it.)"""
-    from chalice.app import RestAPIEventHandler  # noqa: PLC0415 - chalice is loaded already
-    chalice_unhandled = RestAPIEventHandler._unhandled_exception_to_response
-    if getattr(chalice_unhandled, 'platform_wrapped', False):
-        return
-
-    def view_failed(self) -> Response:
-        exc = sys.exc_info()[1]
-        if exc is None or not errors.aws_unavailable(exc):
-            return chalice_unhandled(self)
-        return _last_resort(exc, observability.current().get('request_id') or '-')
-    view_failed.platform_wrapped = True
-    RestAPIEventHandler._unhandled_exception_to_response = view_failed
-
-
 def install(app) -> None:
-    _answer_view_failures()
+    chalice_adapter.install()   # a view's exceptions reach this middleware (the one Chalice patch)
 
     @app.middleware('http')
     def platform_middleware(event, get_response):
@@ -158,10 +127,9 @@ def _handle(event, get_response, route: str | None, request_id: str) -> Response
         decision = refused.decision
         exc = refused.error
         response = _error_response(exc.status, exc.message, exc.headers, **exc.extra)
-    except ApiError as exc:
-        response = _error_response(exc.status, exc.message, exc.headers, **exc.extra)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: log it, answer a bare 500
-        response = _last_resort(exc, request_id)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: ours, 503 for AWS, else a bare 500
+        error = last_resort.answer(chalice_adapter.unwrap(exc), request_id=request_id)
+        response = _error_response(error.status, error.message, error.headers, **error.extra)
     finally:
         set_current(None)
     response = _translate_chalice_error(response, request_id)

@@ -31,13 +31,11 @@ from typing import Any
 import mcp_types as types
 from mcp_types import jsonrpc as rpc
 
-from chalicelib.core import jsonbody, observability
+from chalicelib.core import jsonbody, last_resort, observability
 from chalicelib.core.config import get_config
-from chalicelib.core.errors import ApiError, DependencyUnavailable, aws_unavailable, reason
+from chalicelib.core.errors import ApiError, reason
 from chalicelib.core.principal import Principal
 from chalicelib.features.mcp import auth, tools
-
-log = observability.get_logger('mcp')
 
 MODERN = ('2026-07-28',)
 HANDSHAKE = ('2025-11-25', '2025-06-18', '2025-03-26')
@@ -242,16 +240,9 @@ def _call(params: dict[str, Any], principal: Principal) -> types.CallToolResult:
     try:
         result = tool.run(tools.validate(tool.input_schema, arguments), principal)
         structured = json.loads(json.dumps(_omit_none(result), default=_plain))
-    except ApiError as exc:
-        return _tool_error(exc.status, exc.message, **exc.extra)
-    except Exception as exc:  # noqa: BLE001 - a tool never answers 500: logged, reported as a tool error
-        request_id = observability.current().get('request_id')
-        if aws_unavailable(exc):   # throttled, failing or silent AWS: the REST API's 503
-            log.warning('tool %s: a dependency failed, request %s', name, request_id, exc_info=exc)
-            unavailable = DependencyUnavailable()
-            return _tool_error(unavailable.status, unavailable.message)
-        log.exception('tool %s failed, request %s', name, request_id)
-        return _tool_error(500, f'The tool failed unexpectedly (request {request_id})')
+    except Exception as exc:  # noqa: BLE001 - a tool's failure is a tool error: the REST API's last resort
+        error = last_resort.answer(exc, where=f'tool {name}')
+        return _tool_error(error.status, error.message, **error.extra)
     return types.CallToolResult(content=[types.TextContent(type='text', text=json.dumps(structured))],
                                 structured_content=structured, is_error=False)
 
