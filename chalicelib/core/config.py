@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
+from chalicelib.core import limits
+
 log = logging.getLogger('platform-api.config')  # a child of the service logger (core/observability.py)
 
 
@@ -49,7 +51,7 @@ class Config:
     support_access_max_days: int = 30
     # service bridges (features/bridges/proxy.py): total deadline and response cap of one call
     bridge_timeout_seconds: float = 30.0
-    bridge_max_bytes: int = 5 * 2 ** 20
+    bridge_max_bytes: int = limits.OUTBOUND_MAX_BYTES
     # organization secrets (features/bridges/secrets.py): platform/<stage>/org/<orgId>/<name>, cached briefly
     org_secrets_prefix: str = 'platform/local/org/'
     secret_cache_seconds: float = 30.0
@@ -68,7 +70,7 @@ class Config:
     # documents (features/documents/service.py, docs/api/documents.md): upload sessions and content links
     upload_max_bytes: int = 5 * 2 ** 30
     upload_session_seconds: int = 86_400
-    small_upload_max_bytes: int = 5 * 2 ** 20
+    small_upload_max_bytes: int = limits.SMALL_UPLOAD_MAX_BYTES
     content_url_seconds: int = 300
 
 
@@ -140,7 +142,7 @@ def get_config() -> Config:
         jwt_keys_max_age_seconds=_int('AUTH_JWT_KEYS_MAX_AGE_SECONDS', 86_400),
         support_access_max_days=_int('SUPPORT_ACCESS_MAX_DAYS', 30),
         bridge_timeout_seconds=_float('BRIDGE_PROXY_TIMEOUT_SECONDS', 30.0),
-        bridge_max_bytes=_int('BRIDGE_PROXY_MAX_BYTES', 5 * 2 ** 20),
+        bridge_max_bytes=_int('BRIDGE_PROXY_MAX_BYTES', limits.OUTBOUND_MAX_BYTES),
         org_secrets_prefix=env.get('ORG_SECRETS_PREFIX') or 'platform/local/org/',
         secret_cache_seconds=_float('ORG_SECRET_CACHE_SECONDS', 30.0),
         client_ip_hash_key=env.get('CLIENT_IP_HASH_KEY') or None,
@@ -152,7 +154,7 @@ def get_config() -> Config:
                                       for o in env.get('MCP_ALLOWED_ORIGINS', '').split(',') if o.strip()),
         upload_max_bytes=_int('UPLOAD_MAX_BYTES', 5 * 2 ** 30),
         upload_session_seconds=_int('UPLOAD_SESSION_SECONDS', 86_400),
-        small_upload_max_bytes=_int('SMALL_UPLOAD_MAX_BYTES', 5 * 2 ** 20),
+        small_upload_max_bytes=_int('SMALL_UPLOAD_MAX_BYTES', limits.SMALL_UPLOAD_MAX_BYTES),
         content_url_seconds=_int('CONTENT_URL_SECONDS', 300),
     )
 

@@ -94,6 +94,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlencode, urljoin, urlsplit
 
+from chalicelib.core import limits
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ApiError, BadRequest
 
@@ -102,7 +103,7 @@ if TYPE_CHECKING:
 
 DENIED_PREFIX = 'service bridge egress denied: '
 DEFAULT_TIMEOUT_SECONDS = 30.0
-DEFAULT_MAX_BYTES = 5 * 2 ** 20
+DEFAULT_MAX_BYTES = limits.OUTBOUND_MAX_BYTES   # core/limits.py
 MAX_REDIRECTS = 5
 METHODS = frozenset({'GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'})
 USER_AGENT = 'platform-egress/1'

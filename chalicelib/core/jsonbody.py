@@ -13,9 +13,9 @@ from decimal import Decimal
 from typing import Any
 
 from chalicelib.core.errors import BadRequest
+from chalicelib.core.limits import MAX_JSON_BODY_BYTES as MAX_BODY_BYTES
 
 MAX_DEPTH = 30
-MAX_BODY_BYTES = 350_000  # DynamoDB items stop at 400 KB
 MAX_KEY_BYTES = 65_535     # DynamoDB attribute (map key) names: 1 byte to 64 KB
 NUMBER_MIN, NUMBER_LIMIT = 1e-130, 1e126  # DynamoDB stores magnitudes 1E-130 to 9.99..E+125
 

@@ -48,6 +48,7 @@ from decimal import Decimal
 from typing import Any
 
 from chalicelib.core.errors import BadRequest
+from chalicelib.core.limits import DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE
 from chalicelib.core.principal import Principal
 from chalicelib.kernel import access, embedding
 from chalicelib.kernel.filtering import FilterPlan, RelatedRecords, plan_for
@@ -57,9 +58,6 @@ from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
 
-MAX_PAGE_SIZE = 100
-DEFAULT_PAGE_SIZE = 10
-MAX_PAGE = 1_000_000
 SORTABLE_TYPES = {'string', 'bool', 'int', 'number', 'datetime'}
 INDEXED_SORTS = ('createdOn', 'updatedOn')
 MAX_IN_VALUES = 5            # =in= on an indexed field is served from the index up to this many values

@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from chalicelib.core import limits
 from chalicelib.core.clock import now_iso
 from chalicelib.core.errors import ApiError, BadRequest
 from chalicelib.core.principal import Principal
@@ -27,7 +28,7 @@ from chalicelib.kernel.store.table import Stored
 
 FAMILIES = family_of('document-families')
 FINAL_STATUS_TYPES = frozenset({'RESOLVED', 'COMPLETE', 'COMPLETED', 'DONE', 'FINAL', 'CLOSED'})
-MAX_FAMILIES = 100
+MAX_FAMILIES = limits.MAX_BATCH_FAMILIES
 NOTE_EVENT = 'document.note'
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.core import limits
 from chalicelib.kernel.http.docmeta import describe, ref, schema
 from chalicelib.kernel.http.request import (
     ANY_CONTENT,
@@ -134,17 +135,17 @@ _SESSION_REF = schema('MultipartUploadSessionRef', {
     'properties': {'uploadId': {'type': 'string'}, 'storageKey': {'type': 'string'}}})
 _PART_URLS_REQUEST = schema('MultipartUploadPartUrlsRequest', {'allOf': [_SESSION_REF, {
     'type': 'object', 'required': ['partNumbers'], 'properties': {'partNumbers': {
-        'type': 'array', 'minItems': 1, 'maxItems': 1000,
-        'items': {'type': 'integer', 'minimum': 1, 'maximum': 10000}}}}]})
+        'type': 'array', 'minItems': 1, 'maxItems': limits.MAX_PARTS_PER_URL_REQUEST,
+        'items': {'type': 'integer', 'minimum': 1, 'maximum': limits.MAX_PART_NUMBER}}}}]})
 _PART_URLS = schema('MultipartUploadPartUrls', {'allOf': [_SESSION, {
     'type': 'object', 'required': ['parts'], 'properties': {'parts': {'type': 'array', 'items': {
         'type': 'object', 'required': ['partNumber', 'url'],
         'properties': {'partNumber': {'type': 'integer'}, 'url': {'type': 'string', 'format': 'uri'}}}}}}]})
 _COMPLETE = schema('MultipartUploadCompleteRequest', {'allOf': [_SESSION_REF, {
     'type': 'object', 'required': ['parts'], 'properties': {'parts': {
-        'type': 'array', 'minItems': 1, 'maxItems': 10000, 'items': {
+        'type': 'array', 'minItems': 1, 'maxItems': limits.MAX_PART_NUMBER, 'items': {
             'type': 'object', 'required': ['partNumber', 'etag'],
-            'properties': {'partNumber': {'type': 'integer', 'minimum': 1, 'maximum': 10000},
+            'properties': {'partNumber': {'type': 'integer', 'minimum': 1, 'maximum': limits.MAX_PART_NUMBER},
                            'etag': {'type': 'string', 'minLength': 1}}}}}}]})
 _NODE = schema('DocumentNode', {
     'type': 'object', 'required': ['id'],
@@ -196,7 +197,8 @@ _BATCH_RESULT = schema('BatchUpdateResult', {
 _UPLOAD_TEXT = ('Files go to S3 under a key the server makes (organization, store, a fresh id); path is the '
                 "file's path in the store ('..' refused, no leading '/'). ")
 _Q = [
-    {'name': 'path', 'in': 'query', 'required': False, 'schema': {'type': 'string', 'maxLength': 1024},
+    {'name': 'path', 'in': 'query', 'required': False,
+     'schema': {'type': 'string', 'maxLength': limits.MAX_DOCUMENT_PATH},
      'description': 'target path inside the store (default: a generated name)'},
     {'name': 'contentType', 'in': 'query', 'required': False, 'schema': {'type': 'string'},
      'description': 'MIME type (default application/octet-stream)'},

@@ -19,7 +19,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from chalicelib.core import clock
+from chalicelib.core import clock, limits
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
 from chalicelib.core.observability import get_logger
@@ -37,10 +37,10 @@ log = get_logger('documents')
 
 FAMILIES = family_of('document-families')
 CONTENT_OBJECTS = family_of('content-objects')
-MAX_PART_NUMBER = 10_000
-MAX_PARTS_PER_URL_REQUEST = 1_000     # 1,000 presigned URLs are ~0.7 MB: well under Lambda's 6 MB answer
+MAX_PART_NUMBER = limits.MAX_PART_NUMBER
+MAX_PARTS_PER_URL_REQUEST = limits.MAX_PARTS_PER_URL_REQUEST
 CLAIM_LEASE_SECONDS = 60
-MAX_PATH = 1024
+MAX_PATH = limits.MAX_DOCUMENT_PATH
 NATIVE_CONTENT_TYPE = 0               # ContentObject.contentType: 0 the uploaded file, 1 the document
 DEFAULT_MIME = 'application/octet-stream'
 _MIME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}'

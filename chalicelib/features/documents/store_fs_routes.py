@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.core import limits
 from chalicelib.kernel.http.docmeta import describe, ref, schema
 from chalicelib.kernel.http.request import (
     ANY_CONTENT,
@@ -98,7 +99,7 @@ _STORE_VIEW = schema('StoreBySlug', {'allOf': [ref('DocumentStore'), {
                    'storeType': {'type': 'string', 'enum': ['DOCUMENT']},
                    'slug': {'type': 'string'},
                    'orgSlug': {'type': 'string', 'description': "the organization's slug"}}}]})
-_PATH = {'name': 'path', 'in': 'query', 'schema': {'type': 'string', 'maxLength': 1024},
+_PATH = {'name': 'path', 'in': 'query', 'schema': {'type': 'string', 'maxLength': limits.MAX_DOCUMENT_PATH},
          'description': "the file's path in the store ('\\' read as '/', empty and '.' segments dropped, "
                         "no leading '/', '..' refused)"}
 _SLUGS = [{'name': 'orgSlug', 'in': 'path', 'required': True, 'schema': {'type': 'string'},

@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from chalicelib.core import observability
+from chalicelib.core import limits, observability
 from chalicelib.core.clock import normalize_instant, now_iso
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import BadRequest
@@ -54,7 +54,7 @@ from chalicelib.kernel.store.repository import WriteConflict
 
 log = observability.get_logger('ui-events')
 
-MAX_EVENTS = 100
+MAX_EVENTS = limits.MAX_UI_EVENTS
 # Events per transaction: each event is an item, plus the events counter, one per-value counter
 # per distinct kind (eventType is indexed) and up to 4 shards of the organization's child
 # counter (kernel/parents.py): 45 + 1 + 45 + 4 = 95, under TransactWriteItems' 100.
@@ -62,7 +62,7 @@ CHUNK = 45
 PRESENCE_CACHE_SECONDS = 60.0
 GATED_PREFIXES = ('ui.presence.', 'ui.task.', 'ui.task_group.')
 KIND = re.compile(r'ui\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*')
-MAX_KIND = 128
+MAX_KIND = limits.MAX_UI_EVENT_KIND
 CONFLICT_RETRIES = 6
 _IDS = uuid.UUID('0b7d2c47-52f1-4c0e-9a7e-3b1d6a9c2e55')
 

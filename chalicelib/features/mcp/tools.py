@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chalicelib.core import limits
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.principal import Principal
 from chalicelib.features.tasks import grouping as task_grouping
@@ -41,8 +42,10 @@ SEQUENCE = {'type': 'integer', 'minimum': 0, 'maximum': 2 ** 31 - 1,
             'description': 'optimistic locking: the changeSequence you last read; a stale value is refused '
                            'with the current one'}
 PAGING = {
-    'page': {'type': 'integer', 'minimum': 0, 'maximum': 1_000_000, 'default': 0, 'description': 'page number, from 0'},
-    'pageSize': {'type': 'integer', 'minimum': 1, 'maximum': 100, 'default': 20, 'description': 'items per page'},
+    'page': {'type': 'integer', 'minimum': 0, 'maximum': limits.MAX_PAGE, 'default': 0,
+             'description': 'page number, from 0'},
+    'pageSize': {'type': 'integer', 'minimum': 1, 'maximum': limits.MAX_PAGE_SIZE,
+                 'default': limits.MCP_DEFAULT_PAGE_SIZE, 'description': 'items per page'},
     'query': {'type': 'string', 'maxLength': 200,
               'description': 'text search over name/title/description (case-insensitive, * wildcard)'},
 }
@@ -150,9 +153,9 @@ def _check(name: str, spec: dict[str, Any], value: Any) -> Any:
     elif kind == 'array':
         if not isinstance(value, list):
             raise BadRequest(f"argument '{name}' must be an array")
-        if not spec.get('minItems', 0) <= len(value) <= spec.get('maxItems', 100):
+        if not spec.get('minItems', 0) <= len(value) <= spec.get('maxItems', limits.MCP_MAX_ARRAY_ITEMS):
             raise BadRequest(f"argument '{name}' must hold {spec.get('minItems', 0)} to "
-                             f"{spec.get('maxItems', 100)} items")
+                             f"{spec.get('maxItems', limits.MCP_MAX_ARRAY_ITEMS)} items")
         value = [_check(f'{name}[{i}]', spec['items'], v) for i, v in enumerate(value)]
     if 'enum' in spec and value not in spec['enum']:
         raise BadRequest(f"argument '{name}' must be one of {', '.join(map(str, spec['enum']))}")
@@ -163,7 +166,7 @@ def _check(name: str, spec: dict[str, Any], value: Any) -> Any:
 
 def _list(family: str, args: dict[str, Any], principal: Principal, filters: list[str], *,
           summary: bool = False, sort: list[tuple[str, bool]] | None = None) -> dict[str, Any]:
-    req = listing.ListRequest(page=args.get('page', 0), size=args.get('pageSize', 20),
+    req = listing.ListRequest(page=args.get('page', 0), size=args.get('pageSize', limits.MCP_DEFAULT_PAGE_SIZE),
                               query=args.get('query') or None, filters=filters, summary=summary,
                               sort=sort or [])
     return listing.list_resources(family, req, principal)

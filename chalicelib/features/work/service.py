@@ -32,7 +32,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from chalicelib.core import clock, observability
+from chalicelib.core import clock, limits, observability
 from chalicelib.core.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound, ServiceUnavailable
 from chalicelib.core.expressions import ExpressionError, evaluate
 from chalicelib.core.principal import Principal
@@ -50,7 +50,7 @@ log = observability.get_logger('work')
 TERMINAL = frozenset({'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'})
 ACTIVITY_TERMINAL = frozenset({'COMPLETED', 'FAILED', 'CANCELLED'})
 MAX_STATUS_MESSAGES = 50
-MAX_REQUEST_ID = 200
+MAX_REQUEST_ID = limits.MAX_REQUEST_ID
 INTERRUPTED_AFTER_SECONDS = 60
 START = 'activity.start'
 ATTEMPT = 'execution.attempt'

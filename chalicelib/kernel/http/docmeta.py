@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from chalicelib.core import limits
+
 OPERATIONS: dict[str, dict[str, Any]] = {}   # view name -> entry
 SCHEMAS: dict[str, dict[str, Any]] = {}      # extra named component schemas
 
@@ -178,7 +180,7 @@ _START = schema('ActivityStartRequest', {
         'name': {'type': 'string'}, 'description': {'type': 'string'},
         'inputs': {'type': 'object', 'additionalProperties': True,
                    'description': 'available to SCRIPT expressions and conditionals as $inputs'},
-        'requestId': {'type': 'string', 'minLength': 1, 'maxLength': 200,
+        'requestId': {'type': 'string', 'minLength': 1, 'maxLength': limits.MAX_REQUEST_ID,
                       'description': 'idempotency key: the same requestId in the same project answers '
                                      'the activity it first started'}}})
 describe('startActivityPlan', summary='Start an activity of a plan', tags=['activity-plans'],
@@ -302,11 +304,11 @@ describe('recordUiEventBatch', summary='Record a batch of UI events', tags=['eve
              'type': 'object', 'required': ['events'],
              'properties': {
                  'organizationId': {'type': 'string', 'format': 'uuid'},
-                 'events': {'type': 'array', 'maxItems': 100, 'items': {
+                 'events': {'type': 'array', 'maxItems': limits.MAX_UI_EVENTS, 'items': {
                      'type': 'object', 'required': ['kind'],
                      'properties': {
                          'kind': {'type': 'string', 'pattern': '^ui\\.[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$',
-                                  'maxLength': 128},
+                                  'maxLength': limits.MAX_UI_EVENT_KIND},
                          'occurredAt': {'type': 'string', 'format': 'date-time',
                                         'description': 'default: the time of receipt'},
                          'payload': {'type': 'object', 'additionalProperties': True},

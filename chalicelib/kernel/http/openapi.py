@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from chalicelib.core.limits import DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE
 from chalicelib.kernel.embeds import embeds_of
 from chalicelib.kernel.fields import ENUMS, Field
 from chalicelib.kernel.models import MAX_STRING, always_present, embedded_family
@@ -28,9 +29,6 @@ from chalicelib.kernel.shapes import SHAPES
 OPENAPI_VERSION = '3.0.3'
 API_VERSION = '8.0.0'
 LOCAL_URL = 'http://127.0.0.1:8000'
-
-# Query parameter limits (kernel/listing.py).
-DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_PAGE = 10, 100, 1_000_000
 
 RATE_LIMIT_HEADERS = ('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset')
 
