@@ -11,7 +11,7 @@ SDK_STAMP := $(SDK_VENV)/.installed
 STAGE ?= prod
 OUT := out/$(STAGE)
 
-.PHONY: run test chaos bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk
+.PHONY: run test check chaos bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -39,8 +39,30 @@ sdk: $(SDK_STAMP)
 run: $(STAMP)
 	PYTHONPATH=. $(PY) -m localdev.run
 
+# Two groups that share nothing, side by side on the 2 cores: the in-process group (tests/unit,
+# tests/api: chalice.test.Client on in-process moto; its output is shown when both are done) and
+# the live-server group (tests/integration: real local servers on free loopback ports). Fails if
+# either fails, or collects nothing (pytest's exit 5). docs/architecture.md "The test loop".
+TEST_LOG := .local/test-in-process.log
 test: $(STAMP) $(SDK_STAMP)
-	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" tests
+	@mkdir -p .local; status=0; \
+	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" tests/unit tests/api \
+		> $(TEST_LOG) 2>&1 & inproc=$$!; \
+	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" tests/integration || status=$$?; \
+	wait $$inproc; inproc_status=$$?; \
+	echo "---------------- in-process group (tests/unit, tests/api): exit $$inproc_status"; \
+	cat $(TEST_LOG); \
+	if [ $$status -eq 0 ]; then status=$$inproc_status; fi; \
+	exit $$status
+
+# The quick loop while changing code: ruff, the import contracts (lint-imports), then tests/unit
+# (the import-cycle test among them) and the in-process API tests on two workers (pytest-xdist,
+# one file per worker: module fixtures stay whole). No live server, no SDK virtualenv.
+check: $(STAMP)
+	$(VENV)/bin/ruff check .
+	PYTHONPATH=. $(VENV)/bin/lint-imports
+	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" -n 2 --dist loadfile \
+		tests/unit tests/api
 
 # The chaos run of `make test` as a longer soak: CHAOS_RUN_ROUNDS x 9 requests (default 120 x 9,
 # ~6 min), CHAOS_RUN_SEED. (A test marked `quarantine` is left out of `make test`; none is now.)
@@ -51,7 +73,7 @@ chaos: $(STAMP)
 bench: $(STAMP)
 	PYTHONPATH=. $(PY) bench/run_all.py
 
-# the layer contracts (.importlinter) and ruff (ruff.toml); `make test` runs both too
+# the layer contracts (.importlinter) and ruff (ruff.toml); `make test` and `make check` run both too
 lint: $(STAMP)
 	PYTHONPATH=. $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
