@@ -1,6 +1,7 @@
-"""The code's own rules, checked on every `make test`: the layer contracts of `.importlinter`
-(api -> services -> store | query -> domain -> core; services reach AWS only through store/)
-and ruff's rules of `ruff.toml` (imports at the top of modules unless a comment says why)."""
+"""The code's own rules, checked on every `make test` and `make check`: the contracts of
+`.importlinter` (front | ops -> features -> kernel -> core, features independent but for declared
+edges, AWS only through storage modules, core free of Chalice; docs/architecture.md) and ruff's
+rules of `ruff.toml` (imports at the top of modules unless a comment says why)."""
 from __future__ import annotations
 
 import os
