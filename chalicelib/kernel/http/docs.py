@@ -24,7 +24,7 @@ from functools import cache
 from chalice import Blueprint, Response
 
 from chalicelib.core.config import get_config
-from chalicelib.kernel.http import docmeta, policy
+from chalicelib.kernel.http import aliases, docmeta, policy
 from chalicelib.kernel.http import routes as resources
 from chalicelib.kernel.http.docmeta import describe
 from chalicelib.kernel.http.request import ANY_CONTENT
@@ -98,7 +98,8 @@ def document(app, request=None) -> dict:
     """The OpenAPI document of ``app`` as a dict (built on every call), its ``servers`` those of
     ``request`` (none without one)."""
     from chalicelib.kernel.http import openapi  # noqa: PLC0415 - lazy: the generator is for this route only
-    return openapi.build(app.routes, openapi.registry_index(resources.operation_name), policy.of,
+    routes = {path: methods for path, methods in app.routes.items() if path not in aliases.PATHS}
+    return openapi.build(routes, openapi.registry_index(resources.operation_name), policy.of,
                          docmeta.OPERATIONS, docmeta.SCHEMAS, servers(request) if request is not None else [])
 
 
