@@ -130,7 +130,7 @@ def test_behind_api_gateway_the_first_server_is_the_stage_url(platform, monkeypa
 def test_every_route_of_the_app_is_documented_and_nothing_else(doc):
     from chalicelib.kernel.http import aliases  # the SDK's alias paths: hidden (tests/api/test_sdk_aliases.py)
     routes = {(path, method.lower()) for path, methods in _app().routes.items() for method in methods
-              if path not in aliases.PATHS}
+              if (path, method) not in aliases.ROUTES}
     documented = {(path, method) for path, method, _ in _operations(doc)}
     assert documented == routes
     assert {'/v3/api-docs', '/docs', '/api/projects', '/api/account/me'} <= {p for p, _ in routes}

@@ -108,6 +108,26 @@ def test_aliases_are_hidden_from_the_document_and_alias_documented_routes(api):
     from app import app
     from chalicelib.kernel.http import aliases
     doc = api.get('/v3/api-docs', key=None).json
-    assert aliases.PATHS and not set(aliases.PATHS) & set(doc['paths'])
-    for alias, canonical in aliases.PATHS.items():
-        assert alias in app.routes and canonical in doc['paths'], (alias, canonical)
+    assert aliases.ROUTES
+    for (alias, method), canonical in aliases.ROUTES.items():
+        assert method in app.routes[alias] and canonical in doc['paths'], (alias, canonical)
+        assert method.lower() not in doc['paths'].get(alias, {}), alias
+    # an alias beside a documented method on the same path hides only itself
+    assert set(doc['paths']['/api/executions/{executionId}/cancel']) == {'post'}
+
+
+def test_put_cancel_and_user_memberships_as_the_sdk_calls_them(api, org_id, users):
+    project = _project(api)
+    execution = api.post('/api/executions', {'projectId': project['id']}).json
+    put = api.put(f'/api/executions/{execution["id"]}/cancel', None)
+    assert put.status == 200 and put.json['status'] == 'CANCELLED', put.json
+    assert api.put(f'/api/executions/{execution["id"]}/cancel', None).status == 409
+    assert api.as_key(users['VIEWER']).put(f'/api/executions/{execution["id"]}/cancel', None).status == \
+        api.as_key(users['VIEWER']).post(f'/api/executions/{execution["id"]}/cancel', None).status
+    me = api.as_key(users['MEMBER']).get('/api/account/me').json
+    listed = api.get(f'/api/users/{me["id"]}/memberships')
+    assert listed.status == 200 and [(m['organizationId'], m['role']) for m in listed.json] == [(org_id, 'MEMBER')]
+    # a user sees only themselves among others' users: another's memberships are a 404 for a member
+    other = api.as_key(users['VIEWER']).get('/api/account/me').json
+    assert api.as_key(users['MEMBER']).get(f'/api/users/{other["id"]}/memberships').status == \
+        api.as_key(users['MEMBER']).get(f'/api/users/{other["id"]}').status

@@ -154,6 +154,28 @@ def main(base: str, key: str) -> int:
                                                  {'name': f'data {tag}', 'slug': f'data-{tag}'}))
     step('project-dataForms-list', project_list('dataForms', 'data_forms', 'data-forms',
                                                 {'name': f'form {tag}', 'slug': f'form-{tag}'}))
+
+    # ---------------------------------------------------------------- executions, users
+    def execution_cancel():
+        made = http.post(f'{base}/api/executions', json={'projectId': project.id})
+        check(made.status_code == 201, f'execution setup: {made.text}')
+        client.executions.get(made.json()['id']).cancel()                 # PUT /api/executions/{id}/cancel
+        status = http.get(f'{base}/api/executions/{made.json()["id"]}').json()['status']
+        check(status == 'CANCELLED', f'after cancel: {status}')
+        return status
+
+    def user_memberships():
+        # UserEndpoint.get_memberships builds this path; its MembershipEndpoint model only knows the
+        # roles OWNER/READ/WRITE, not the contract's (docs/api/clients.md): called through the SDK's client
+        me = client.get('/api/account/me').json()
+        user = client.users.get(me['id'])
+        memberships = client.get(f'/api/users/{user.id}/memberships').json()
+        check(isinstance(memberships, list) and org.id in [m['organizationId'] for m in memberships],
+              f'memberships: {memberships}')
+        return len(memberships)
+
+    step('execution-cancel-put', execution_cancel)
+    step('user-memberships', user_memberships)
     return 1 if failures else 0
 
 

@@ -16,7 +16,7 @@ ALIASES = ('extensionPacks-organization-list', 'extensionPacks-by-slug-and-versi
            'documentFamilies-get', 'documentFamilies-list', 'documentFamilies-delete',
            'project-assistants-create', 'project-assistants-list', 'project-assistant-update',
            'project-assistant-delete', 'project-documentStores-list', 'project-dataStores-list',
-           'project-dataForms-list')
+           'project-dataForms-list', 'execution-cancel-put', 'user-memberships')
 
 
 @pytest.fixture(scope='module')

@@ -98,7 +98,8 @@ def document(app, request=None) -> dict:
     """The OpenAPI document of ``app`` as a dict (built on every call), its ``servers`` those of
     ``request`` (none without one)."""
     from chalicelib.kernel.http import openapi  # noqa: PLC0415 - lazy: the generator is for this route only
-    routes = {path: methods for path, methods in app.routes.items() if path not in aliases.PATHS}
+    routes = {path: kept for path, methods in app.routes.items()
+              if (kept := {m: e for m, e in methods.items() if (path, m) not in aliases.ROUTES})}
     return openapi.build(routes, openapi.registry_index(resources.operation_name), policy.of,
                          docmeta.OPERATIONS, docmeta.SCHEMAS, servers(request) if request is not None else [])
 
