@@ -55,6 +55,7 @@ def test_document_is_public_and_a_valid_openapi_3_0_3(doc):
 def _servers(api, headers):
     r = api.get('/v3/api-docs', key=None, headers=headers)
     assert r.status == 200
+    assert r.headers['vary'] == 'Host, X-Forwarded-Host, X-Forwarded-Proto'
     return [s['url'] for s in r.json['servers']]
 
 

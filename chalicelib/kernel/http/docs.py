@@ -127,8 +127,10 @@ def document_text(app, request=None) -> str:
 
 @bp.route(policy.public('/v3/api-docs'), methods=['GET'], name='getApiDocs', content_types=ANY_CONTENT)
 def api_docs():
+    # servers depend on these headers: a shared cache must not hand one origin's document to another
     return Response(body=document_text(bp.current_app, bp.current_request), status_code=200,
-                    headers={'Content-Type': 'application/json'})
+                    headers={'Content-Type': 'application/json',
+                             'Vary': 'Host, X-Forwarded-Host, X-Forwarded-Proto'})
 
 
 describe('getApiDocs', summary='The OpenAPI document of this API (this document)', tags=['docs'],
