@@ -11,7 +11,8 @@ SDK_STAMP := $(SDK_VENV)/.installed
 STAGE ?= prod
 OUT := out/$(STAGE)
 
-.PHONY: run test check chaos bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk
+.PHONY: run test check chaos bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk \
+	browser-test
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -69,6 +70,21 @@ check: $(STAMP)
 chaos: $(STAMP)
 	CHAOS_RUN_ROUNDS=$${CHAOS_RUN_ROUNDS:-120} PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -s \
 		tests/integration/test_chaos_run.py
+
+# /docs in headless Chromium (tests/browser/, marker `browser`, left out of `make test`): Authorize,
+# Try it out + Execute on GET /api/projects; screenshot in tests/artifacts/. Installs Debian's
+# chromium + chromium-driver with apt-get (~2 min, as root) when they are missing.
+browser-test: $(STAMP)
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+				chromium chromium-driver; \
+		else \
+			echo "chromium/chromedriver missing: run as root, or: sudo apt-get install chromium chromium-driver"; \
+			exit 1; \
+		fi; \
+	fi
+	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m browser tests/browser
 
 bench: $(STAMP)
 	PYTHONPATH=. $(PY) bench/run_all.py

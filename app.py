@@ -16,7 +16,7 @@ from chalicelib.features.tasks import routes as workflow
 from chalicelib.features.work import internal_routes as internal
 from chalicelib.features.work import routes as work
 from chalicelib.front import middleware
-from chalicelib.kernel.http import docs, health
+from chalicelib.kernel.http import aliases, docs, health
 from chalicelib.kernel.http import request as http
 from chalicelib.kernel.http import routes as resources
 
@@ -27,6 +27,7 @@ app.api.binary_types = list(documents.BINARY_TYPES)
 http.bind(app)
 middleware.install(app)
 app.register_blueprint(resources.bp)
+app.register_blueprint(aliases.bp)          # the platform SDK's other paths (docs/api/clients.md)
 app.register_blueprint(account.bp)
 app.register_blueprint(docs.bp)
 app.register_blueprint(health.bp)

@@ -152,3 +152,16 @@ def users(api, org_id):
 def pytest_configure(config):
     config.addinivalue_line('markers', 'quarantine: a test with a known intermittent failure, left out of '
                                        '`make test` (each says why)')
+    config.addinivalue_line('markers', 'browser: needs Debian\'s chromium + chromium-driver; runs only when '
+                                       'selected with -m browser (`make browser-test` installs them and does)')
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests run only when the marker expression names them (`make browser-test`): they
+    are deselected, never skipped, elsewhere, and fail loudly when selected without a browser."""
+    if 'browser' in (config.getoption('markexpr') or ''):
+        return
+    dropped = [item for item in items if item.get_closest_marker('browser')]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not item.get_closest_marker('browser')]

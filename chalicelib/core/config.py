@@ -19,7 +19,7 @@ class Config:
     activity_queue_name: str
     region: str
     endpoint_url: str | None
-    public_url: str
+    public_url: str | None   # the production URL listed in /v3/api-docs' servers; unset: not listed
     rate_limit_per_minute: int
     rate_limit_burst_per_second: int
     internal_service_token: str | None
@@ -118,7 +118,7 @@ def get_config() -> Config:
         activity_queue_name=env.get('ACTIVITY_QUEUE_NAME', 'platform-local-activity-starts'),
         region=env.get('AWS_REGION') or env.get('AWS_DEFAULT_REGION') or 'us-east-1',
         endpoint_url=env.get('AWS_ENDPOINT_URL') or None,
-        public_url=env.get('PUBLIC_API_URL', 'https://api.example.com'),
+        public_url=(env.get('PUBLIC_API_URL') or '').strip().rstrip('/') or None,
         rate_limit_per_minute=per_minute,
         rate_limit_burst_per_second=burst,
         internal_service_token=env.get('INTERNAL_SERVICE_TOKEN') or None,

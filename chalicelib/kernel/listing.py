@@ -46,6 +46,7 @@ import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
+from urllib.parse import unquote
 
 from chalicelib.core.errors import BadRequest
 from chalicelib.core.limits import DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE
@@ -115,6 +116,10 @@ def parse_request(family: Family, params: dict[str, list[str]], *, one_based: bo
     """``one_based``: the client numbers pages from 1 (``page`` 0 and 1 are both the first page;
     the envelope's ``number`` counts from 1 too)."""
     query = (params.get('query') or [''])[-1].strip()
+    if one_based and '%' in query:
+        # the platform SDK's component and project lists percent-encode query once more than HTTP
+        # does ('*' arrives as '%2A'): decode that layer for its (x-access-token) requests only
+        query = unquote(query).strip()
     if not query.strip('*'):  # '*' (or '**', ...) means everything, like an empty query
         query = ''
     page = _int_param(params, 'page', 0, 0, MAX_PAGE)

@@ -35,8 +35,9 @@ def enabled() -> Config:
 
 
 def resource(cfg: Config) -> str:
-    """The resource identifier: ``MCP_PUBLIC_URL``, else the API's public URL + /mcp."""
-    return cfg.mcp_public_url or cfg.public_url.rstrip('/') + '/mcp'
+    """The resource identifier: ``MCP_PUBLIC_URL``, else the API's public URL + /mcp (with neither
+    configured, the historical default host: tokens must then name it, so a deployment sets one)."""
+    return cfg.mcp_public_url or (cfg.public_url or 'https://api.example.com') + '/mcp'
 
 
 def _origin(url: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from chalice import Blueprint
 
+from chalicelib.kernel.http.aliases import alias
 from chalicelib.kernel.http.request import ANY_CONTENT, JSON_CONTENT, body, caller, one_based_pages, params
 from chalicelib.kernel.registry import BY_PATH, FAMILIES
 
@@ -21,6 +22,11 @@ def set_task_status(id):
 def cancel_execution(executionId):
     from chalicelib.features.tasks import service as workflow  # noqa: PLC0415 - lazy: cold start
     return workflow.cancel_execution(executionId, caller())
+
+
+# the platform SDK's ExecutionEndpoint.cancel sends PUT (docs/api/clients.md): the same view
+bp.route(alias('/api/executions/{executionId}/cancel', 'PUT', '/api/executions/{executionId}/cancel'),
+         methods=['PUT'], name='cancelExecutionSdkAlias', content_types=ANY_CONTENT)(cancel_execution)
 
 
 @bp.route('/api/task-groups/{id}/history', methods=['GET'], name='listHistoryForTaskGroup',

@@ -31,7 +31,7 @@ from typing import Any
 from chalicelib.core import limits
 
 OPERATIONS: dict[str, dict[str, Any]] = {}   # view name -> entry
-SCHEMAS: dict[str, dict[str, Any]] = {}      # extra named component schemas
+SCHEMAS: dict[str, Any] = {}   # extra named component schemas (a dict, or a callable: see derived)
 
 _UNSET: Any = object()
 
@@ -53,6 +53,19 @@ def describe(view_name: str, *, summary: str | None = None, description: str | N
     if request is not _UNSET:
         entry['request'] = request
     OPERATIONS[view_name] = entry
+
+
+def derived(name: str, base: str, *, required: list[str], properties: dict[str, Any]) -> dict[str, str]:
+    """Declare ``name`` as a copy of the generated schema ``base`` with ``properties`` replaced and
+    ``required`` added: one whole schema, never ``allOf: [base, {...}]``, because generators refuse
+    to merge a property that is ``nullable`` in one part and not in the other (docs/api/clients.md)."""
+    def build(schemas: dict[str, Any]) -> dict[str, Any]:
+        out = dict(schemas[base])
+        out['properties'] = {**out.get('properties', {}), **properties}
+        out['required'] = sorted({*out.get('required', ()), *required})
+        return out
+    SCHEMAS[name] = build
+    return ref(name)
 
 
 def schema(name: str, definition: dict[str, Any]) -> dict[str, str]:
@@ -167,9 +180,9 @@ describe('startActivityInternal', summary='Start an activity (server-to-server)'
          description='Authenticated by the internal service token (x-service-token, or '
                      '"Authorization: Bearer <token>"). The organization is derived from the project; '
                      'the activity plan must be bound to the project.',
-         request={'allOf': [ref('ActivityCreateRequest'), {
-             'type': 'object', 'required': ['projectId', 'activityPlanId'],
-             'properties': {'activityPlanId': {'type': 'string', 'format': 'uuid'}}}]},
+         request=derived('InternalActivityStartRequest', 'ActivityCreateRequest',
+                         required=['projectId', 'activityPlanId'],
+                         properties={'activityPlanId': {'type': 'string', 'format': 'uuid'}}),
          responses={202: ref('Activity')}, errors=[400, 401, 409, 413, 415, 429, 503])
 
 # Work orchestration (chalicelib/features/work/routes.py, features/work/service.py; docs/api/work.md)

@@ -28,7 +28,6 @@ from chalicelib.kernel.shapes import SHAPES
 
 OPENAPI_VERSION = '3.0.3'
 API_VERSION = '8.0.0'
-LOCAL_URL = 'http://127.0.0.1:8000'
 
 RATE_LIMIT_HEADERS = ('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset')
 
@@ -265,22 +264,6 @@ class _Schemas:
             out[name] = {'type': 'string', 'enum': list(values)}
         for name, shape in SHAPES.items():
             out[name] = shape.schema
-        out['Page'] = {
-            'type': 'object', 'description': 'One page of a list.',
-            'required': ['content', 'totalPages', 'totalElements', 'number', 'size', 'first', 'last',
-                         'numberOfElements'],
-            'properties': {
-                'content': {'type': 'array', 'items': {}},
-                'totalPages': {'type': 'integer'},
-                'totalElements': {'type': 'integer'},
-                'number': {'type': 'integer', 'description': 'the page number, counted as the request\'s '
-                                                            'page parameter (see page)'},
-                'size': {'type': 'integer', 'description': 'page size'},
-                'first': {'type': 'boolean'},
-                'last': {'type': 'boolean'},
-                'numberOfElements': {'type': 'integer', 'description': 'elements on this page'},
-            },
-        }
         out['Error'] = {
             'type': 'object', 'required': ['error', 'message', 'status'],
             'properties': {
@@ -300,9 +283,36 @@ class _Schemas:
 
 # ----------------------------------------------------------------------------- operations
 
+PAGE_FIELDS = ('content', 'totalPages', 'totalElements', 'number', 'size', 'first', 'last', 'numberOfElements')
+
+
+def page_name(entity: str) -> str:
+    return f'{entity}Page'
+
+
+def page_schema(entity: str) -> dict[str, Any]:
+    """``<Entity>Page``: one page of a list of ``entity``, a whole schema of its own. Never
+    ``allOf: [Page, {content: ...}]``: generators merge such a shared base into one model for every
+    list, typed as the first family they meet (docs/api/clients.md)."""
+    return {
+        'type': 'object', 'description': f'One page of a list of {entity}.',
+        'required': list(PAGE_FIELDS),
+        'properties': {
+            'content': {'type': 'array', 'items': _ref(entity)},
+            'totalPages': {'type': 'integer'},
+            'totalElements': {'type': 'integer'},
+            'number': {'type': 'integer', 'description': 'the page number, counted as the request\'s '
+                                                        'page parameter (see page)'},
+            'size': {'type': 'integer', 'description': 'page size'},
+            'first': {'type': 'boolean'},
+            'last': {'type': 'boolean'},
+            'numberOfElements': {'type': 'integer', 'description': 'elements on this page'},
+        },
+    }
+
+
 def _page_of(entity: str) -> dict[str, Any]:
-    return {'allOf': [_ref('Page'), {'type': 'object', 'properties': {
-        'content': {'type': 'array', 'items': _ref(entity)}}}]}
+    return _ref(page_name(entity))
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -314,7 +324,9 @@ def _list_parameters(fam: Family | None = None) -> list[dict[str, Any]]:
     omit = getattr(fam, 'summary_omit', ()) if fam is not None else ()
     if omit:
         extra.append({'name': 'view', 'in': 'query', 'required': False,
-                      'description': f'summary: leave out the heavy fields ({", ".join(omit)}); full (default): all',
+                      'description': f'summary: leave out the heavy fields ({", ".join(omit)}); full (default): all. '
+                                     f'Both views answer the same page schema: the heavy fields are optional '
+                                     f'in it, and simply absent from a summary page (docs/api/clients.md)',
                       'schema': {'type': 'string', 'enum': ['summary', 'full']}})
     return extra + [
         {'name': 'page', 'in': 'query', 'required': False,
@@ -495,15 +507,20 @@ def registry_index(operation_name: Callable[[Family, str], str],
 
 def build(routes: Mapping[str, Mapping[str, Any]], index: Mapping[str, tuple[Family, str]],
           policy_of: Callable[[str], str], operations: Mapping[str, Mapping[str, Any]],
-          extra_schemas: Mapping[str, Any], public_url: str,
+          extra_schemas: Mapping[str, Any], servers: list[dict[str, str]] | None = None,
           rate_headers_required: bool = True, families: Iterable[Family] = FAMILIES) -> dict[str, Any]:
     """The document. ``routes`` is ``app.routes``; ``index`` maps registry view names to their
     (family, op); ``policy_of`` is api/policy.of; ``operations``/``extra_schemas`` come from
-    kernel/http/docmeta.py."""
+    kernel/http/docmeta.py (a callable schema is derived from the generated ones: it gets the
+    schemas built so far). ``servers`` depend on the request (kernel/http/docs.py): an empty list
+    here is filled in per request."""
     families = tuple(families)
     schemas = _Schemas(families).components()
     for name, definition in extra_schemas.items():
-        schemas.setdefault(name, definition)
+        schemas.setdefault(name, definition(schemas) if callable(definition) else definition)
+    listed = [fam.entity for fam in families] + [m['list_of'] for m in operations.values() if m.get('list_of')]
+    for entity in listed:
+        schemas.setdefault(page_name(entity), page_schema(entity))
 
     view_counts: dict[str, int] = {}
     for methods in routes.values():
@@ -553,11 +570,7 @@ def build(routes: Mapping[str, Mapping[str, Any]], index: Mapping[str, tuple[Fam
                             'knowledge management and workflow orchestration. Generated from the '
                             'running service\'s route table and resource registry.'),
         },
-        'servers': [
-            *([{'url': public_url.rstrip('/'), 'description': 'Production'}]
-              if public_url.rstrip('/') != LOCAL_URL else []),
-            {'url': LOCAL_URL, 'description': 'Local development (make run)'},
-        ],
+        'servers': list(servers or []),
         'security': [{'ApiKeyAuth': []}, {'BearerAuth': []}, {'BasicAuth': []}],
         'tags': [{'name': n, **({'description': d} if d else {})} for n, d in sorted(tags.items())],
         'paths': paths,

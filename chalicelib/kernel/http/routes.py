@@ -25,6 +25,10 @@ from chalicelib.kernel.registry import FAMILIES, Family
 bp = Blueprint(__name__)
 
 
+# Every route registered here: (family path, route, method, view name, view, content types). The
+# platform SDK's aliases (kernel/http/aliases.py) register the same views at their own paths.
+REGISTERED: list[tuple[str, str, str, str, object, list[str]]] = []
+
 # Operation ids the contract fixes where the pattern below would say otherwise.
 CONTRACT_NAMES = {('agent-runtimes', 'sequence'): 'getOrchestratorAgentRuntimeSequence'}
 
@@ -90,17 +94,18 @@ def _register(family: Family) -> None:
         routes += [('create', base, 'POST', create_view, JSON_CONTENT),
                    ('update', item, 'PUT', update_view, JSON_CONTENT),
                    ('delete', item, 'DELETE', delete_view, ANY_CONTENT)]
-    for op, route, method, view, content in routes:
-        bp.route(route, methods=[method], name=operation_name(family, op), content_types=content)(view)
+    routes = [(route, method, operation_name(family, op), view, content) for op, route, method, view, content in routes]
     if family.path in ORG_SLUG_FAMILIES:   # kernel/org_paths.py
         name = f'get{family.entity}BySlug'
-        bp.route(f'{item}/{{slug}}', methods=['GET'], name=name, content_types=ANY_CONTENT)(by_slug_view)
+        routes.append((f'{item}/{{slug}}', 'GET', name, by_slug_view, ANY_CONTENT))
         _describe_by_slug(family, name, versioned=False)
         if family.path in VERSIONED:
             name = f'get{family.entity}BySlugAndVersion'
-            bp.route(f'{item}/{{slug}}/{{version}}', methods=['GET'], name=name,
-                     content_types=ANY_CONTENT)(by_slug_view)
+            routes.append((f'{item}/{{slug}}/{{version}}', 'GET', name, by_slug_view, ANY_CONTENT))
             _describe_by_slug(family, name, versioned=True)
+    for route, method, name, view, content in routes:
+        bp.route(route, methods=[method], name=name, content_types=content)(view)
+        REGISTERED.append((family.path, route, method, name, view, content))
 
 
 def _is_uuid(value: str) -> bool:

@@ -1,0 +1,148 @@
+"""The platform SDK's (``kodexa``) other paths for contract families, served as aliases: the
+same views (so the same authentication, permission checks and answers) at the paths the SDK's
+platform client builds. Hidden from /v3/api-docs (kernel/http/docs.py leaves ``ROUTES`` out): a
+generated client gets each operation once, under its contract path. The SDK paths that map onto
+no contract family, and why, are listed in docs/api/clients.md.
+
+  /api/extensionPacks[...], /api/documentFamilies[...]
+        every route of extension-packs and document-families under the camelCase name (with the
+        organization-slug reads of extension-packs: /api/extensionPacks/{orgSlug}[/{slug}[/{version}]])
+  GET  /api/projects/{id}/{assistants|documentStores|dataForms|dataStores}
+        that project's records of the family, one page of them (page, pageSize, filter, query,
+        sort as on the family's list) as a bare JSON array: the SDK's ProjectResourceEndpoint
+        iterates the body (404 when the project is not visible)
+  POST /api/projects/{id}/assistants                     create an assistant in that project
+  PUT, DELETE /api/projects/{id}/assistants/{assistantId}
+        update, delete an assistant of that project (404 when it belongs to another one)
+  GET  /api/users/{id}/memberships      that user's memberships, as a bare array (like the above)
+  PUT  /api/executions/{executionId}/cancel   cancelExecution (declared in features/tasks/routes.py)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from chalice import Blueprint
+
+from chalicelib.core.errors import BadRequest, NotFound
+from chalicelib.kernel.http.request import (
+    ANY_CONTENT,
+    JSON_CONTENT,
+    body,
+    caller,
+    created,
+    no_content,
+    one_based_pages,
+    params,
+)
+from chalicelib.kernel.http.routes import REGISTERED
+from chalicelib.kernel.registry import family as family_of
+
+bp = Blueprint(__name__)
+
+# camelCase path segment the SDK uses -> contract family path
+CAMEL_CASE = {'extensionPacks': 'extension-packs', 'documentFamilies': 'document-families'}
+# GET /api/projects/{id}/<segment>: the SDK's ProjectResourceEndpoint lists
+PROJECT_LISTS = {'assistants': 'assistants', 'documentStores': 'document-stores', 'dataForms': 'data-forms',
+                 'dataStores': 'data-stores'}
+
+# (alias resource path, method) -> the contract path it serves: left out of /v3/api-docs
+ROUTES: dict[tuple[str, str], str] = {}
+
+
+def alias(path: str, method: str, canonical: str) -> str:
+    """Declare ``method path`` an alias of the contract route ``canonical``; returns ``path``."""
+    ROUTES[(path, method)] = canonical
+    return path
+
+
+for _fam, _route, _method, _name, _view, _content in list(REGISTERED):
+    for _camel, _path in CAMEL_CASE.items():
+        if _fam == _path:
+            _aliased = alias(_route.replace(f'/api/{_path}', f'/api/{_camel}', 1), _method, _route)
+            bp.route(_aliased, methods=[_method], name=f'{_name}SdkAlias', content_types=_content)(_view)
+
+
+# ----------------------------------------------------------------------------- nested under a project
+
+def _visible(parent_path: str, parent_id: str) -> dict[str, Any]:
+    from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+    return crud.get(parent_path, parent_id, caller())   # 400 not a UUID, 404 unknown or not visible
+
+
+def _visible_project(project_id: str) -> dict[str, Any]:
+    return _visible('projects', project_id)
+
+
+def _nested_list(parent_path: str, parent_id: str, family_path: str, field: str) -> list[dict[str, Any]]:
+    from chalicelib.kernel import listing  # noqa: PLC0415 - lazy: cold start
+    parent = _visible(parent_path, parent_id)
+    family = family_of(family_path)
+    query = params()
+    query['filter'] = [*query.get('filter', []), f"{field} == '{parent['id']}'"]
+    page = listing.list_resources(family, listing.parse_request(family, query, one_based=one_based_pages()),
+                                  caller())
+    return page['content']
+
+
+def _register_nested_list(parent_path: str, segment: str, family_path: str, field: str) -> None:
+    path = alias(f'/api/{parent_path}/{{id}}/{segment}', 'GET', f'/api/{family_path}')
+
+    def view(id):  # noqa: A002 - the parent's id, named as the parent's routes name it
+        return _nested_list(parent_path, id, family_path, field)
+    parent = family_of(parent_path).entity
+    view.__name__ = f'list{parent}{segment[0].upper()}{segment[1:]}SdkAlias'
+    bp.route(path, methods=['GET'], name=view.__name__, content_types=ANY_CONTENT)(view)
+
+
+for _segment, _path in PROJECT_LISTS.items():
+    _register_nested_list('projects', _segment, _path, 'projectId')
+_register_nested_list('users', 'memberships', 'memberships', 'userId')   # the SDK's UserEndpoint.get_memberships
+
+
+def _in_project(project_id: str, payload: dict[str, Any], *, place: bool) -> dict[str, Any]:
+    """``payload`` checked against the project of the path (a body naming another project is a
+    400) and, with ``place``, put in it."""
+    project = payload.get('project')
+    named = {payload.get('projectId'), project.get('id') if isinstance(project, dict) else None} - {None}
+    if named - {project_id}:
+        raise BadRequest('The body names another project than the path')
+    if not place:
+        return payload
+    placed = {k: v for k, v in payload.items() if k != 'project' or v is not None}   # SDK: "project": null
+    return {**placed, 'projectId': project_id}
+
+
+def _assistant_of(project_id: str, assistant_id: str) -> dict[str, Any]:
+    from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+    _visible_project(project_id)
+    assistant = crud.get('assistants', assistant_id, caller())
+    if assistant.get('projectId') != project_id:
+        raise NotFound('Assistant not found')
+    return assistant
+
+
+@bp.route(alias('/api/projects/{id}/assistants', 'POST', '/api/assistants'), methods=['POST'],
+          name='createProjectAssistantSdkAlias', content_types=JSON_CONTENT)
+def create_project_assistant(id):  # noqa: A002
+    from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+    payload = body()
+    _visible_project(id)
+    return created(crud.create('assistants', _in_project(id, payload, place=True), caller()))
+
+
+@bp.route(alias('/api/projects/{id}/assistants/{assistantId}', 'PUT', '/api/assistants/{id}'), methods=['PUT'],
+          name='updateProjectAssistantSdkAlias', content_types=JSON_CONTENT)
+def update_project_assistant(id, assistantId):  # noqa: A002, N803 - path parameter names
+    from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+    payload = body()
+    _assistant_of(id, assistantId)
+    return crud.update('assistants', assistantId, _in_project(id, payload, place=False), principal=caller())
+
+
+@bp.route(alias('/api/projects/{id}/assistants/{assistantId}', 'DELETE', '/api/assistants/{id}'), methods=['DELETE'],
+          name='deleteProjectAssistantSdkAlias', content_types=ANY_CONTENT)
+def delete_project_assistant(id, assistantId):  # noqa: A002, N803 - path parameter names
+    from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+    _assistant_of(id, assistantId)
+    crud.delete('assistants', assistantId, caller())
+    return no_content()
