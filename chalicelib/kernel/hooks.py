@@ -85,6 +85,7 @@ _MODULES = {
     'document_families': 'chalicelib.features.documents.families',
     'linked_deltas': 'chalicelib.features.documents.linked_deltas',
     'executions': 'chalicelib.features.work.executions',
+    'activities': 'chalicelib.features.work.activities',
     'scheduled_jobs': 'chalicelib.features.work.scheduled_jobs',
     'service_bridges': 'chalicelib.features.bridges.hooks',
     'events': 'chalicelib.features.events.hooks',
