@@ -45,10 +45,10 @@ class _Context:
     """What handlers may read of a Lambda context: one per invocation, its clock started when the
     invocation is, as Lambda's is."""
     function_name = 'local'
-    aws_request_id = 'local'
 
     def __init__(self, timeout: float | None = None) -> None:
         self.deadline = time.monotonic() + (function_timeout() if timeout is None else timeout)
+        self.aws_request_id = str(uuid.uuid4())
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self.deadline - time.monotonic()) * 1000))
@@ -106,10 +106,11 @@ class QueuePoller:
             failed = {f['itemIdentifier'] for f in result.get('batchItemFailures') or []}
         except Exception:  # noqa: BLE001 - a handler that raised fails the whole batch, as on Lambda
             failed = {m['MessageId'] for m in messages}
-        import logging
-        logging.getLogger('platform-api.localdev').info('queue batch', extra={
-            'received': len(messages), 'failed': sorted(failed),
-            'remaining_ms': invocation.get_remaining_time_in_millis()})
+        from chalicelib.core import observability
+        with observability.work(request_id=getattr(invocation, 'aws_request_id', None)):
+            observability.get_logger('localdev').info('queue batch', extra={
+                'received': len(messages), 'failed': sorted(failed),
+                'remaining_ms': invocation.get_remaining_time_in_millis()})
         done = [m for m in messages if m['MessageId'] not in failed]
         for start in range(0, len(done), 10):
             self.sqs.delete_message_batch(QueueUrl=self.url, Entries=[

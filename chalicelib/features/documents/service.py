@@ -337,14 +337,17 @@ def _check_part_sizes(session: dict[str, Any], parts: list[tuple[int, str]], tok
         return
     sizes = blobs.part_sizes(session['storageKey'], session['uploadId'])
     for number, _etag in parts:
-        if number > count or sizes.get(number, part_length(session, number)) != part_length(session, number):
-            expected = part_length(session, number) if number <= count else 0
+        if number not in sizes:
+            continue   # never uploaded: S3's InvalidPart answers it, and the session stays usable
+        expected = part_length(session, number) if number <= count else 0
+        if sizes[number] != expected:
             _quietly(records.commit, [uploads.release(session['uploadId'], token, 'ABORTED')])
             blobs.abort_multipart(session['storageKey'], session['uploadId'])
             _quietly(uploads.give_back_slot, session['storeId'], session['userId'], session['uploadId'])
-            raise BadRequest(f'Part {number} holds {sizes.get(number, 0)} bytes, but this session declared '
-                             f"{session['contentLength']} bytes in parts of {session['partSize']}: part {number} "
-                             f'must hold {expected} bytes. The upload was aborted: request a new session')
+            raise BadRequest(f'Part {number} holds {sizes[number]} bytes but must hold {expected}: this '
+                             f"session's contentLength of {session['contentLength']} bytes is cut in parts of "
+                             f"{session['partSize']} bytes ({count} parts). The upload was aborted: request a "
+                             f'new session')
 
 
 def _finished_family(session: dict[str, Any], principal: Principal) -> dict[str, Any]:
