@@ -20,6 +20,7 @@ process with the payloads AWS sends (also used by the tests).
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -28,17 +29,34 @@ from typing import Any
 STREAMS_ENDPOINT = 'https://streams.dynamodb.{region}.amazonaws.com'   # moto's in-process host
 
 
+def function_timeout() -> float:
+    """The functions' timeout, as Lambda gives it (``lambda_timeout`` of .chalice/config.json;
+    ``WORKER_TIMEOUT_SECONDS`` overrides it, for tests that want a short invocation)."""
+    import json
+    import os
+    from pathlib import Path
+    if os.environ.get('WORKER_TIMEOUT_SECONDS'):
+        return float(os.environ['WORKER_TIMEOUT_SECONDS'])
+    config = Path(__file__).resolve().parents[1] / '.chalice' / 'config.json'
+    return float(json.loads(config.read_text()).get('lambda_timeout', 29))
+
+
 class _Context:
-    """What handlers may read of a Lambda context."""
+    """What handlers may read of a Lambda context: one per invocation, its clock started when the
+    invocation is, as Lambda's is."""
     function_name = 'local'
-    aws_request_id = 'local'
 
-    @staticmethod
-    def get_remaining_time_in_millis() -> int:
-        return 29_000
+    def __init__(self, timeout: float | None = None) -> None:
+        self.deadline = time.monotonic() + (function_timeout() if timeout is None else timeout)
+        self.aws_request_id = str(uuid.uuid4())
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
-CONTEXT = _Context()
+def context() -> _Context:
+    """A fresh invocation's context."""
+    return _Context()
 
 
 def _client(service: str, region: str, endpoint_url: str | None):
@@ -82,11 +100,17 @@ class QueuePoller:
         messages = answer.get('Messages') or []
         if not messages:
             return {'received': 0, 'failed': 0}
+        invocation = context()
         try:
-            result = self.handler(sqs_event(messages, self.arn, self.region), CONTEXT) or {}
+            result = self.handler(sqs_event(messages, self.arn, self.region), invocation) or {}
             failed = {f['itemIdentifier'] for f in result.get('batchItemFailures') or []}
         except Exception:  # noqa: BLE001 - a handler that raised fails the whole batch, as on Lambda
             failed = {m['MessageId'] for m in messages}
+        from chalicelib.core import observability
+        with observability.work(request_id=getattr(invocation, 'aws_request_id', None)):
+            observability.get_logger('localdev').info('queue batch', extra={
+                'received': len(messages), 'failed': sorted(failed),
+                'remaining_ms': invocation.get_remaining_time_in_millis()})
         done = [m for m in messages if m['MessageId'] not in failed]
         for start in range(0, len(done), 10):
             self.sqs.delete_message_batch(QueueUrl=self.url, Entries=[
@@ -155,7 +179,7 @@ class StreamReader:
                 continue
             event = {'Records': [self._lambda_record(r) for r in records]}
             try:
-                result = self.handler(event, CONTEXT) or {}
+                result = self.handler(event, context()) or {}
                 failures = [f['itemIdentifier'] for f in result.get('batchItemFailures') or []]
             except Exception:  # noqa: BLE001 - the whole batch again, as Lambda does
                 failures = [records[0]['dynamodb']['SequenceNumber']]
@@ -195,7 +219,7 @@ class Pollers:
                                                      ('scheduler', self._tick, tick_seconds, tick_seconds))]
 
     def _tick(self) -> dict:
-        self.app.scheduled_jobs(scheduled_event(self.region), CONTEXT)
+        self.app.scheduled_jobs(scheduled_event(self.region), context())
         return {}
 
     def _loop(self, fn: Callable[[], Any], busy: float, idle: float) -> None:

@@ -74,5 +74,5 @@ class Work:
                 return total
 
     def tick(self):
-        from localdev.pollers import CONTEXT, scheduled_event
-        return self.app.scheduled_jobs(scheduled_event(self.cfg.region), CONTEXT)
+        from localdev.pollers import context, scheduled_event
+        return self.app.scheduled_jobs(scheduled_event(self.cfg.region), context())

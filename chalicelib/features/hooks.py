@@ -54,6 +54,11 @@ def executions() -> Hook:
     return executions.HOOK
 
 
+def activities() -> Hook:
+    from chalicelib.features.work import activities  # noqa: PLC0415 - lazy: cold start
+    return activities.HOOK
+
+
 def scheduled_jobs() -> Hook:
     from chalicelib.features.work import scheduled_jobs  # noqa: PLC0415 - lazy: cold start
     return scheduled_jobs.HOOK
@@ -78,6 +83,7 @@ HOOKS: dict[str, Callable[[], Hook]] = {
     'document_families': document_families,
     'linked_deltas': linked_deltas,
     'executions': executions,
+    'activities': activities,
     'scheduled_jobs': scheduled_jobs,
     'service_bridges': service_bridges,
     'events': events,

@@ -6,6 +6,9 @@ work under its log context (core/observability.py: request_id, correlation_id).
   (partial batch response: only the failed messages come back; after the queue's
   maxReceiveCount one lands in the dead-letter queue). A message's correlation id is its
   ``correlationId`` attribute (the request that queued it); its request id is the message id.
+  The batch runs against the invocation's deadline (``context.get_remaining_time_in_millis()``,
+  ``DEFAULT_TIMEOUT_SECONDS`` without a context): a message it has no time left for is not
+  started and comes back as a batch item failure (docs/operations/worker.md).
 * ``stream_batch``: the table stream. The outbox events of the batch's INSERT records are
   published together (features/events/outbox.py); the first that failed is reported by its
   SequenceNumber, so the stream hands it (and what follows) back.
@@ -17,12 +20,22 @@ this module.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from chalicelib.core import observability
 from chalicelib.core.config import get_config
 
 log = observability.get_logger('worker')
+
+DEFAULT_TIMEOUT_SECONDS = 29.0   # the functions' timeout (.chalice/config.json lambda_timeout)
+
+
+def deadline_of(context: Any) -> float:
+    """The invocation's end as a ``time.monotonic()`` instant, from the Lambda context."""
+    remaining = getattr(context, 'get_remaining_time_in_millis', None)
+    seconds = remaining() / 1000.0 if callable(remaining) else DEFAULT_TIMEOUT_SECONDS
+    return time.monotonic() + seconds
 
 
 def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -31,12 +44,18 @@ def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
     from chalicelib.features.work import service as work  # noqa: PLC0415
 
+    deadline = deadline_of(context)
+
     def record_handler(record) -> None:
         attributes = record.message_attributes or {}
         correlation = (attributes.get('correlationId') or {}).get('stringValue')
         with observability.work(request_id=record.message_id, correlation_id=correlation):
             try:
-                outcome = work.handle_message(record.body)
+                outcome = work.handle_message(record.body, deadline=deadline)
+            except work.Deferred as exc:   # not started: redelivered, as a batch item failure
+                log.info('message deferred', extra={'message_id': record.message_id, 'reason': str(exc)[:300]})
+                observability.count('WorkerMessages', outcome='deferred')
+                raise
             except Exception as exc:
                 log.warning('message failed', extra={'message_id': record.message_id,
                                                      'receive_count': record.attributes.approximate_receive_count,

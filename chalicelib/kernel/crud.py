@@ -36,7 +36,7 @@ from chalicelib.core import observability
 from chalicelib.core.clock import now_iso
 from chalicelib.core.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceUnavailable
 from chalicelib.core.principal import Principal, prefetched
-from chalicelib.kernel import access, embedding, parents, records, references, unlocked
+from chalicelib.kernel import access, embedding, parents, records, references, referrers, unlocked
 from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
@@ -359,6 +359,7 @@ def delete(family: Family | str, id_: str, principal: Principal) -> None:
         stored = load_visible(family, id_, principal)
         _require_write(family, principal, stored, op='delete')
         parents.refuse_if_held(family, stored)   # 409 naming what it holds (kernel/parents.py)
+        referred = referrers.refuse_if_referred(family, stored)   # 409 naming who names it (kernel/referrers.py)
         soft = None
         if family.soft_delete:
             now = now_iso()
@@ -367,7 +368,7 @@ def delete(family: Family | str, id_: str, principal: Principal) -> None:
                     'changeSequence': stored.seq + 1}
         hook_for(family).before_delete(family, principal, stored)
         try:
-            records.commit(records.delete_ops(family, stored, principal, soft=soft))
+            records.commit(records.delete_ops(family, stored, principal, soft=soft) + referred)
             hook_for(family).after_delete(family, principal, stored)
             return
         except WriteConflict as exc:

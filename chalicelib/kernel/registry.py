@@ -199,13 +199,14 @@ FAMILIES: tuple[Family, ...] = (
        'processingTime:int? exceptionDetails:object? statusDetails:object? pipeline:object? '
        'parameters:object? context:object? '
        # work orchestration (features/work/service.py): the step run, its attempts and result
-       'step:object attempts:int? nextAttemptAt:datetime? output:any inputs:object',
+       # step: validated as a plan's step is (kernel/shapes/steps.py; docs/api/lifecycle.md)
+       'step:object(PipelineStep) attempts:int? nextAttemptAt:datetime? output:any inputs:object',
        id_param='executionId', hook='executions',
        indexed=('activityId', 'status')),
     _f('activities', 'Activity', 'project',
        f'{_TEXT} status=PENDING@ActivityStatus activityPlanId>activity-plans? startedOn:datetime? '
        'completedOn:datetime? metadata:object inputs:object requestId', unique=('requestId',),
-       indexed=('activityPlanId', 'status')),
+       hook='activities', indexed=('activityPlanId', 'status')),
     _f('activity-plans', 'ActivityPlan', 'project',
        f'{_NAMED} steps:array(PipelineStep) schemas:object metadata:object prompts:array documentFamilyGroups:array',
        summary_omit=('steps', 'schemas', 'metadata', 'prompts', 'documentFamilyGroups')),

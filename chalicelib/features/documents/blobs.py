@@ -99,10 +99,26 @@ def start_multipart(key: str, content_type: str) -> str:
     return _call(client().create_multipart_upload, Key=key, ContentType=content_type)['UploadId']
 
 
-def part_url(key: str, upload_id: str, part_number: int, expires_in: int) -> str:
-    return client().generate_presigned_url(
-        'upload_part', ExpiresIn=max(1, int(expires_in)),
-        Params={'Bucket': _bucket(), 'Key': key, 'UploadId': upload_id, 'PartNumber': part_number})
+def part_url(key: str, upload_id: str, part_number: int, expires_in: int, *, size: int | None = None) -> str:
+    """A presigned UploadPart URL; with ``size`` the signature covers ``Content-Length: size``
+    (X-Amz-SignedHeaders=content-length;host), so S3 refuses a body of any other length."""
+    params: dict[str, Any] = {'Bucket': _bucket(), 'Key': key, 'UploadId': upload_id, 'PartNumber': part_number}
+    if size is not None:
+        params['ContentLength'] = size
+    return client().generate_presigned_url('upload_part', ExpiresIn=max(1, int(expires_in)), Params=params)
+
+
+def part_sizes(key: str, upload_id: str) -> dict[int, int]:
+    """Part number -> size in bytes of the parts uploaded so far (ListParts, 1,000 a page)."""
+    out: dict[int, int] = {}
+    marker = 0
+    while True:
+        page = _call(client().list_parts, Key=key, UploadId=upload_id, MaxParts=1000, PartNumberMarker=marker)
+        for part in page.get('Parts') or []:
+            out[int(part['PartNumber'])] = int(part['Size'])
+        if not page.get('IsTruncated'):
+            return out
+        marker = int(page.get('NextPartNumberMarker') or 0)
 
 
 def complete_multipart(key: str, upload_id: str, parts: list[tuple[int, str]]) -> None:

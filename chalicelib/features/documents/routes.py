@@ -48,7 +48,8 @@ _STORE = '/api/document-stores/{id}'
 def multipart_request(id):
     from chalicelib.features.documents import service as documents  # noqa: PLC0415 - lazy: cold start
     return documents.request_upload(id, path=query_value('path'), content_type=query_value('contentType'),
-                                    content_length=query_value('contentLength'), principal=caller())
+                                    content_length=query_value('contentLength'), part_size=query_value('partSize'),
+                                    principal=caller())
 
 
 @bp.route(f'{_STORE}/multipart-upload-part-urls', methods=['POST'], name='getMultipartUploadPartUrls',

@@ -38,6 +38,9 @@ log = get_logger('documents')
 FAMILIES = family_of('document-families')
 CONTENT_OBJECTS = family_of('content-objects')
 MAX_PART_NUMBER = limits.MAX_PART_NUMBER
+MIN_PART_SIZE = limits.MIN_PART_SIZE
+MAX_PART_SIZE = limits.MAX_PART_SIZE
+MAX_OPEN_SESSIONS = limits.MAX_OPEN_UPLOAD_SESSIONS
 MAX_PARTS_PER_URL_REQUEST = limits.MAX_PARTS_PER_URL_REQUEST
 CLAIM_LEASE_SECONDS = 60
 MAX_PATH = limits.MAX_DOCUMENT_PATH
@@ -86,6 +89,38 @@ def content_length_of(raw: str | None) -> int | None:
     return int(raw)
 
 
+def part_size_of(raw: str | None, length: int | None) -> int | None:
+    """The session's part size: ``partSize`` as given, else (a declared ``contentLength``) the
+    smallest whole MiB of at least 5 MiB that needs no more than 10,000 parts; None when the
+    session declares no length (its part URLs are then not bound to a size)."""
+    if raw is None or raw == '':
+        if length is None:
+            return None
+        mib = 2 ** 20
+        smallest = -(-length // MAX_PART_NUMBER)            # ceil: no more than 10,000 parts
+        return max(MIN_PART_SIZE, -(-smallest // mib) * mib)  # in whole MiB
+    if length is None:
+        raise BadRequest("Parameter 'partSize' needs 'contentLength' (the parts are cut from the declared total)")
+    if not raw.isascii() or not raw.isdigit() or not MIN_PART_SIZE <= int(raw) <= MAX_PART_SIZE:
+        raise BadRequest(f"Parameter 'partSize' must be an integer from {MIN_PART_SIZE} to {MAX_PART_SIZE} (bytes)")
+    size = int(raw)
+    if -(-length // size) > MAX_PART_NUMBER:
+        raise BadRequest(f"Parameter 'partSize' cuts {length} bytes into more than {MAX_PART_NUMBER} parts")
+    return size
+
+
+def part_count(session: dict[str, Any]) -> int | None:
+    """How many parts a size-bound session has (None: not bound)."""
+    length, size = session.get('contentLength'), session.get('partSize')
+    return None if length is None or size is None else -(-int(length) // int(size))
+
+
+def part_length(session: dict[str, Any], number: int) -> int:
+    """The exact length of part ``number`` of a size-bound session."""
+    length, size = int(session['contentLength']), int(session['partSize'])
+    return min(size, length - (number - 1) * size)
+
+
 def _string(body: dict[str, Any], name: str) -> str:
     value = body.get(name)
     if not isinstance(value, str) or not value or len(value) > 2048:
@@ -129,27 +164,54 @@ def _epoch(iso_text: str) -> float:
 # ----------------------------------------------------------------------------- sessions
 
 def request_upload(store_id: str, *, path: str | None, content_type: str | None, content_length: str | None,
-                   principal: Principal) -> dict[str, Any]:
+                   principal: Principal, part_size: str | None = None) -> dict[str, Any]:
+    """A new upload session. With ``contentLength`` its parts are cut in ``partSize`` bytes (the
+    last one shorter) and each part URL is signed for its exact length (docs/api/lifecycle.md).
+    A user holds at most ``MAX_OPEN_SESSIONS`` open sessions per store: one more is 409."""
     store = _writable_store(store_id, principal)
     path = normalise_path(path)
     mime = content_type_of(content_type)
     length = content_length_of(content_length)
+    size = part_size_of(part_size, length)
+    now = clock.now()
+    expires = now + timedelta(seconds=get_config().upload_session_seconds)
+    slot = _free_slot(store.id, principal.user_id, now=int(now.timestamp()))
     family_id = str(uuid.uuid4())
     key = native_key(store.org, store.id, family_id)
     upload_id = blobs.start_multipart(key, mime)
-    now = clock.now()
-    expires = now + timedelta(seconds=get_config().upload_session_seconds)
     data = {'uploadId': upload_id, 'storageKey': key, 'storeId': store.id, 'projectId': store.data['projectId'],
             'organizationId': store.org, 'userId': principal.user_id, 'familyId': family_id, 'path': path,
             'contentType': mime, 'expiresAt': clock.iso(expires), 'createdOn': clock.iso(now), 'state': 'OPEN'}
     if length is not None:
-        data['contentLength'] = length
+        data.update(contentLength=length, partSize=size)
+    until = int(expires.timestamp())
     try:
-        records.commit([uploads.put_session(data, org=store.org, ttl=int(expires.timestamp()))])
+        records.commit([uploads.put_session(data, org=store.org, ttl=until),
+                        uploads.take_slot(store.id, principal.user_id, slot, upload_id,
+                                          now=int(now.timestamp()), until=until)])
+    except WriteConflict as exc:
+        _quietly(blobs.abort_multipart, key, upload_id)
+        if exc.op is not None and exc.op.tag.get('what') == 'slot':
+            raise Conflict('Another upload session took the same slot meanwhile; retry') from None
+        raise
     except Exception:
         _quietly(blobs.abort_multipart, key, upload_id)
         raise
-    return {'uploadId': upload_id, 'storageKey': key, 'expiresAt': data['expiresAt']}
+    answer = {'uploadId': upload_id, 'storageKey': key, 'expiresAt': data['expiresAt']}
+    if length is not None:
+        answer.update(contentLength=length, partSize=size, partCount=part_count(data))
+    return answer
+
+
+def _free_slot(store_id: str, user_id: str, *, now: int) -> int:
+    held = uploads.held_slots(store_id, user_id, now=now)
+    free = [n for n in range(MAX_OPEN_SESSIONS) if n not in held]
+    if not free:
+        first = clock.iso(clock.parse_instant('1970-01-01T00:00:00Z') + timedelta(seconds=min(held.values())))
+        raise Conflict(f'You have {MAX_OPEN_SESSIONS} open upload sessions on this document store (the cap of '
+                       f'MAX_OPEN_SESSIONS = {MAX_OPEN_SESSIONS}): complete or abort one first (the oldest '
+                       f'expires at {first})')
+    return free[0]
 
 
 def _session(store: Stored, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
@@ -191,9 +253,19 @@ def part_urls(store_id: str, body: dict[str, Any], principal: Principal) -> dict
     _open(session)
     if session.get('state') == 'COMPLETING':
         raise Conflict('This upload session is being completed')
+    count = part_count(session)
+    if count is not None and max(numbers) > count:
+        raise BadRequest(f"Field 'partNumbers': this session declared {session['contentLength']} bytes in parts of "
+                         f"{session['partSize']} bytes, so its parts are 1 to {count}")
     left = _epoch(session['expiresAt']) - clock.now().timestamp()   # never outlive the session
-    parts = [{'partNumber': n, 'url': blobs.part_url(session['storageKey'], session['uploadId'], n, int(left))}
-             for n in numbers]
+    parts = []
+    for n in numbers:   # a size-bound session: each URL signs its part's exact Content-Length
+        size = part_length(session, n) if count is not None else None
+        part = {'partNumber': n, 'url': blobs.part_url(session['storageKey'], session['uploadId'], n, int(left),
+                                                       size=size)}
+        if size is not None:
+            part['size'] = size
+        parts.append(part)
     return {'uploadId': session['uploadId'], 'storageKey': session['storageKey'],
             'expiresAt': session['expiresAt'], 'parts': parts}
 
@@ -233,6 +305,7 @@ def complete(store_id: str, body: dict[str, Any], principal: Principal) -> dict[
         return _lost_claim(session['uploadId'], principal)
     key, upload_id = session['storageKey'], session['uploadId']
     try:
+        _check_part_sizes(session, parts, token)
         blobs.complete_multipart(key, upload_id, parts)
     except blobs.BlobRejected as exc:
         if exc.code != 'NoSuchUpload' or blobs.head(key) is None:
@@ -244,12 +317,37 @@ def complete(store_id: str, body: dict[str, Any], principal: Principal) -> dict[
     except Exception:
         _quietly(records.commit, [uploads.release(upload_id, token)])
         raise
-    return _store_new_family(store, principal, key=key, path=session['path'], mime=session['contentType'],
-                             family_id=session['familyId'], declared=session.get('contentLength'),
-                             session_ops=lambda: [uploads.finish(upload_id, token, session['familyId'])],
-                             on_failure=lambda: _quietly(records.commit,
-                                                         [uploads.release(upload_id, token, 'ABORTED')]),
-                             upload_id=upload_id)
+    try:
+        return _store_new_family(store, principal, key=key, path=session['path'], mime=session['contentType'],
+                                 family_id=session['familyId'], declared=session.get('contentLength'),
+                                 session_ops=lambda: [uploads.finish(upload_id, token, session['familyId'])],
+                                 on_failure=lambda: _quietly(records.commit,
+                                                             [uploads.release(upload_id, token, 'ABORTED')]),
+                                 upload_id=upload_id)
+    finally:   # completed or ended: no longer an open session (a retry after a 503 takes a slot again)
+        _quietly(uploads.give_back_slot, session['storeId'], session['userId'], upload_id)
+
+
+def _check_part_sizes(session: dict[str, Any], parts: list[tuple[int, str]], token: str) -> None:
+    """A size-bound session: every uploaded part holds exactly its length (S3 refuses another
+    length at the part PUT on AWS; this is the check where the signature is not enforced, e.g.
+    moto). A part of another size aborts the upload: 400 naming it, nothing stored."""
+    count = part_count(session)
+    if count is None:
+        return
+    sizes = blobs.part_sizes(session['storageKey'], session['uploadId'])
+    for number, _etag in parts:
+        if number not in sizes:
+            continue   # never uploaded: S3's InvalidPart answers it, and the session stays usable
+        expected = part_length(session, number) if number <= count else 0
+        if sizes[number] != expected:
+            _quietly(records.commit, [uploads.release(session['uploadId'], token, 'ABORTED')])
+            blobs.abort_multipart(session['storageKey'], session['uploadId'])
+            _quietly(uploads.give_back_slot, session['storeId'], session['userId'], session['uploadId'])
+            raise BadRequest(f'Part {number} holds {sizes[number]} bytes but must hold {expected}: this '
+                             f"session's contentLength of {session['contentLength']} bytes is cut in parts of "
+                             f"{session['partSize']} bytes ({count} parts). The upload was aborted: request a "
+                             f'new session')
 
 
 def _finished_family(session: dict[str, Any], principal: Principal) -> dict[str, Any]:
@@ -283,6 +381,7 @@ def abort(store_id: str, body: dict[str, Any], principal: Principal) -> None:
         except WriteConflict:
             raise Conflict('This upload session changed meanwhile; retry') from None
     blobs.abort_multipart(session['storageKey'], session['uploadId'])   # ABORTED again: idempotent
+    _quietly(uploads.give_back_slot, session['storeId'], session['userId'], session['uploadId'])
 
 
 # ----------------------------------------------------------------------------- small files

@@ -5,6 +5,12 @@ epoch seconds), data: uploadId, storageKey, storeId, projectId, organizationId, 
 (chosen up front), path, contentType, contentLength?, expiresAt, createdOn, state (OPEN /
 COMPLETING / COMPLETED / ABORTED), claim and claimUntil (epoch seconds) while COMPLETING.
 
+open-session slot (the cap on open sessions per store and user, features/documents/service.py):
+pk ``UPSLOTS#{storeId}#{userId}``, sk the slot number ``0..cap-1``; kind ``upload-slot``, ttl (=
+the session's expiry), data: uploadId, until (epoch seconds). A session takes a free slot (absent,
+or its holder expired) with a conditional put, and gives it back when it is completed or
+aborted; an expired session's slot is free again by its ``until`` even before TTL removes it.
+
 Never listed (no index keys). The state moves only by conditional writes: OPEN -> COMPLETING
 (a claim with a lease, so one caller completes the S3 upload at a time) -> COMPLETED (in the
 same transaction as the family it created) or back to OPEN (the client's parts were wrong);
@@ -15,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from chalicelib.kernel.store.model import configure
-from chalicelib.kernel.store.repository import Op
+from chalicelib.kernel.store.repository import Op, WriteConflict, commit
 from chalicelib.kernel.store.table import ENTITY_SK
 
 KIND = 'upload-session'
@@ -89,3 +95,44 @@ def abort(upload_id: str) -> Op:
     return Op('update', item=model(session_pk(upload_id), ENTITY_SK),
               actions=[model.data['state'].set('ABORTED')],
               condition=model.data['state'] == 'OPEN', tag={'what': 'session'})
+
+
+SLOT_KIND = 'upload-slot'
+
+
+def slots_pk(store_id: str, user_id: str) -> str:
+    return f'UPSLOTS#{store_id}#{user_id}'
+
+
+def held_slots(store_id: str, user_id: str, *, now: int) -> dict[int, int]:
+    """Slot number -> until (epoch seconds) of the slots held by sessions not yet expired (one
+    strongly consistent Query of a partition of at most ``cap`` items)."""
+    model = configure()
+    out = {}
+    for item in model.query(slots_pk(store_id, user_id), consistent_read=True):
+        data = item.data.as_dict() if item.data is not None else {}
+        if item.kind == SLOT_KIND and int(data.get('until') or 0) > now:
+            out[int(item.sk)] = int(data['until'])
+    return out
+
+
+def take_slot(store_id: str, user_id: str, slot: int, upload_id: str, *, now: int, until: int) -> Op:
+    """Hold slot ``slot`` for ``upload_id`` until ``until``: only if it is free (absent or expired)."""
+    model = configure()
+    item = model(slots_pk(store_id, user_id), str(slot), kind=SLOT_KIND, data={'uploadId': upload_id, 'until': until},
+                 ttl=until)
+    return Op('put', item=item, condition=model.pk.does_not_exist() | (model.data['until'] < now),
+              tag={'what': 'slot'})
+
+
+def give_back_slot(store_id: str, user_id: str, upload_id: str) -> None:
+    """Free the slot ``upload_id`` holds (none: nothing to do). Best effort: a slot not given back
+    is free again when its session expires."""
+    model = configure()
+    for item in model.query(slots_pk(store_id, user_id), consistent_read=True):
+        data = item.data.as_dict() if item.data is not None else {}
+        if data.get('uploadId') == upload_id:
+            try:
+                commit([Op('delete', item=item, condition=model.data['uploadId'] == upload_id, tag={'what': 'slot'})])
+            except WriteConflict:
+                pass   # taken by another session meanwhile (ours had expired): not ours to free

@@ -7,7 +7,8 @@ A batch ``{events: [{kind, occurredAt, payload}], organizationId?}``:
   is not an ISO 8601 date-time (omitted: the time of receipt), any ``payload`` is not an object;
 * is attributed to the caller's organization: ``organizationId`` when given (one the caller
   belongs to), else the caller's only organization; several and none named is 400; none at all
-  (a platform admin without membership) drops every event;
+  (a platform admin without membership) drops every event; a SUSPENDED organization refuses
+  the batch with the 403 every other write there gets (docs/api/lifecycle.md);
 * keeps ``ui.presence.*``, ``ui.task.*`` and ``ui.task_group.*`` only when the organization's
   ``features.presenceTrackingEnabled`` is exactly true, read through a 60 s in-process cache; a
   failed read counts as disabled (and is not cached). Other ``ui.*`` kinds are always kept;
@@ -73,6 +74,7 @@ def record_batch(body: dict[str, Any], *, principal: Principal, client_address: 
     org = _organization(body, principal)
     if org is None:
         return {'accepted': 0, 'dropped': len(events)}
+    access.require_active(principal, org)   # a suspended organization: 403, as every other write
     presence = any(e['kind'].startswith(GATED_PREFIXES) for e in events) and presence_enabled(org)
     kept = [(i, e) for i, e in enumerate(events) if presence or not e['kind'].startswith(GATED_PREFIXES)]
     if kept:

@@ -10,12 +10,18 @@ an expiry (``supportAccessExpiresAt`` in the future, at most ``SUPPORT_ACCESS_MA
 30, ahead); revoking (``supportAccess`` false) clears the expiry. On create, a manager may send
 only the values the server would set anyway.
 
-Deleting an organization is a platform admin's action, and is refused (409) while the
-organization still has memberships (members or invitations): no access can outlive it. Its
-built-in roles and permissions go with it, in the same transaction, which also checks that its
-membership count (``MEMBERS#{orgId}``) is still zero; a membership's own transaction moves that
-count and checks the organization exists, so none can slip in at that moment. Other records it owns are the
-no-orphans rule's (docs/reliability.md).
+Deleting an organization is a platform admin's action (docs/api/lifecycle.md). Its memberships
+(members and invitations, with the members' ACL items) and its built-in roles and permissions
+end with it: access ends with the organization. Up to ``INLINE_MEMBERSHIPS`` memberships are
+removed in the organization's own delete transaction, which also checks that the membership
+count (``MEMBERS#{orgId}``) is exactly the number it removes; a membership's own transaction
+moves that count and checks the organization exists, so none can slip in at that moment (one
+that does: 409, DELETE again). A larger organization is first SUSPENDED (every member loses
+access at once, kernel/access.py), then its memberships are removed in transactions of
+``PAGE_MEMBERSHIPS``, then it is deleted; a failure part-way leaves it SUSPENDED with fewer
+members, and DELETE again finishes. Over ``MAX_MEMBERSHIPS`` the DELETE is refused (409 naming
+the cap). Other records it owns (projects, teams, ...) are the no-orphans rule's
+(kernel/parents.py): 409 naming them, before anything is changed.
 """
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ import re
 import secrets
 from typing import Any
 
-from chalicelib.core.clock import now, parse_instant
+from chalicelib.core.clock import now, now_iso, parse_instant
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import BadRequest, Conflict, Forbidden
 from chalicelib.core.principal import Principal
@@ -100,10 +106,27 @@ class OrganizationHook(Hook):
             return None   # organization:manage in that organization (and the platform fields above)
         if not principal.platform_admin:
             raise Forbidden('Only a platform administrator may delete an organization')
-        held = table.count('memberships', stored.id)
-        if held > 0:
-            raise Conflict(_holds_message(held))
         return True
+
+    def before_delete(self, family, principal, stored):
+        """A large organization: suspended, then its memberships removed page by page (module
+        docstring); the delete's transaction takes the last ``INLINE_MEMBERSHIPS`` itself."""
+        members = _memberships(stored.id)
+        if len(members) > MAX_MEMBERSHIPS:
+            raise Conflict(f'The organization has {len(members)} memberships; a DELETE removes at most '
+                           f'{MAX_MEMBERSHIPS} with it: remove some first')
+        if len(members) <= INLINE_MEMBERSHIPS:
+            return
+        if stored.data.get('organizationStatus') != access.SUSPENDED:
+            new = {**stored.data, 'organizationStatus': access.SUSPENDED, 'updatedOn': now_iso(),
+                   'changeSequence': stored.seq + 1}
+            records.commit(records.update_ops(family, new, stored, principal=principal))
+        memberships = family_of('memberships')
+        for start in range(0, len(members) - INLINE_MEMBERSHIPS, PAGE_MEMBERSHIPS):
+            page = members[start:start + PAGE_MEMBERSHIPS]
+            ops = [op for m in page for op in records.delete_ops(memberships, m, principal)
+                   if op.tag.get('what') != 'outbox']
+            records.commit(ops + records.outbox_ops(memberships, 'deleted', [m.data for m in page], principal, []))
 
     def extra_create_ops(self, family, principal, data):
         ops = access.builtin_ops(data['id'], principal)  # built-in roles and permissions
@@ -120,14 +143,44 @@ class OrganizationHook(Hook):
         if action != 'DELETE' or stored is None:
             return []
         org_id = stored.id
-        return [repo.check_no_members(org_id, what='holds', message=_holds_message(None)),
-                *access.builtin_delete_ops(org_id)]
+        members = _memberships(org_id)
+        if len(members) > INLINE_MEMBERSHIPS:   # before_delete removed the rest; more came since
+            raise Conflict(_changed_message())
+        return [*_membership_removal_ops(org_id, members, principal), *access.builtin_delete_ops(org_id)]
 
 
-def _holds_message(count: int | None) -> str:
-    what = f'{count} memberships' if count is not None else 'memberships'
-    return (f'The organization still has {what} (members or invitations): remove them before deleting it, '
-            'so that no access outlives it')
+# Memberships removed in the organization's own delete transaction (4 items each: the membership,
+# its userId unique claim and value counter, the member's ACL item) next to the organization's
+# own items (entity, slug claim, counters, child-counter checks, built-in roles and permissions,
+# events): under TransactWriteItems' 100 items. More go first, PAGE_MEMBERSHIPS a transaction.
+INLINE_MEMBERSHIPS = 10
+PAGE_MEMBERSHIPS = 20
+MAX_MEMBERSHIPS = 2000
+
+
+def _memberships(org_id: str) -> list:
+    """The organization's memberships as stored (consistent reads), oldest id first."""
+    ids = [m['id'] for m in table.query_tenant('memberships', org_id)]
+    found = table.batch_get(('memberships', i) for i in ids)
+    return [found[i] for i in sorted(found)]
+
+
+def _membership_removal_ops(org_id: str, members: list, principal: Principal) -> list:
+    """The items of ``members`` leaving with their organization, and the condition that they are
+    all it has: their membership-count moves become one conditional update (repo.members_removed)."""
+    if not members:
+        return [repo.check_no_members(org_id, what='holds', message=_changed_message())]
+    memberships = family_of('memberships')
+    count_key = table.members_pk(org_id)
+    ops = [op for m in members for op in records.delete_ops(memberships, m, principal)
+           if op.tag.get('what') != 'outbox' and not (op.kind == 'add' and op.item.pk == count_key)]
+    ops.append(repo.members_removed(org_id, len(members), what='holds', message=_changed_message()))
+    return ops + records.outbox_ops(memberships, 'deleted', [m.data for m in members], principal, [])
+
+
+def _changed_message() -> str:
+    return ('The organization gained memberships while it was being deleted (members or invitations): '
+            'DELETE it again')
 
 
 HOOK = OrganizationHook()

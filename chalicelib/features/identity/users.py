@@ -7,12 +7,23 @@ address) and reserve someone's address so that their first sign-in lands in an a
 prober holds. Users are created directly by platform admins only; an organization's managers
 add people by e-mail invitation (features/identity/memberships.py), whose answer is the same whether
 the address is known or not.
+
+Deleting a user (platform admins; docs/api/lifecycle.md): their memberships and invitations (up to
+``MAX_MEMBERSHIPS``) and their roles in the ACL item end with them, in the same transaction;
+records of their organizations that still name them (tasks and task groups assigned to them,
+projects they own, chat messages they wrote) refuse the delete (kernel/referrers.py: 409 naming
+them).
 """
 from __future__ import annotations
 
-from chalicelib.core.errors import BadRequest
-from chalicelib.kernel import access
+from chalicelib.core.errors import BadRequest, Conflict
+from chalicelib.kernel import access, records
 from chalicelib.kernel.hooks import Hook
+from chalicelib.kernel.registry import family as family_of
+from chalicelib.kernel.store import credentials, table
+
+# Memberships removed in the user's delete transaction (4 items each; ACL: one update for all).
+MAX_MEMBERSHIPS = 20
 
 
 def normalize_email(value: str) -> str:
@@ -37,6 +48,26 @@ class UserHook(Hook):
 
     def can_write(self, family, principal, stored, op):
         return principal.platform_admin or (op == 'update' and stored.id == principal.user_id)
+
+    def audit_ops(self, family, principal, action, data, stored):
+        """A deleted user's memberships and roles end with them (module docstring)."""
+        if action != 'DELETE' or stored is None:
+            return []
+        ids = [m['id'] for invited in (False, True) for m in table.memberships_of(stored.id, invited=invited)]
+        found = table.batch_get(('memberships', i) for i in ids)
+        members = [found[i] for i in sorted(found)]
+        if len(members) > MAX_MEMBERSHIPS:
+            raise Conflict(f'The user has {len(members)} memberships; a DELETE removes at most {MAX_MEMBERSHIPS} '
+                           f'with them: remove some first')
+        if not members:
+            return []
+        memberships = family_of('memberships')
+        ops = [op for m in members for op in records.delete_ops(memberships, m, principal)
+               if op.tag.get('what') not in ('acl', 'outbox')]
+        ops.append(credentials.acl_delete_all(stored.id, {m.org for m in members}))
+        for org in sorted({m.org for m in members}):   # one event per organization, as its own delete would
+            ops += records.outbox_ops(memberships, 'deleted', [m.data for m in members if m.org == org], principal, [])
+        return ops
 
     def visible(self, family, principal, stored):
         # Yourself, a platform admin, or an active member of one of your organizations.

@@ -8,7 +8,8 @@
   runtime's PUT, a DELETE of one not yet ended), the same transaction moves the activity's
   work count (features/work/store.py): one fewer ``remaining``, and one more ``failed`` when it failed
   under ``onExhausted: FAIL``. The activity finishes when ``remaining`` reaches zero
-  (features/work/service.py ``finish_activity``).
+  (features/work/service.py ``finish_activity``), also when its last unfinished execution is
+  deleted (``after_delete``).
 """
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ class ExecutionHook(Hook):
         if after in ('FAILED', 'TIMED_OUT') and policy_of(data['step'])['onExhausted'] == 'FAIL':
             ops.append(work_store.work_move(data['activityId'], 'failed', 1))
         return ops
+
+    def after_delete(self, family, principal, stored):
+        """An execution deleted before it ended was the activity's last unfinished one: the
+        activity finishes now (it does not stay RUNNING with nothing left to run)."""
+        activity_id = stored.data.get('activityId')
+        if activity_id and stored.data.get('status', 'PENDING') not in TERMINAL:
+            from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy: the worker's module
+            work.finish_activity(activity_id)
 
 
 HOOK = ExecutionHook()

@@ -24,10 +24,17 @@ changeSequence, no separate idempotency table):
   n) is conditional, so a duplicate does nothing. A redelivered attempt whose retry was
   recorded but whose retry message may not have been sent sends it again; an attempt found
   RUNNING on redelivery was interrupted (its worker died) and counts as failed.
+
+The worker spends the Lambda's time, not more (docs/operations/worker.md): ``handle_message``
+takes the invocation's ``deadline`` (front/handlers.py, from the Lambda context). A message whose
+work cannot finish before it, less ``SAFETY_MARGIN_SECONDS``, is not started (``Deferred``: it goes
+back as a batch item failure and is redelivered); an attempt starts only when what is left covers
+its whole time box (``attempt_seconds``), and that time box never exceeds what is left.
 """
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -59,6 +66,34 @@ ATTEMPT = 'execution.attempt'
 class PoisonMessage(Exception):
     """A message no delivery can process (not JSON, unknown type): it fails until the queue's
     maxReceiveCount moves it to the dead-letter queue."""
+
+
+# The worker's budget (docs/operations/worker.md).
+SAFETY_MARGIN_SECONDS = 3.0    # kept for writing an attempt's outcome and answering the batch
+START_SECONDS = 2.0            # what any message needs at least (an activity start: a few writes)
+SCRIPT_MAX_SECONDS = 10        # a SCRIPT attempt's time box never exceeds this
+MAX_ATTEMPT_SECONDS = 20       # nor does any attempt's (a 29 s Lambda: one long attempt and change)
+
+
+class Deferred(Exception):
+    """Not started: the invocation's remaining time cannot cover it. The message goes back as a
+    batch item failure (front/handlers.py) and is redelivered; nothing of it was written."""
+
+
+def seconds_left(deadline: float | None) -> float:
+    """What the invocation still has for work, its safety margin kept (inf without a deadline)."""
+    if deadline is None:
+        return float('inf')
+    return deadline - time.monotonic() - SAFETY_MARGIN_SECONDS
+
+
+def attempt_seconds(step: dict[str, Any], policy: dict[str, Any]) -> float:
+    """The time box of one attempt of ``step``: its policy's timeout, within the worker's caps."""
+    kind = step.get('stepType')
+    if kind == 'AGENT':
+        return START_SECONDS   # it only looks the agent up and records that it waits
+    cap = SCRIPT_MAX_SECONDS if kind == 'SCRIPT' else MAX_ATTEMPT_SECONDS
+    return float(min(policy['timeoutSeconds'], cap))
 
 
 def _uuid(body: dict[str, Any], name: str, *, required: bool = True) -> str | None:
@@ -170,9 +205,12 @@ def start_scheduled(job: dict[str, Any], run_on: str) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- the worker
 
-def handle_message(body: str) -> str:
+def handle_message(body: str, *, deadline: float | None = None) -> str:
     """Process one queue message; what happened (for the log line). Raises to have the
-    message delivered again (PoisonMessage for one that never can be)."""
+    message delivered again (PoisonMessage for one that never can be; Deferred for one the
+    invocation has no time left for: ``deadline`` is a ``time.monotonic()`` instant)."""
+    if seconds_left(deadline) < START_SECONDS:
+        raise Deferred(f'{max(0.0, seconds_left(deadline)):.1f} s left of the invocation')
     try:
         message = json.loads(body)
     except (TypeError, ValueError):
@@ -183,7 +221,7 @@ def handle_message(body: str) -> str:
     if kind == START and isinstance(message.get('activityId'), str):
         return run_start(message['activityId'])
     if kind == ATTEMPT and isinstance(message.get('executionId'), str) and isinstance(message.get('attempt'), int):
-        return run_attempt(message['executionId'], message['attempt'])
+        return run_attempt(message['executionId'], message['attempt'], deadline=deadline)
     raise PoisonMessage(f'unknown message type {str(kind)[:40]!r}')
 
 
@@ -313,7 +351,7 @@ class _Outcome:
         self.ok, self.output, self.reason, self.timed_out, self.waiting = ok, output, reason, timed_out, waiting
 
 
-def run_attempt(execution_id: str, attempt: int) -> str:
+def run_attempt(execution_id: str, attempt: int, *, deadline: float | None = None) -> str:
     fam = family_of('executions')
     stored = table.get(fam.path, execution_id)
     if stored is None:
@@ -337,6 +375,10 @@ def run_attempt(execution_id: str, attempt: int) -> str:
         return _after_failure(stored, attempt, policy, _Outcome(False, reason='the attempt was interrupted'))
     if attempt != made + 1 or status not in ('PENDING', 'RUNNING'):
         return 'duplicate'
+    box = attempt_seconds(data.get('step') or {}, policy)
+    left = seconds_left(deadline)
+    if left < box:   # before the claim: a deferred attempt is not an attempt made
+        raise Deferred(f'attempt {attempt} needs {box:g} s, {max(0.0, left):.1f} s left of the invocation')
     new = dict(data)
     now = clock.now_iso()
     new.update(status='RUNNING', attempts=attempt, updatedOn=now, changeSequence=stored.seq + 1)
@@ -350,7 +392,7 @@ def run_attempt(execution_id: str, attempt: int) -> str:
             raise
         return 'claimed by another delivery'
     claimed = table.get(fam.path, execution_id)
-    outcome = _run_step(claimed.data, policy)
+    outcome = _run_step(claimed.data, policy, min(box, seconds_left(deadline)))
     if outcome.waiting is not None:
         return _finish(claimed, 'RUNNING', 'INFO', outcome.waiting, waiting=True)
     if outcome.ok:
@@ -434,7 +476,8 @@ def finish_activity(activity_id: str) -> str | None:
     return None
 
 
-def _run_step(execution: dict[str, Any], policy: dict[str, Any]) -> _Outcome:
+def _run_step(execution: dict[str, Any], policy: dict[str, Any], seconds: float) -> _Outcome:
+    """Run one attempt within ``seconds`` (its time box, never more than the invocation has left)."""
     step = execution.get('step') or {}
     kind = step.get('stepType')
     options = step.get('options') or {}
@@ -442,10 +485,10 @@ def _run_step(execution: dict[str, Any], policy: dict[str, Any]) -> _Outcome:
     try:
         if kind == 'SCRIPT':
             output = evaluate(options.get('expression', ''), inputs, bindings={'inputs': inputs},
-                              timeout_ms=min(policy['timeoutSeconds'], 10) * 1000)
+                              timeout_ms=max(1, int(seconds * 1000)))
             return _Outcome(True, output=output)
         if kind == 'BRIDGE_CALL':
-            return _bridge_call(execution, options, policy)
+            return _bridge_call(execution, options, seconds)
         if kind == 'AGENT':
             agent = _find('agents', execution['projectId'], step.get('ref') or '')
             if agent is None:
@@ -468,7 +511,7 @@ def _find(family: str, project_id: str, ref: str):
     return stored
 
 
-def _bridge_call(execution: dict[str, Any], options: dict[str, Any], policy: dict[str, Any]) -> _Outcome:
+def _bridge_call(execution: dict[str, Any], options: dict[str, Any], seconds: float) -> _Outcome:
     from chalicelib.features.bridges import proxy as bridges  # noqa: PLC0415 - lazy: the egress client is only for BRIDGE_CALL steps
     bridge = _find('service-bridges', execution['projectId'], str(options.get('bridge') or ''))
     if bridge is None:
@@ -478,7 +521,7 @@ def _bridge_call(execution: dict[str, Any], options: dict[str, Any], policy: dic
     try:
         result = bridges.call_endpoint(bridge.data, options.get('endpointName'), query=query,
                                        body=options.get('body'), principal=SERVICE,
-                                       timeout=float(policy['timeoutSeconds']))
+                                       timeout=max(0.001, seconds))
     except ApiError as exc:   # EgressDenied keeps its message: "service bridge egress denied: ..."
         return _Outcome(False, reason=exc.message, timed_out=exc.status == 504)
     if not 200 <= result.status < 300:

@@ -148,6 +148,13 @@ def work_move(activity_id: str, which: str, amount: int) -> Op:
     return Op('add', item=model(_work_pk(activity_id), which), amount=amount, tag={'what': 'counter'})
 
 
+def work_delete_ops(activity_id: str) -> list[Op]:
+    """Remove the activity's work counters (its delete's transaction: features/work/activities.py)."""
+    model = configure()
+    return [Op('delete', item=model(_work_pk(activity_id), which), tag={'what': 'counter'})
+            for which in ('remaining', 'failed')]
+
+
 def work_counts(activity_id: str) -> dict[str, int]:
     """{'remaining': n, 'failed': n} of an activity (one strongly consistent Query)."""
     model = configure()

@@ -67,7 +67,8 @@ REGISTRY_NOTES = {
         'most SUPPORT_ACCESS_MAX_DAYS, default 30, ahead) and revoke it (the expiry is cleared). A SUSPENDED '
         'organization answers 403 "organization suspended" to its members on every request that touches it.'),
     ('organizations', 'delete'): (
-        'Platform admins only; 409 while the organization still has memberships (members or invitations).'),
+        'Platform admins only. Its memberships (members and invitations) and built-in roles end with it; 409 '
+        'naming what it still holds while projects or other records remain (docs/api/lifecycle.md).'),
     ('users', 'create'): 'Platform admins only: managers add people by e-mail invitation (createMembership).',
     ('linked-deltas', 'create'): (
         'With documentFamilyId: {documentFamilyId, baseVersion?, name?, operations} applies the operations '

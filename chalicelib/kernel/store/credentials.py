@@ -221,6 +221,13 @@ def acl_delete(user_id: str, org_id: str) -> Op:
     return update_item(entity_pk('users', user_id), ACL_SK, [Path(f'{ACL_ATTR}{org_id}').remove()], what='acl')
 
 
+def acl_delete_all(user_id: str, org_ids) -> Op:
+    """Transaction operation: the user no longer holds a role in any of ``org_ids`` (one update of
+    the ACL item: a transaction may touch it once)."""
+    return update_item(entity_pk('users', user_id), ACL_SK,
+                       [Path(f'{ACL_ATTR}{org_id}').remove() for org_id in sorted(org_ids)], what='acl')
+
+
 def member_check(user_id: str, org_id: str, **tag: Any) -> Op:
     """Transaction condition: the user holds a role (an active membership) in ``org_id``."""
     return Op('check', model_key=(entity_pk('users', user_id), ACL_SK),

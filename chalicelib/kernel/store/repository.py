@@ -266,6 +266,16 @@ def check_no_members(org_id: str, **tag: Any) -> Op:
               condition=model.cnt.does_not_exist() | (model.cnt == 0), tag=tag)
 
 
+def members_removed(org_id: str, amount: int, **tag: Any) -> Op:
+    """Transaction operation: ``amount`` memberships leave the organization, and they were all it
+    had (its count is exactly ``amount``): an organization's deletion taking its last memberships
+    with it (features/identity/organizations.py). One op on the item: it replaces both
+    ``move_members`` and ``check_no_members``, which a transaction may not hold together."""
+    model = configure()
+    return update_item(members_pk(org_id), ENTITY_SK, [model.cnt.add(-amount)],
+                       condition=model.cnt == amount, **tag)
+
+
 def check_counter_zero(pk: str, shards: int, **tag: Any) -> list[Op]:
     """Transaction conditions: every shard of the sharded counter ``pk`` is zero or unset
     (a parent's child counter, kernel/parents.py)."""

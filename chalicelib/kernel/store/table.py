@@ -220,6 +220,13 @@ def query_tenant(family: str, tenant: str, condition=None, *, has_field: str | N
     return _query_data('tenant_all', 'tpk', tenant_pk(family, tenant), condition)
 
 
+def query_tenant_naming(family: str, tenant: str, field_name: str, value: str) -> list[dict[str, Any]]:
+    """The listed records of ``family`` in one tenant whose ``field_name`` is ``value`` (one Query of
+    tenant_all with a filter: for a field that has no equality index)."""
+    from boto3.dynamodb.conditions import Attr  # noqa: PLC0415 - lazy: boto3 only for lists
+    return query_tenant(family, tenant, Attr(f'data.{field_name}').eq(value))
+
+
 def query_project(family: str, project_id: str, condition=None) -> list[dict[str, Any]]:
     """Every listed record of a project-scoped ``family`` in one project (by_parent)."""
     return _query_data('by_parent', 'ppk', project_pk(family, project_id), condition)

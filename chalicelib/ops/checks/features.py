@@ -103,6 +103,10 @@ def activity_work(snap: Snapshot) -> Iterator[Violation]:
         activity = row.data.get('activityId')
         if activity and row.data.get('status', 'PENDING') not in EXECUTION_ENDED:
             unfinished[activity] = unfinished.get(activity, 0) + 1
+    for activity in sorted(counts):   # a deleted activity takes its counters (features/work/activities.py)
+        if snap.live_entity('activities', activity) is None:
+            yield Violation('activity-work', f'ACTWORK#{activity}',
+                            f'work counters {counts[activity]} of activity {activity}, which is gone')
     for row in snap.live('activities'):
         if row.data.get('status') != 'RUNNING':
             continue
