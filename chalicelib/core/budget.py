@@ -30,7 +30,7 @@ from chalicelib.core.errors import ApiError
 
 GATEWAY_SECONDS = 29.0        # API Gateway's integration timeout
 SAFETY_SECONDS = 1.0          # left to answer (serialise, log) once the budget is spent
-DEFAULT_REQUEST_SECONDS = 10.0
+DEFAULT_REQUEST_SECONDS = 8.0
 
 
 @dataclass(frozen=True)

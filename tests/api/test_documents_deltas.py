@@ -154,6 +154,7 @@ def test_dynamodb_failing_leaves_the_document_as_it_was_and_no_orphan(api, famil
     from chalicelib.core.config import get_config, reset_config
     monkeypatch.setenv('STORE_RETRY_BUDGET_SECONDS', '0.2')
     reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
     get_config()   # read now: chalice's test client swaps os.environ during requests
     assert _put(api, family, 0, TREE).status == 200
     before = _state(api, bucket, family)
@@ -218,13 +219,15 @@ def test_a_thousand_deletes_on_a_deep_chain_answer_fast(api, family):
 
 def test_a_delta_past_the_request_budget_is_422_and_writes_nothing(api, family, monkeypatch):
     """The request's time budget (core/budget.py) is checked at every operation."""
-    from chalicelib.core.config import reset_config
+    from chalicelib.core.config import get_config, reset_config
     assert _put(api, family, 0, TREE).status == 200
     monkeypatch.setenv('REQUEST_BUDGET_SECONDS', '0')
     reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
     r = _delta(api, family, {'op': 'delete', 'id': 'l1'})
     monkeypatch.delenv('REQUEST_BUDGET_SECONDS')
     reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
     assert r.status == 422 and 'work budget' in r.json['message'] and 'applying operation 1 of 1' in r.json['message']
     assert r.json['limit'] == 'workBudget'
     assert _doc(api, family)['version'] == 1
