@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 import threading
 import time
 import uuid
@@ -32,7 +31,7 @@ from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, uploads
 from chalicelib.features.documents.service import family_folder
-from chalicelib.kernel import access, records
+from chalicelib.kernel import access, records, writes
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
@@ -423,7 +422,7 @@ def save(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
         except WriteConflict as exc:
             if exc.code != 'TransactionConflict' and not (exc.op is not None and exc.op.tag.get('what') == 'entity'):
                 raise
-        if time.monotonic() - started > SAVE_BUDGET_SECONDS:
+        if time.monotonic() - started > SAVE_BUDGET_SECONDS or budget.remaining() < writes.RESERVE_SECONDS:
             break
-        time.sleep(random.uniform(0, min(0.2, 0.01 * 2 ** min(attempt, 5))))
-    raise resources._busy()
+        writes.backoff(attempt)
+    raise writes.busy()
