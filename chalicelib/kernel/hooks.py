@@ -2,6 +2,13 @@
 
 A hook is looked up by the family's ``hook`` name in the registry. Each method receives the
 write being prepared and may change its data, add transaction operations, or refuse it.
+
+A hook declares the fields it guards (``guards``): the fields whose change its ``before_update``
+or ``audit_ops`` reads, checks or follows with other items. A PUT without ``changeSequence``
+that touches none of them (and no unique, indexed, reference or embedded field) takes the
+one-UpdateItem path (kernel/unlocked.py) and never meets a concurrent writer; one that touches a
+guarded field keeps the read-modify-write path of kernel/crud.py (re-applied with jittered
+backoff, kernel/writes.py). A hook that declares nothing (``None``) guards every field.
 """
 from __future__ import annotations
 
@@ -13,8 +20,17 @@ from chalicelib.kernel.registry import Family
 from chalicelib.kernel.store.repository import Op
 from chalicelib.kernel.store.table import Stored
 
+EVERY_FIELD = None   # ``guards`` of a hook whose rules read the whole record on every update
+
 
 class Hook:
+    # The fields this hook's update rules read (module docstring); None: all of them.
+    guards: frozenset[str] | None = EVERY_FIELD
+
+    def guarded(self, family: Family) -> frozenset[str] | None:
+        """The fields of ``family`` this hook guards (a hook serving several families may differ)."""
+        return self.guards
+
     def prepare_body(self, family: Family, principal: Principal, body: dict[str, Any],
                      id_: str | None) -> dict[str, Any]:
         """Rewrite a create (``id_`` None) or update body before it is validated (a reference
