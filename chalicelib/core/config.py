@@ -72,6 +72,9 @@ class Config:
     upload_session_seconds: int = 86_400
     small_upload_max_bytes: int = limits.SMALL_UPLOAD_MAX_BYTES
     content_url_seconds: int = 300
+    # the time budget of one request (core/budget.py, docs/api/limits.md); on Lambda also capped
+    # by the invocation's remaining time, and never above API Gateway's 29 s
+    request_budget_seconds: float = 8.0
 
 
 def _int(name: str, default: int) -> int:
@@ -156,6 +159,7 @@ def get_config() -> Config:
         upload_session_seconds=_int('UPLOAD_SESSION_SECONDS', 86_400),
         small_upload_max_bytes=_int('SMALL_UPLOAD_MAX_BYTES', limits.SMALL_UPLOAD_MAX_BYTES),
         content_url_seconds=_int('CONTENT_URL_SECONDS', 300),
+        request_budget_seconds=_float('REQUEST_BUDGET_SECONDS', 8.0),
     )
 
 

@@ -11,7 +11,8 @@ import time
 
 from chalice import Response
 
-from chalicelib.core import last_resort, observability
+from chalicelib.core import budget, last_resort, observability
+from chalicelib.core.config import get_config
 from chalicelib.core.errors import ApiError, error_body
 from chalicelib.core.principal import set_current
 from chalicelib.front import chalice_adapter
@@ -117,6 +118,9 @@ def install(app) -> None:
 
 def _handle(event, get_response, route: str | None, request_id: str) -> Response:
     decision = None
+    # one time budget per request (core/budget.py): loops that grow with the input check it
+    deadline = budget.start(budget.for_request(getattr(event, 'lambda_context', None),
+                                               get_config().request_budget_seconds))
     try:
         principal, decision = _admit(event, policy.of(route), route)
         if principal is not None:
@@ -132,6 +136,7 @@ def _handle(event, get_response, route: str | None, request_id: str) -> Response
         response = _error_response(error.status, error.message, error.headers, **error.extra)
     finally:
         set_current(None)
+        budget.end(deadline)
     response = _translate_chalice_error(response, request_id)
     if decision is None:  # failed before the limiter could answer: still say what the limit is
         from chalicelib.features.identity.ratelimit import untracked  # noqa: PLC0415 - lazy: cold start

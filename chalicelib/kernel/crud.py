@@ -18,8 +18,9 @@ record, so a task is never assigned to someone who cannot see it). Anything else
 (kernel/access.py).
 
 A write the table cannot take now (another transaction holds an item, throttling, an internal
-error) is retried with jittered backoff; after ``CONFLICT_RETRIES`` it is 503 with
-``Retry-After`` and nothing was written.
+error), or an unlocked update that lost to a concurrent writer, is retried with jittered
+backoff (kernel/writes.py, the one retry rule); when the tries or the request's budget run out
+it is 503 with ``Retry-After`` and nothing was written.
 
 Every function takes parsed values (a dict, as a JSON object body parses) and the caller's
 ``Principal``: the REST routes, the MCP tools, workers and schedules all call them alike.
@@ -27,16 +28,14 @@ Every function takes parsed values (a dict, as a JSON object body parses) and th
 """
 from __future__ import annotations
 
-import random
-import time
 import uuid
 from typing import Any
 
 from chalicelib.core import observability
 from chalicelib.core.clock import now_iso
-from chalicelib.core.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceUnavailable
+from chalicelib.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from chalicelib.core.principal import Principal, prefetched
-from chalicelib.kernel import access, embedding, parents, records, references, referrers, unlocked
+from chalicelib.kernel import access, embedding, parents, records, references, referrers, unlocked, writes
 from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
@@ -46,19 +45,17 @@ from chalicelib.kernel.store.repository import Op, WriteConflict
 from chalicelib.kernel.store.table import Stored
 
 MAX_RETRIES = 3
-# An unlocked update that must read-modify-write (unique, indexed or reference fields, hooks)
-# and lost to a concurrent writer re-reads and re-applies, with jittered backoff; after this
-# many lost races it is 503 with Retry-After (nothing written), never a 409: the caller did
-# not ask for locking.
-UNLOCKED_RETRIES = 12
+# An unlocked update that must read-modify-write (unique, indexed or reference fields, fields a
+# hook guards) and lost to a concurrent writer re-reads and re-applies, with jittered backoff,
+# for as long as the request's budget allows (kernel/writes.py): 50 concurrent writers of one
+# record all land. Then 503 with Retry-After (nothing written), never a 409: the caller did not
+# ask for locking.
+UNLOCKED_RETRIES = writes.UNBOUNDED_TRIES
 # A transaction cancelled with TransactionConflict (one of its items, e.g. a counter shard, was
 # in another transaction at that moment) wrote nothing: it is retried, with jittered backoff.
 # Every create of a tenant touches a child-counter shard fixed by its id (kernel/parents.py)
-# and its parent's item: more than one try may meet a busy item, so the tries are more, each
-# wait capped (about 2.7 s at worst in all, 1.4 s on average).
-CONFLICT_RETRIES = 16
-CONFLICT_BACKOFF = 0.02  # seconds; attempt n waits up to CONFLICT_BACKOFF * 2**n, at most CONFLICT_BACKOFF_MAX
-CONFLICT_BACKOFF_MAX = 0.2
+# and its parent's item: more than one try may meet a busy item, so the tries are more.
+CONFLICT_RETRIES = writes.DEFAULT_TRIES
 
 
 def _family(family: Family | str) -> Family:
@@ -69,13 +66,10 @@ def _transient(exc: WriteConflict) -> bool:
     return exc.code == 'TransactionConflict'
 
 
-def _backoff(attempt: int) -> None:
-    time.sleep(random.uniform(0, min(CONFLICT_BACKOFF * 2 ** attempt, CONFLICT_BACKOFF_MAX)))
-
-
-def _busy() -> ServiceUnavailable:
-    return ServiceUnavailable('The resource is busy with other writes; nothing was changed, retry shortly',
-                              retry_after=1)
+# The private names other modules called before kernel/writes.py (features/documents/service.py
+# still does: its owner moves it): the one rule, under its old names.
+_backoff = writes.backoff
+_busy = writes.busy
 
 
 # ----------------------------------------------------------------------------- reading
@@ -240,7 +234,7 @@ def _raise_for(exc: WriteConflict) -> None:
     if tag.get('what') == 'holds':
         raise Conflict(tag['message'])
     if _transient(exc):
-        raise _busy() from None
+        raise writes.busy() from None
     raise exc
 
 
@@ -281,7 +275,8 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
                               project_id=project.id if project is not None else None)
     hook.before_create(family, principal, data, body)
     org = records.record_org(family, data)
-    for attempt in range(CONFLICT_RETRIES):
+
+    def attempt() -> dict[str, Any]:
         ops = records.create_ops(family, [data], principal)  # a new random counter shard each try
         ops += _reference_ops(family, values, org) + hook.create_checks(family, principal, data)
         if project is not None:
@@ -289,13 +284,12 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
         ops += parents.create_checks(family, org, ops)   # no orphans: the organization still exists
         try:
             records.commit(ops)
-            return embedding.embed_written(family, data, principal)
         except WriteConflict as exc:
-            if _transient(exc) and attempt + 1 < CONFLICT_RETRIES:
-                _backoff(attempt)
-                continue
+            if _transient(exc):
+                raise writes.Again() from None
             _raise_for(exc)
-    raise _busy()
+        return embedding.embed_written(family, data, principal)
+    return writes.retry_write(attempt, tries=CONFLICT_RETRIES)
 
 
 def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: Principal) -> dict[str, Any]:
@@ -308,9 +302,9 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
         stored = load_visible(family, id_, principal)
         _require_write(family, principal, stored, op='update')
         return unlocked.apply(family, stored, values, nulls, principal)
-    races = conflicts = 0
-    embedded = False
-    while True:
+    embedded: list[bool] = []
+
+    def attempt() -> dict[str, Any]:
         stored = load_visible(family, id_, principal)
         _require_write(family, principal, stored, op='update')
         if expected is not None and expected != stored.seq:
@@ -318,7 +312,7 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
                            changeSequence=stored.seq)
         if not embedded:
             resolve_embedded(family, values, stored.org)
-            embedded = True
+            embedded.append(True)
         new = dict(stored.data)
         new.update(values)
         for name in nulls:   # null clears: back to the field's default, or absent
@@ -332,30 +326,24 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
         ops += _reference_ops(family, {k: v for k, v in values.items() if stored.data.get(k) != v}, stored.org)
         try:
             records.commit(ops)
-            return embedding.embed_written(family, new, principal)
         except WriteConflict as exc:
             if _transient(exc):   # another transaction held an item: nothing written, try again
-                conflicts += 1
-                if conflicts >= CONFLICT_RETRIES:
-                    raise _busy() from None
-                _backoff(conflicts)
-                continue
+                raise writes.Again() from None
             if exc.op.tag.get('what') == 'entity':
                 if expected is not None:
                     raise Conflict('The resource was changed by someone else (stale changeSequence)',
                                    changeSequence=sequence(family, id_, principal)) from None
-                races += 1
-                if races >= UNLOCKED_RETRIES:
-                    raise _busy() from None
-                _backoff(min(races, 5))
-                continue  # a concurrent writer won: re-read and apply the change again
+                raise writes.Again() from None   # a concurrent writer won: re-read and apply again
             _raise_for(exc)
+        return embedding.embed_written(family, new, principal)
+    return writes.retry_write(attempt, tries=UNLOCKED_RETRIES, max_wait=writes.RACE_MAX_WAIT)
 
 
 def delete(family: Family | str, id_: str, principal: Principal) -> None:
     family = _family(family)
-    races = conflicts = 0
-    while True:
+    races: list[bool] = []
+
+    def attempt() -> None:
         stored = load_visible(family, id_, principal)
         _require_write(family, principal, stored, op='delete')
         parents.refuse_if_held(family, stored)   # 409 naming what it holds (kernel/parents.py)
@@ -369,18 +357,14 @@ def delete(family: Family | str, id_: str, principal: Principal) -> None:
         hook_for(family).before_delete(family, principal, stored)
         try:
             records.commit(records.delete_ops(family, stored, principal, soft=soft) + referred)
-            hook_for(family).after_delete(family, principal, stored)
-            return
         except WriteConflict as exc:
             if _transient(exc):
-                conflicts += 1
-                if conflicts >= CONFLICT_RETRIES:
-                    raise _busy() from None
-                _backoff(conflicts)
-                continue
+                raise writes.Again() from None
             if exc.op.tag.get('what') == 'entity':
-                races += 1
-                if races >= MAX_RETRIES:
+                races.append(True)
+                if len(races) >= MAX_RETRIES:
                     raise Conflict('The resource is being changed concurrently; retry') from None
-                continue
+                raise writes.Again() from None
             _raise_for(exc)
+        hook_for(family).after_delete(family, principal, stored)
+    writes.retry_write(attempt, tries=CONFLICT_RETRIES)

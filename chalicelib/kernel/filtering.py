@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from chalicelib.core import budget
 from chalicelib.core.errors import BadRequest
 from chalicelib.core.principal import Principal
 from chalicelib.kernel import access
@@ -103,7 +104,9 @@ class RelatedRecords:
             target, fk = self.family.collections[name]
             groups: dict[str, list[dict[str, Any]]] = {}
             for tenant in self.tenants:
-                for member in table.query_tenant(target, tenant, has_field=fk):
+                for n, member in enumerate(table.query_tenant(target, tenant, has_field=fk)):
+                    if n % 256 == 0:
+                        budget.check(f'reading the {name} collection ({target}) for a filter')
                     groups.setdefault(member[fk], []).append(member)
             self._collections[name] = groups
         return self._collections[name].get(item.get('id'), [])

@@ -9,6 +9,13 @@ and import-linter see them, ``import app`` loads none) and is installed here onc
 ``chalicelib.features`` package is imported (docs/architecture.md "Hooks"). Fail closed: a
 family naming a hook the table lacks stops the install, and a hook asked for before any
 install raises instead of quietly running the generic rules.
+
+A hook declares the fields it guards (``guards``): the fields whose change its ``before_update``
+or ``audit_ops`` reads, checks or follows with other items. A PUT without ``changeSequence``
+that touches none of them (and no unique, indexed, reference or embedded field) takes the
+one-UpdateItem path (kernel/unlocked.py) and never meets a concurrent writer; one that touches a
+guarded field keeps the read-modify-write path of kernel/crud.py (re-applied with jittered
+backoff, kernel/writes.py). A hook that declares nothing (``None``) guards every field.
 """
 from __future__ import annotations
 
@@ -21,8 +28,17 @@ if TYPE_CHECKING:   # types only: the kernel's store must not load at `import ap
     from chalicelib.kernel.store.repository import Op
     from chalicelib.kernel.store.table import Stored
 
+EVERY_FIELD = None   # ``guards`` of a hook whose rules read the whole record on every update
+
 
 class Hook:
+    # The fields this hook's update rules read (module docstring); None: all of them.
+    guards: frozenset[str] | None = EVERY_FIELD
+
+    def guarded(self, family: Family) -> frozenset[str] | None:
+        """The fields of ``family`` this hook guards (a hook serving several families may differ)."""
+        return self.guards
+
     def prepare_body(self, family: Family, principal: Principal, body: dict[str, Any],
                      id_: str | None) -> dict[str, Any]:
         """Rewrite a create (``id_`` None) or update body before it is validated (a reference

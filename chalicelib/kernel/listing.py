@@ -48,6 +48,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
 
+from chalicelib.core import budget
 from chalicelib.core.errors import BadRequest
 from chalicelib.core.limits import DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE
 from chalicelib.core.principal import Principal
@@ -169,10 +170,24 @@ def _list(family: Family, principal: Principal, req: ListRequest) -> dict[str, A
         if served is not None:
             return served
     items, pushed_down = _read_candidates(family, principal, tenants, project=project, plan=plan)
-    items = [i for i in items if plan.matches(i, pushed_down) and _text_match(family, i, req.query)]
+    items = _matching(family, items, plan, req.query, pushed_down)
     items.sort(key=_sort_key(family, req.sort))
     start = req.page * req.size
     return envelope(items[start:start + req.size], len(items), req)
+
+
+def _matching(family: Family, items: list[dict[str, Any]], plan: FilterPlan, query: str | None,
+              pushed_down: bool) -> list[dict[str, Any]]:
+    """The items the filter and the search keep, checking the request's time budget as it goes
+    (core/budget.py: a 422 naming how far it got, docs/api/limits.md)."""
+    kept = []
+    for n, item in enumerate(items):
+        if n % 256 == 0:
+            budget.check(f'filtering {len(items):,} {family.path} in memory stopped after {n:,}; '
+                         'narrow the filter (an indexed field, a project)')
+        if plan.matches(item, pushed_down) and _text_match(family, item, query):
+            kept.append(item)
+    return kept
 
 
 def envelope(content: list[dict[str, Any]], total: int, req: ListRequest) -> dict[str, Any]:
@@ -294,7 +309,7 @@ def _value_index(family: Family, tenants: list[str], plan: FilterPlan, req: List
         family.path, tenant, slot=slot, field_name=name, value=value, order='createdOn', descending=False,
         limit=None)]
     items = [s.data for s in table.batch_get((family.path, i) for i in ids).values()]
-    items = [i for i in items if plan.matches(i, pushed_down=False) and _text_match(family, i, req.query)]
+    items = _matching(family, items, plan, req.query, pushed_down=False)
     items.sort(key=_sort_key(family, req.sort))
     start = req.page * req.size
     return envelope(items[start:start + req.size], len(items), req)

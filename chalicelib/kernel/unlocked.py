@@ -13,9 +13,10 @@ A field is plain when no other item depends on its value:
   counters move with it),
 * not a reference (checked in the write's transaction, against the value it replaces),
 * not an embedded record (resolved by id to the stored record),
-and the family has no hook (hooks adjust the whole record before it is stored, or write
-history with it). Anything else keeps the read-modify-write path of kernel/crud.py,
-which stays correct under contention (it re-reads and re-applies; see ``update``).
+* not a field the family's hook guards (kernel/hooks.py ``guards``: the fields its update rules
+  read, or follow with other items; a hook that declares none guards every field).
+Anything else keeps the read-modify-write path of kernel/crud.py, which stays correct under
+contention (it re-reads and re-applies with jittered backoff: kernel/writes.py).
 
 The record is still read first, for visibility and permission (and its organization's status):
 that read decides *whether* the caller may write, never *what* is written.
@@ -28,6 +29,7 @@ from chalicelib.core.clock import now_iso
 from chalicelib.core.errors import BadRequest, NotFound
 from chalicelib.core.principal import Principal
 from chalicelib.kernel import embedding, records
+from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store.repository import InvalidItem
@@ -36,9 +38,12 @@ from chalicelib.kernel.store.table import Stored, name_sort_key
 
 def plain(family: Family, values: dict[str, Any], nulls: set[str]) -> bool:
     """Whether a change of ``values`` and ``nulls`` can skip the read-modify-write."""
-    if family.hook is not None or not (values or nulls):
+    if not (values or nulls):
         return False
-    bound = set(family.unique) | {name.split('.')[0] for name in family.indexed}
+    guarded = hook_for(family).guarded(family) if family.hook is not None else frozenset()
+    if guarded is None:
+        return False
+    bound = set(family.unique) | {name.split('.')[0] for name in family.indexed} | guarded
     for name in (*values, *nulls):
         spec = family.writable.get(name)
         if spec is None or name in bound or spec.ref or _embedded(spec):

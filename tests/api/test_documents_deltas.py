@@ -154,6 +154,7 @@ def test_dynamodb_failing_leaves_the_document_as_it_was_and_no_orphan(api, famil
     from chalicelib.core.config import get_config, reset_config
     monkeypatch.setenv('STORE_RETRY_BUDGET_SECONDS', '0.2')
     reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
     get_config()   # read now: chalice's test client swaps os.environ during requests
     assert _put(api, family, 0, TREE).status == 200
     before = _state(api, bucket, family)
@@ -195,3 +196,39 @@ def test_a_bare_delta_record_without_a_family_is_stored_as_sent(api, org_id):
     project = create(api, 'projects', org_id)
     r = api.post('/api/linked-deltas', {'projectId': project['id'], 'name': 'manual', 'state': 'PENDING'})
     assert r.status == 201 and r.json['state'] == 'PENDING'
+
+
+def test_a_thousand_deletes_on_a_deep_chain_answer_fast(api, family):
+    """Issue 24, finding 1: each delete walked every node up to the root (quadratic in depth:
+    hours for this delta); deletes now remove their subtree in one walk down."""
+    import time
+    depth = 8_000
+    chain = [{'id': f'n{i}', 'parentId': f'n{i - 1}' if i else None} for i in range(depth)]
+    assert _put(api, family, 0, chain).status == 200
+    started = time.monotonic()
+    r = _delta(api, family, *({'op': 'delete', 'id': f'n{i}'} for i in range(depth - 1, depth - 1001, -1)))
+    elapsed = time.monotonic() - started
+    assert r.status == 201 and r.json['state'] == 'APPLIED', r.json
+    assert elapsed < 5, f'{elapsed:.1f} s'
+    nodes = _doc(api, family)['nodes']
+    assert len(nodes) == depth - 1000 and nodes[-1]['id'] == f'n{depth - 1001}'
+    # one delete near the root takes the whole chain below it
+    assert _delta(api, family, {'op': 'delete', 'id': 'n1'}).json['state'] == 'APPLIED'
+    assert [n['id'] for n in _doc(api, family)['nodes']] == ['n0']
+
+
+def test_a_delta_past_the_request_budget_is_422_and_writes_nothing(api, family, monkeypatch):
+    """The request's time budget (core/budget.py) is checked at every operation."""
+    from chalicelib.core.config import get_config, reset_config
+    assert _put(api, family, 0, TREE).status == 200
+    monkeypatch.setenv('REQUEST_BUDGET_SECONDS', '0')
+    reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
+    r = _delta(api, family, {'op': 'delete', 'id': 'l1'})
+    monkeypatch.delenv('REQUEST_BUDGET_SECONDS')
+    reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
+    assert r.status == 422 and 'work budget' in r.json['message'] and 'applying operation 1 of 1' in r.json['message']
+    assert r.json['limit'] == 'workBudget'
+    assert _doc(api, family)['version'] == 1
+    assert api.get('/api/linked-deltas').json['totalElements'] == 0

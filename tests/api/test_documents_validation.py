@@ -54,3 +54,40 @@ def test_a_content_object_without_rules_validates_to_nothing(api, org_id, users)
     assert api.post(f"/api/content-objects/{made['id']}/validate", {}).json == []
     assert api.as_key(users['VIEWER']).post(f"/api/content-objects/{made['id']}/validate", {}).status == 200
     assert api.post('/api/content-objects/00000000-0000-0000-0000-000000000000/validate', {}).status == 404
+
+
+def test_a_validation_built_to_run_for_minutes_is_a_422_within_10_s(api, org_id):
+    """Issue 24, finding 2: every instance x rule counts against the request's time budget."""
+    import time
+    slow = _rule('items', '$count([1..5000].($ * 2)) = 5000', 'slow but passing')   # ~0.2 s per instance
+    made = create(api, 'content-objects', org_id, documentTaxonValidations=[slow])
+    started = time.monotonic()
+    r = api.post(f"/api/content-objects/{made['id']}/validate", {'data': {'items': [{'n': i} for i in range(600)]}})
+    elapsed = time.monotonic() - started
+    assert r.status == 422, r.json
+    assert elapsed < 10, f'{elapsed:.1f} s'
+    assert 'work budget' in r.json['message'] and 'validation of 600 instances x rules' in r.json['message']
+    assert r.json['limit'] == 'workBudget'
+
+
+def test_too_many_instances_x_rules_is_a_422_naming_the_cap(api, org_id):
+    rules = [_rule('items', 'true', 'one'), _rule('items', 'true', 'two')]
+    made = create(api, 'content-objects', org_id, documentTaxonValidations=rules)
+    r = api.post(f"/api/content-objects/{made['id']}/validate", {'data': {'items': [{}] * 10_001}})
+    assert r.status == 422, r.json
+    assert r.json['limit'] == 'validationEvaluations' and '20,000' in r.json['message']
+    # the same rules over fewer instances answer
+    r = api.post(f"/api/content-objects/{made['id']}/validate", {'data': {'items': [{}] * 100}})
+    assert r.status == 200 and [e['passed'] for e in r.json] == [True, True]
+
+
+def test_an_allocating_builtin_is_refused_in_a_rule(api, org_id):
+    """Issue 24, finding 3: $pad('', 30000000) allocated 30 MB inside one builtin."""
+    rules = [_rule('', "$length($pad('', 30000000)) > 0", 'pads'), _rule('', '[1..100000000] ~> $count() > 0', 'range')]
+    made = create(api, 'content-objects', org_id, documentTaxonValidations=rules)
+    r = api.post(f"/api/content-objects/{made['id']}/validate", {'data': {}})
+    assert r.status == 200, r.json
+    by_name = {e['name']: e for e in r.json}
+    assert by_name['pads']['passed'] is False
+    assert '$pad would make a string of 30,000,000 characters (the limit is 1,000,000)' in by_name['pads']['error']
+    assert by_name['range']['passed'] is False and 'the limit is 100,000' in by_name['range']['error']

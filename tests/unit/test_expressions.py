@@ -42,3 +42,45 @@ def test_jsonata_is_not_loaded_by_the_app():
     code = 'import sys, app; import chalicelib.core.expressions; print("jsonata" in sys.modules)'
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == 'False'
+
+
+@pytest.mark.parametrize('expression, reason', [
+    ("$pad('', 30000000)", '$pad would make a string of 30,000,000 characters'),
+    ("$pad('x', -30000000, '#')", '$pad would make a string of 30,000,000 characters'),
+    ('[1..100000000]', 'the range [1..100000000] would make an array of 100,000,000 items'),
+    ("$join($map([1..600], function($i){ $pad('', 2000, 'x') }))", '$join would make a string of 1,200,000'),
+    ("($f := function($s, $n){ $n = 0 ? $s : $f($s & $s, $n - 1) }; $f('abcdefghij', 30))", 'the & operator'),
+    ("($f := function($a, $n){ $n = 0 ? $a : $f([$a, $a], $n - 1) }; $f([1], 30))", 'an array of 131,072 items'),
+    ("($f := function($a, $n){ $n = 0 ? $a : $f($append($a, $a), $n - 1) }; $f([1], 30))", '$append'),
+    ("$replace('aaaaaaaaaa', 'a', $pad('', 200000, 'x'))", '$replace would make a string of 2,000,010'),
+    ("($f := function($a, $n){ $n = 0 ? $a : $f({'a': $a, 'b': $a}, $n - 1) }; $string($f(1, 30)))", '$string'),
+    ("($f := function($a, $n){ $n = 0 ? $a : $f({'a': $a, 'b': $a}, $n - 1) }; $f(1, 30))",
+     'the result is larger than 1,000,000 characters of JSON'),
+])
+def test_allocations_are_capped_before_they_happen(expression, reason):
+    started = time.monotonic()
+    with pytest.raises(ExpressionError) as caught:
+        evaluate(expression, None)
+    assert reason in str(caught.value), str(caught.value)
+    assert time.monotonic() - started < 1.5
+
+
+def test_values_under_the_caps_are_untouched():
+    assert evaluate("$length($pad('', 1000000))", None) == 1_000_000
+    assert evaluate('$count([1..100000])', None) == 100_000
+    assert evaluate("$distinct([1, 2, 2, 3])", None) == [1, 2, 3]
+    assert evaluate("$split('a,b,c', ',')", None) == ['a', 'b', 'c']
+    assert evaluate("{'a': null}", None) == {'a': None}
+
+
+def test_an_expression_never_outlives_the_unit_of_works_budget():
+    from chalicelib.core import budget
+    token = budget.start(0.3)
+    try:
+        started = time.monotonic()
+        with pytest.raises(budget.BudgetExceeded) as caught:
+            evaluate('$count($map([1..90000], function($x){ $x * 2 }))', None, timeout_ms=5000)
+        assert time.monotonic() - started < 1
+        assert 'evaluating an expression' in caught.value.message and caught.value.status == 422
+    finally:
+        budget.end(token)

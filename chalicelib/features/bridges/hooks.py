@@ -37,6 +37,8 @@ def _require_manage(principal, data: dict[str, Any], what: str) -> None:
 
 
 class ServiceBridgeHook(Hook):
+    guards = frozenset({'defaultHeaders', 'endpoints', 'baseUrl'})   # secret headers, where they go: MANAGE
+
     def before_create(self, family, principal, data, body):
         if secret_headers(data):
             _require_manage(principal, data, 'create')

@@ -7,18 +7,22 @@ outcome.
   changeSequence, re-read and re-applied when someone else wrote it meanwhile).
 * Optional bookkeeping (notes) that fails becomes a warning; the save still succeeds.
 * A write reported ``success: true`` is stored.
+* Bounded (docs/api/limits.md): at most ``MAX_FAMILIES`` ids per list and ``MAX_NOTES`` notes;
+  the request's time budget (core/budget.py) is checked before each write, never inside one: a
+  write not started when it runs out reports ``success: false`` with the 422 naming the limit
+  (a note, a warning), and what was written before stays written, each reported.
 """
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from chalicelib.core import limits
+from chalicelib.core import budget, limits
 from chalicelib.core.clock import now_iso
 from chalicelib.core.errors import ApiError, BadRequest
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents.families import _status_id
-from chalicelib.kernel import access, records
+from chalicelib.kernel import access, records, writes
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import family as family_of
@@ -29,6 +33,7 @@ from chalicelib.kernel.store.table import Stored
 FAMILIES = family_of('document-families')
 FINAL_STATUS_TYPES = frozenset({'RESOLVED', 'COMPLETE', 'COMPLETED', 'DONE', 'FINAL', 'CLOSED'})
 MAX_FAMILIES = limits.MAX_BATCH_FAMILIES
+MAX_NOTES = 100
 NOTE_EVENT = 'document.note'
 
 
@@ -73,8 +78,8 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     deletes = _ids(_object(body, 'deletes').get('documentFamilyIds'), 'deletes.documentFamilyIds')
     notes = _object(body, 'notes')
     new_notes = notes.get('newNotes') or []
-    if not isinstance(new_notes, list):
-        raise BadRequest("Field 'notes.newNotes' must be a list")
+    if not isinstance(new_notes, list) or len(new_notes) > MAX_NOTES:
+        raise BadRequest(f"Field 'notes.newNotes' must be a list of at most {MAX_NOTES} notes")
     deleted_notes = _ids(notes.get('deletedNotes'), 'notes.deletedNotes')
     task, group = _object(body, 'task'), _object(body, 'taskGroup')
     for name, value in (('task', task), ('taskGroup', group)):
@@ -97,6 +102,7 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
         for fid in family_ids:
             entry: dict[str, Any] = {'documentFamilyId': fid}
             try:
+                budget.check(f'batch update of {len(family_ids)} document families stopped before {fid}')
                 entry.update(success=True, documentFamily=_update_family(
                     fid, stored.get(fid), project.id, status, added, removed, principal))
             except ApiError as exc:
@@ -105,6 +111,7 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     for fid in deletes:
         entry = {'documentFamilyId': fid, 'deleted': True}
         try:
+            budget.check(f'batch delete of {len(deletes)} document families stopped before {fid}')
             found = table.get('document-families', fid)
             if found is None or found.data.get('projectId') != project.id:
                 raise BadRequest(f'No document family {fid} in project {project.id}')
@@ -122,6 +129,7 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
             warnings.append(f'note {i} was not saved: a note is a string or {{content}}')
             continue
         try:
+            budget.check(f'batch update stopped before note {i}')
             resources.create('events', {
                 'organizationId': project.org, 'eventType': NOTE_EVENT, 'source': 'batch-update',
                 'description': text, 'name': text[:100],
@@ -130,6 +138,7 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
             warnings.append(f'note {i} was not saved: {exc.message}')
     for note_id in deleted_notes:
         try:
+            budget.check(f'batch update stopped before deleting note {note_id}')
             found = table.get('events', note_id)
             if found is None or found.data.get('eventType') != NOTE_EVENT or found.org != project.org:
                 raise BadRequest(f'No note {note_id}')
@@ -148,6 +157,7 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
 def _update(path: str, change: dict[str, Any], key: str, principal: Principal) -> dict[str, Any]:
     fields = {k: v for k, v in change.items() if k != 'id'}
     try:
+        budget.check(f'batch update stopped before the {key} update')
         if path == 'tasks' and 'statusSlug' in fields:
             stored = resources.load_visible('tasks', change['id'], principal)
             slug = fields['statusSlug']
@@ -160,13 +170,18 @@ def _update(path: str, change: dict[str, Any], key: str, principal: Principal) -
 
 def _update_family(fid: str, stored: Stored | None, project_id: str, status: Stored | None, added: list[str],
                    removed: list[str], principal: Principal) -> dict[str, Any]:
-    """One family's labels, status and auto-lock: one transaction, retried over concurrent writes."""
-    for attempt in range(resources.CONFLICT_RETRIES):
+    """One family's labels, status and auto-lock: one transaction, re-read and re-applied over
+    concurrent writes (kernel/writes.py)."""
+    if stored is None or stored.data.get('projectId') != project_id:
+        raise BadRequest(f'No document family {fid} in project {project_id}')
+    access.require_active(principal, stored.org)
+    resources._require_write(FAMILIES, principal, stored, op='update')
+    current = [stored]
+
+    def attempt() -> dict[str, Any]:
+        stored = current[-1]
         if stored is None or stored.data.get('projectId') != project_id:
             raise BadRequest(f'No document family {fid} in project {project_id}')
-        if attempt == 0:
-            access.require_active(principal, stored.org)
-            resources._require_write(FAMILIES, principal, stored, op='update')
         new = dict(stored.data)
         labels = [x for x in (new.get('labels') or []) if x not in removed]
         labels += [x for x in added if x not in labels]
@@ -180,10 +195,10 @@ def _update_family(fid: str, stored: Stored | None, project_id: str, status: Sto
         new['changeSequence'] = stored.seq + 1
         try:
             records.commit(records.update_ops(FAMILIES, new, stored, principal=principal))
-            return new
         except WriteConflict as exc:
             if exc.code != 'TransactionConflict' and not (exc.op is not None and exc.op.tag.get('what') == 'entity'):
-                raise resources._busy() from None
-            resources._backoff(attempt)
-            stored = table.get('document-families', fid)
-    raise resources._busy()
+                raise writes.busy() from None
+            current.append(table.get('document-families', fid))
+            raise writes.Again() from None
+        return new
+    return writes.retry_write(attempt, tries=writes.UNBOUNDED_TRIES)

@@ -19,20 +19,19 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 import threading
 import time
 import uuid
 from collections import OrderedDict
 from typing import Any
 
-from chalicelib.core import clock
+from chalicelib.core import budget, clock
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, uploads
 from chalicelib.features.documents.service import family_folder
-from chalicelib.kernel import access, records
+from chalicelib.kernel import access, records, writes
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
@@ -50,6 +49,7 @@ MAX_OPERATIONS = 1_000
 MAX_DOCUMENT_BYTES = 20 * 2 ** 20
 SAVE_ATTEMPTS = 60
 SAVE_BUDGET_SECONDS = 20.0
+_CHECK_EVERY = 4096   # steps of a walk between two budget checks
 
 
 class _Stale(Exception):
@@ -129,15 +129,67 @@ def ordered(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _under(nodes: dict[str, dict[str, Any]], node_id: str, ancestor: str) -> bool:
-    """Whether ``node_id`` is ``ancestor`` or below it (walks parent links once each)."""
+    """Whether ``node_id`` is ``ancestor`` or below it (walks parent links once each: O(depth),
+    checking the request's budget as it goes)."""
     seen: set[str] = set()
     current: str | None = node_id
     while current is not None and current not in seen:
         if current == ancestor:
             return True
         seen.add(current)
+        if len(seen) % _CHECK_EVERY == 0:
+            budget.check(f'checking a move in a document of {len(nodes)} nodes')
         current = (nodes.get(current) or {}).get('parentId')
     return False
+
+
+class _Tree:
+    """The nodes by id and, built in one pass, the ids of each parent's children: a delete
+    removes its subtree by walking down (O(subtree)), never every node up to the root (which
+    made deletes quadratic in depth: issue 24)."""
+
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+        self.by_id: dict[str, dict[str, Any]] = OrderedDict((n['id'], copy.deepcopy(n)) for n in nodes)
+        self.children: dict[str, set[str]] = {}
+        for node in self.by_id.values():
+            self._link(node)
+
+    def _link(self, node: dict[str, Any]) -> None:
+        parent = node.get('parentId')
+        if parent is not None:
+            self.children.setdefault(parent, set()).add(node['id'])
+
+    def _unlink(self, node: dict[str, Any]) -> None:
+        siblings = self.children.get(node.get('parentId'))
+        if siblings is not None:
+            siblings.discard(node['id'])
+            if not siblings:
+                del self.children[node['parentId']]
+
+    def add(self, node: dict[str, Any]) -> None:
+        self.by_id[node['id']] = node
+        self._link(node)
+
+    def move(self, node_id: str, parent: str | None) -> None:
+        node = self.by_id[node_id]
+        self._unlink(node)
+        node['parentId'] = parent
+        self._link(node)
+
+    def delete(self, node_id: str) -> None:
+        """Remove the node and everything below it (a parent cycle through it included)."""
+        self._unlink(self.by_id[node_id])
+        stack, gone = [node_id], {node_id}
+        while stack:
+            current = stack.pop()
+            for child in self.children.pop(current, ()):
+                if child not in gone:
+                    gone.add(child)
+                    stack.append(child)
+            if len(gone) % _CHECK_EVERY == 0:
+                budget.check(f'deleting a subtree in a document of {len(self.by_id)} nodes')
+        for nid in gone:
+            self.by_id.pop(nid, None)
 
 
 # ----------------------------------------------------------------------------- operations
@@ -178,10 +230,14 @@ def parse_operations(value: Any) -> list[dict[str, Any]]:
 
 
 def apply(nodes: list[dict[str, Any]], operations: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Apply what can apply -> (new nodes, reasons for the dropped operations)."""
-    by_id: dict[str, dict[str, Any]] = OrderedDict((n['id'], copy.deepcopy(n)) for n in nodes)
+    """Apply what can apply -> (new nodes, reasons for the dropped operations). Linear in the
+    document and the operations (a move's check walks up once: O(depth)); the request's time
+    budget is checked at each operation (core/budget.py), before anything is written."""
+    tree = _Tree(nodes)
+    by_id = tree.by_id
     dropped: list[str] = []
     for i, op in enumerate(operations):
+        budget.check(f'applying operation {i + 1} of {len(operations)} to a document of {len(by_id)} nodes')
         kind = op['op']
         target = op['node']['id'] if kind == 'add' else op['id']
         reason = None
@@ -192,15 +248,13 @@ def apply(nodes: list[dict[str, Any]], operations: list[dict[str, Any]]) -> tupl
             elif parent is not None and parent not in by_id:
                 reason = f'parent {parent} does not exist'
             else:
-                by_id[target] = copy.deepcopy(op['node'])
+                tree.add(copy.deepcopy(op['node']))
         elif target not in by_id:
             reason = f'node {target} does not exist'
         elif kind == 'update':
             by_id[target].update(copy.deepcopy(op['set']))
         elif kind == 'delete':
-            gone = {nid for nid in by_id if _under(by_id, nid, target)}
-            for nid in gone:
-                del by_id[nid]
+            tree.delete(target)
         else:
             parent = op['parentId']
             if parent is not None and parent not in by_id:
@@ -208,7 +262,7 @@ def apply(nodes: list[dict[str, Any]], operations: list[dict[str, Any]]) -> tupl
             elif parent is not None and _under(by_id, parent, target):
                 reason = f'moving {target} under {parent} would put it under itself'
             else:
-                by_id[target]['parentId'] = parent
+                tree.move(target, parent)
         if reason is not None:
             dropped.append(f'operation {i} ({kind}): {reason}')
     return list(by_id.values()), dropped
@@ -368,7 +422,7 @@ def save(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
         except WriteConflict as exc:
             if exc.code != 'TransactionConflict' and not (exc.op is not None and exc.op.tag.get('what') == 'entity'):
                 raise
-        if time.monotonic() - started > SAVE_BUDGET_SECONDS:
+        if time.monotonic() - started > SAVE_BUDGET_SECONDS or budget.remaining() < writes.RESERVE_SECONDS:
             break
-        time.sleep(random.uniform(0, min(0.2, 0.01 * 2 ** min(attempt, 5))))
-    raise resources._busy()
+        writes.backoff(attempt)
+    raise writes.busy()

@@ -46,6 +46,9 @@ def _status_id(value: dict[str, Any], project_id: str | None) -> str:
 
 
 class DocumentFamilyHook(Hook):
+    # a stored file's size stays what was stored; the status is resolved to its record
+    guards = frozenset({'size', 'storageKey', 'documentStoreId', 'documentStatus'})
+
     def prepare_body(self, family, principal, body, id_):
         value = body.get('documentStatus')
         if not isinstance(value, dict):

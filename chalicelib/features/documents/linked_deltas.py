@@ -7,6 +7,8 @@ from chalicelib.kernel.hooks import Hook
 
 
 class LinkedDeltaHook(Hook):
+    guards = frozenset()   # its rule is about creating (a delta applied to its document)
+
     def create_instead(self, family, principal, body):
         if body.get('documentFamilyId') is None or body.get('operations') is None:
             return None

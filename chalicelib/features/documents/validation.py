@@ -12,19 +12,42 @@ other failure, is that entry's ``error`` ("evaluation error: ..."), never a 500.
 A group that is a list (repeated groups) passes when every instance passes; the message and the
 error are the first failing instance's. Disabled rules, and conditional rules whose
 conditionalFormula is false, are left out of the answer.
+
+Bounded work (docs/api/limits.md): the instances of every rule are counted before any rule runs,
+and a request whose rules x instances exceed ``MAX_EVALUATIONS`` is a 422 naming the count;
+every evaluation then counts against the request's time budget (core/budget.py), checked before
+each one, so a request built to run for minutes ends with a 422 naming how far it got.
+Validation writes nothing, so stopping is always clean.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from chalicelib.core.errors import BadRequest
+from chalicelib.core import budget
+from chalicelib.core.errors import ApiError, BadRequest
 from chalicelib.core.expressions import ExpressionError, evaluate
 from chalicelib.core.principal import Principal
 from chalicelib.kernel import crud as resources
 
 _UP = re.compile(r'((?:\.\./)+)')
 MAX_RULES = 500
+MAX_EVALUATIONS = 20_000    # instance x rule evaluations one request may ask for
+
+
+class _Progress:
+    """How much of the request's validation is done: named when the budget runs out."""
+
+    def __init__(self, total: int, rules: int) -> None:
+        self.total, self.rules, self.done = total, rules, 0
+
+    def what(self) -> str:
+        return (f'validation of {self.total:,} instances x rules ({self.rules:,} rules) stopped after '
+                f'{self.done:,} evaluations')
+
+    def step(self) -> None:
+        budget.check(self.what())
+        self.done += 1
 
 
 def _rewrite(formula: str) -> tuple[str, int]:
@@ -90,22 +113,31 @@ def _truthy(value: Any) -> bool:
     return bool(value) and value is not None
 
 
-def _entry(rule: dict[str, Any], data: Any) -> dict[str, Any] | None:
-    validation = rule.get('validation') if isinstance(rule.get('validation'), dict) else {}
-    if validation.get('disabled') is True:
-        return None
+def _validation(rule: dict[str, Any]) -> dict[str, Any]:
+    return rule.get('validation') if isinstance(rule.get('validation'), dict) else {}
+
+
+def _instances(rule: dict[str, Any], data: Any) -> list[tuple[Any, list[Any]]]:
+    taxon_path = str(rule.get('taxonPath') or '')
+    instances = _groups(data, taxon_path)
+    if not instances:
+        instances = [(None, [data])] if taxon_path else [(data, [])]
+    return instances
+
+
+def _entry(rule: dict[str, Any], data: Any, instances: list[tuple[Any, list[Any]]],
+           progress: _Progress) -> dict[str, Any] | None:
+    validation = _validation(rule)
     taxon_path = str(rule.get('taxonPath') or '')
     out: dict[str, Any] = {'taxonPath': taxon_path, 'name': str(validation.get('name') or taxon_path)}
     formula = validation.get('ruleFormula')
     if not isinstance(formula, str) or not formula.strip():
         out.update(passed=False, error='evaluation error: the rule has no ruleFormula')
         return out
-    instances = _groups(data, taxon_path)
-    if not instances:
-        instances = [(None, [data])] if taxon_path else [(data, [])]
     passed = True
     checked = 0
     for group, chain in instances:
+        progress.step()
         try:
             if validation.get('conditional') and isinstance(validation.get('conditionalFormula'), str) \
                     and not _truthy(_run(validation['conditionalFormula'], group, chain)):
@@ -123,6 +155,10 @@ def _entry(rule: dict[str, Any], data: Any) -> dict[str, Any] | None:
         except ExpressionError as exc:
             out.update(passed=False, error=str(exc))
             return out
+        except budget.BudgetExceeded:   # ran out inside an evaluation: say how far validation got
+            progress.done -= 1
+            budget.check(progress.what())
+            raise
         break_on_fail = not passed
         if break_on_fail:
             break
@@ -142,4 +178,19 @@ def validate(content_object_id: str, body: dict[str, Any], principal: Principal)
     rules = stored.data.get('documentTaxonValidations') or []
     if not isinstance(rules, list):
         raise BadRequest('documentTaxonValidations of this content object is not a list')
-    return [e for e in (_entry(r, data) for r in rules[:MAX_RULES] if isinstance(r, dict)) if e is not None]
+    active = [r for r in rules[:MAX_RULES] if isinstance(r, dict) and _validation(r).get('disabled') is not True]
+    planned = []
+    total = 0
+    for rule in active:
+        budget.check(f'counting the instances of {len(active):,} validation rules')
+        instances = _instances(rule, data)
+        total += len(instances)
+        if total > MAX_EVALUATIONS:
+            break
+        planned.append((rule, instances))
+    if total > MAX_EVALUATIONS:
+        raise ApiError(f'The request exceeds its work budget: validation of more than {MAX_EVALUATIONS:,} '
+                       f'instances x rules ({len(active):,} rules; at most {MAX_EVALUATIONS:,} per request)',
+                       status=422, limit='validationEvaluations', maxEvaluations=MAX_EVALUATIONS)
+    progress = _Progress(total, len(active))
+    return [e for e in (_entry(r, data, instances, progress) for r, instances in planned) if e is not None]

@@ -35,6 +35,8 @@ def can_read_ui(principal: Principal, org_id: str | None) -> bool:
 
 
 class EventHook(Hook):
+    guards = None   # a UI event may not be changed at all: the stored record decides, field by field
+
     def visible(self, family, principal, stored):
         if is_ui(stored.data):
             return access.can_see_org(principal, stored.org) and can_read_ui(principal, stored.org)

@@ -54,6 +54,11 @@ def _invitee(principal, data) -> bool:
 
 
 class AccessHook(Hook):
+    def guarded(self, family):
+        # a membership's status, role and invitee rules read the whole record, and its ACL item
+        # follows every update; roles and permissions: built-in ones are refused by can_write
+        return None if family.path == 'memberships' else frozenset()
+
     def before_create(self, family, principal, data, body):
         if family.path != 'memberships':  # roles, permissions: a client never creates a built-in record
             data['builtIn'] = False

@@ -125,6 +125,31 @@ def _decide(counts: store.WindowCounts, limits: store.Limits, now: float) -> Dec
     return Decision(False, limits.key_minute, 0, reset, max(1, math.ceil(reset - now)))
 
 
+def count_more(principal, n: int) -> int:
+    """Count ``n`` more requests of the caller of the current, admitted request (the calls of an
+    MCP JSON-RPC batch past its first: each is a request) -> how many were counted, the first
+    ones; the rest are over a limit, or the counters cannot be reached (fail closed), and must
+    not run. Only counted callers have a ``rate_key``."""
+    if n <= 0:
+        return 0
+    if principal is None or not getattr(principal, 'rate_key', None):
+        return n
+    from chalicelib.kernel.store import gate  # noqa: PLC0415 - lazy: the store loads boto3 (cold start)
+    now = clock()
+    try:
+        return gate.take(principal.user_id, principal.rate_key, n, minute=int(now // 60), second=int(now) % 60,
+                         limits=limits())
+    except Exception:  # noqa: BLE001 - the counters cannot be reached: nothing more runs (fail closed)
+        log.warning('could not count %s more requests of a batch', n, exc_info=True)
+        return 0
+
+
+def retry_after() -> int:
+    """Seconds until the minute window reopens (what a refused batch call is told)."""
+    now = clock()
+    return max(1, math.ceil((int(now // 60) + 1) * 60 - now))
+
+
 def untracked() -> Decision:
     """Headers for a request that is not counted: the limit, nothing used."""
     cfg = get_config()

@@ -34,6 +34,8 @@ def normalize_email(value: str) -> str:
 
 
 class UserHook(Hook):
+    guards = frozenset({'email'})   # normalised; only a platform admin may change it
+
     def can_create(self, family, principal):
         return principal.platform_admin
 

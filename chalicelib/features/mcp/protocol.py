@@ -14,6 +14,8 @@ Protocol versions (``SUPPORTED``): 2026-07-28 (the per-request ``_meta`` envelop
   capabilities, equal to the ``MCP-Protocol-Version``/``Mcp-Method``/``Mcp-Name`` headers
   (-32602 / -32020 otherwise); ``initialize`` is -32022.
 - A notification or a client response: 202, no body (``notifications/initialized`` included).
+- A 2025-03-26 batch: every request in it counts against the rate limit (``_batch``); those past
+  the limit are not run and each gets JSON-RPC error -32029 naming it (docs/api/limits.md).
 - A tool failure (a service error: 400, 403, 404, 409 with the current ``changeSequence``, 503)
   is a result with ``isError: true``; a protocol problem (parse error, unknown method or tool,
   bad params) is a JSON-RPC error, with the HTTP status of the SDK's own table (400, 404).
@@ -35,6 +37,7 @@ from chalicelib.core import jsonbody, last_resort, observability
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ApiError, reason
 from chalicelib.core.principal import Principal
+from chalicelib.features.identity import ratelimit
 from chalicelib.features.mcp import auth, tools
 
 MODERN = ('2026-07-28',)
@@ -49,6 +52,7 @@ INSTRUCTIONS = ('Tools over the platform\'s work queue: organizations, projects,
 HTTP_STATUS = {rpc.PARSE_ERROR: 400, rpc.INVALID_REQUEST: 400, rpc.INVALID_PARAMS: 400,
                rpc.HEADER_MISMATCH: 400, rpc.UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404}
 LEGACY_ONLY_FIELDS = ('resultType', 'ttlMs', 'cacheScope')
+RATE_LIMITED = -32029   # a JSON-RPC server error (the -32000..-32099 range): this call was not run
 
 
 @dataclass
@@ -105,13 +109,42 @@ def handle_post(headers: Mapping[str, str], raw: bytes | str | None, principal: 
     if isinstance(message, list):
         if header_version in MODERN or not message:
             return Reply(400, _error(None, RpcError(rpc.INVALID_REQUEST, 'A batch is not accepted here')))
-        answers = [a for a in (_one(m, headers, header_version, principal) for m in message) if a is not None]
-        return Reply(200, [body for _, body in answers]) if answers else Reply(202)
+        return _batch(message, headers, header_version, principal)
     answer = _one(message, headers, header_version, principal)
     if answer is None:
         return Reply(202)
     status, body = answer
     return Reply(status, body)
+
+
+def _batch(messages: list[Any], headers: Mapping[str, str], header_version: str | None,
+           principal: Principal) -> Reply:
+    """A 2025-03-26 JSON-RPC batch: every request in it is a request against the rate limit (the
+    HTTP request counted the first; the others are counted here, at once, before any runs:
+    features/identity/ratelimit.py ``count_more``). The calls past the limit are not run: each
+    is answered with its own JSON-RPC error naming the limit (docs/api/limits.md)."""
+    requests = [i for i, m in enumerate(messages) if isinstance(m, dict) and 'id' in m and 'method' in m]
+    admitted = 1 + ratelimit.count_more(principal, len(requests) - 1) if requests else 0
+    refused = set(requests[admitted:])
+    answers = []
+    for i, message in enumerate(messages):
+        if i in refused:
+            answers.append(_rate_limited(message, requests.index(i) + 1, len(requests)))
+            continue
+        answer = _one(message, headers, header_version, principal)
+        if answer is not None:
+            answers.append(answer[1])
+    return Reply(200, answers) if answers else Reply(202)
+
+
+def _rate_limited(message: dict[str, Any], position: int, total: int) -> dict[str, Any]:
+    cfg = get_config()
+    wait = ratelimit.retry_after()
+    return _error(message['id'] if isinstance(message['id'], (str, int)) else None, RpcError(
+        RATE_LIMITED, f'Rate limit exceeded: request {position} of {total} in this batch was not run '
+                      f'({cfg.rate_limit_per_minute} requests a minute per credential, every call of a batch '
+                      f'counted); retry in {wait} s',
+        {'status': 429, 'retryAfter': wait, 'limit': cfg.rate_limit_per_minute}))
 
 
 def _one(message: Any, headers: Mapping[str, str], header_version: str | None,

@@ -48,6 +48,9 @@ def _take_group_assignee(data: dict[str, Any], group: Stored) -> None:
 
 
 class TaskHook(Hook):
+    # the group decides a grouped task's assignee; a group change writes the group's history
+    guards = frozenset({'taskGroupId', 'assigneeId'})
+
     def before_create(self, family, principal, data, body):
         group = _group(data.get('taskGroupId'), data.get('organizationId'))
         if group is None:

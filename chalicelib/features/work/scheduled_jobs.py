@@ -9,6 +9,9 @@ from chalicelib.kernel.hooks import Hook
 
 
 class ScheduledJobHook(Hook):
+    # the next run is planned from these, and the schedule items follow them
+    guards = frozenset({'scheduleExpression', 'active', 'nextRunOn', 'lastRunOn', 'targetType', 'targetId'})
+
     def before_create(self, family, principal, data, body):
         data.pop('lastRunOn', None)   # the scheduler's to write
         schedules.check(data.get('scheduleExpression'))

@@ -190,6 +190,40 @@ def give_back(user_id: str, rate_key: str, *, minute: int, second: int) -> None:
         pass
 
 
+def take(user_id: str, rate_key: str, n: int, *, minute: int, second: int, limits) -> int:
+    """Count up to ``n`` more requests of an admitted request's caller in this minute and second
+    (an MCP JSON-RPC batch's calls past its first: features/identity/ratelimit.py ``count_more``)
+    -> how many were counted: as many as all four windows still allow, in ONE conditional
+    UpdateItem (``ADD k`` on condition each counter is at most its limit - k; on a race the
+    counts the condition saw decide a smaller k). Nothing is counted past a limit."""
+    ddb = client()
+    cred = credential_name(rate_key)
+    names = {'#u': 'ru', '#us': f'rs{second:02d}', '#k': f'rk_{cred}', '#ks': f'rk_{cred}_{second:02d}', '#m': 'rm'}
+    caps = {'#u': limits.user_minute, '#us': limits.user_second, '#k': limits.key_minute, '#ks': limits.key_second}
+    want = n
+    for _ in range(4):
+        if want <= 0:
+            return 0
+        values = {':k': {'N': str(want)}, ':m': {'N': str(minute)}}
+        conditions = ['#m = :m']
+        for i, (name, cap) in enumerate(caps.items()):
+            values[f':c{i}'] = {'N': str(cap - want)}
+            conditions.append(f'(attribute_not_exists({name}) OR {name} <= :c{i})')
+        try:
+            ddb.update_item(TableName=table_name(), Key=acl_key(user_id),
+                            UpdateExpression='ADD #u :k, #us :k, #k :k, #ks :k',
+                            ConditionExpression=' AND '.join(conditions),
+                            ExpressionAttributeNames=names, ExpressionAttributeValues=values,
+                            ReturnValuesOnConditionCheckFailure='ALL_OLD')
+            return want
+        except ddb.exceptions.ConditionalCheckFailedException as exc:
+            old = exc.response.get('Item') or {}
+            if _number(old.get('rm')) != minute:
+                return 0                        # the minute moved on: the next request starts it
+            want = min(want, *(cap - _number(old.get(names[name])) for name, cap in caps.items()))
+    return 0
+
+
 # ----------------------------------------------------------------------------- concurrent reads
 
 _pool: ThreadPoolExecutor | None = None

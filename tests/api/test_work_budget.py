@@ -1,0 +1,67 @@
+"""Issue 24: one time budget per request (core/budget.py), checked inside the loops that grow
+with input; past it a 422 naming the limit and nothing half-written (docs/api/limits.md).
+Delta application and validation have their own tests (test_documents_deltas.py,
+test_documents_validation.py)."""
+from __future__ import annotations
+
+import pytest
+
+from chalicelib.core import budget
+from tests.api.test_documents_upload import _objects, bucket  # noqa: F401 - fixture
+from tests.support import create
+
+
+def test_filtering_in_memory_past_the_budget_is_a_422(api, org_id, monkeypatch):
+    create(api, 'projects', org_id, name='alpha')
+    from chalicelib.core.config import get_config, reset_config
+    monkeypatch.setenv('REQUEST_BUDGET_SECONDS', '0')
+    reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
+    r = api.get("/api/projects?filter=name=='alpha'")
+    monkeypatch.delenv('REQUEST_BUDGET_SECONDS')
+    reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
+    assert r.status == 422, r.json
+    assert r.json['limit'] == 'workBudget' and 'filtering 1 projects in memory stopped after 0' in r.json['message']
+    assert api.get("/api/projects?filter=name=='alpha'").json['totalElements'] == 1
+
+
+def test_a_batch_past_the_budget_reports_each_write_not_made(api, org_id, bucket, monkeypatch):  # noqa: F811
+    project = create(api, 'projects', org_id)
+    fam = api.post('/api/document-families', {'projectId': project['id'], 'path': 'a.pdf', 'labels': ['keep']}).json
+    from chalicelib.core.config import get_config, reset_config
+    monkeypatch.setenv('REQUEST_BUDGET_SECONDS', '0')
+    reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
+    r = api.post('/api/batch-update', {'projectId': project['id'], 'documentFamilyIds': [fam['id']],
+                                       'labelUpdates': {'removedLabels': ['keep']}, 'notes': {'newNotes': ['n']}})
+    monkeypatch.delenv('REQUEST_BUDGET_SECONDS')
+    reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
+    assert r.status == 200, r.json
+    (entry,) = r.json['contentObjectUpdates']
+    assert entry['success'] is False and entry['error'] == 'Unprocessable Entity' and 'work budget' in entry['reason']
+    assert 'work budget' in r.json['warnings'][0]
+    assert api.get(f"/api/document-families/{fam['id']}").json['labels'] == ['keep']   # nothing written
+
+
+def test_the_request_budget_is_capped_by_the_gateway_and_the_invocation():
+    class Context:
+        def __init__(self, ms):
+            self.ms = ms
+
+        def get_remaining_time_in_millis(self):
+            return self.ms
+    assert budget.for_request(None, 8) == 8
+    assert budget.for_request(None, 60) == budget.GATEWAY_SECONDS - budget.SAFETY_SECONDS
+    assert budget.for_request(Context(5_000), 8) == 4
+    assert budget.for_request(Context(500), 8) == 0
+    token = budget.start(0)
+    try:
+        with pytest.raises(budget.BudgetExceeded) as caught:
+            budget.check('a loop')
+        assert caught.value.status == 422 and caught.value.message.endswith(': a loop')
+    finally:
+        budget.end(token)
+    assert budget.remaining() == float('inf')
+    budget.check('outside a unit of work: never raises')
