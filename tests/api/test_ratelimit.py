@@ -211,16 +211,22 @@ def _second_app():
     def blueprint_module(name):   # the modules app.py builds its routes from (a Blueprint each, or the middleware)
         return (name.startswith(('chalicelib.kernel.http', 'chalicelib.front'))
                 or (name.startswith('chalicelib.features.') and name.endswith(('routes', '.authorizer'))))
+    def forget(name):   # out of sys.modules and off its package, so `from package import mod` loads it anew
+        del sys.modules[name]
+        parent, _, leaf = name.rpartition('.')
+        if parent in sys.modules and getattr(sys.modules[parent], leaf, None) is not None:
+            delattr(sys.modules[parent], leaf)
+
     saved = {name: mod for name, mod in sys.modules.items() if blueprint_module(name)}
     for name in saved:
-        del sys.modules[name]
+        forget(name)
     try:
         spec = importlib.util.spec_from_file_location('app_second_instance', ROOT / 'app.py')
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
         for name in [n for n in sys.modules if blueprint_module(n)]:
-            del sys.modules[name]
+            forget(name)
         sys.modules.update(saved)
         for name, mod in saved.items():
             parent, _, leaf = name.rpartition('.')
