@@ -285,3 +285,18 @@ def test_the_counter_holds_across_two_app_instances(client, clock):
             clock.now += 0.5
         assert a.get('/api/account/me').status == 429
         assert b.get('/api/account/me').status == 429
+
+
+def test_count_n_requests_is_the_entry_point_for_batches(api, clock):
+    """``ratelimit.count(principal, n)``: n more requests of an admitted caller in one
+    UpdateItem, all or none (an MCP batch counts every call)."""
+    from chalicelib.features.identity import ratelimit
+    from chalicelib.features.identity import service as identity
+    assert limit_headers(api.get('/api/account/me'))[1] == 99
+    principal = identity.authenticate({'x-api-key': ADMIN_KEY})
+    assert ratelimit.count(principal, 15).remaining == 84
+    with pytest.raises(ratelimit.Refused):
+        ratelimit.count(principal, 5)                     # 21 in this second: all refused
+    assert limit_headers(api.get('/api/account/me'))[1] == 83   # the refused five were not counted
+    clock.now += 1
+    assert ratelimit.count(principal, 0).remaining == 100       # nothing to count
