@@ -15,6 +15,12 @@ bridges would name hosts beyond this machine. Extra arguments go to `schemathesi
 --include-path-regex '^/api/projects'.
 Reports (JUnit) and the server log stay in the printed directory when the run fails.
 
+The fuzzer rotates FUZZ_ROTATE_KEYS (default 40) API keys of its one user, a key per call
+(tests/fuzz_hooks.py), as a client with many keys would: every minute of the run counts dozens of
+credentials of one user (issue 27: the old rate counters on the user's ACL item failed their
+minute's cleanup that way, 503 for every request). The run fails when fewer keys were used or
+when it did not cross a minute boundary.
+
 Under chaos (`make fuzz-chaos`: CHAOS_RATE, default 0.1 there, of the DynamoDB/S3/SQS calls of
 the server's own moto fail or stall, docs/operations/chaos-runs.md), schemathesis's
 ``not_a_server_error`` gives way to ``no_500`` (tests/fuzz_hooks.py): a 503 with Retry-After
@@ -96,6 +102,33 @@ def _protected_ids(base: str, key: str) -> list[str]:
     page = _get(f'{base}/api/memberships?pageSize=100', key)
     ids.update(m['id'] for m in page['content'] if m.get('userId') == me['id'])
     return sorted(i.lower() for i in ids)
+
+
+def _make_keys(base: str, key: str, n: int) -> list[str]:
+    """``n`` more API keys of the fuzzer's user (the bootstrap admin)."""
+    keys = []
+    for i in range(n):
+        request = urllib.request.Request(f'{base}/api/account/me/api-keys', method='POST',
+                                         data=json.dumps({'name': f'fuzz-rotation-{i}'}).encode(),
+                                         headers={'x-api-key': key, 'content-type': 'application/json'})
+        with urllib.request.urlopen(request, timeout=10) as r:
+            keys.append(json.loads(r.read())['key'])
+    return keys
+
+
+def _rotation_problem(log: Path, wanted: int, started: float, ended: float) -> str | None:
+    """Why the key rotation did not happen as the run promises (None: it did)."""
+    try:
+        used = json.loads(log.read_text())
+    except (OSError, ValueError):
+        return f'no record of the keys the fuzzer used ({log})'
+    print(f"key rotation: {used['calls']} calls over {len(used['keys'])} keys, "
+          f'{int(started // 60)}..{int(ended // 60)} (epoch minutes)', flush=True)
+    if len(used['keys']) < wanted:
+        return f"only {len(used['keys'])} of {wanted} keys were used"
+    if int(started // 60) == int(ended // 60):
+        return 'the run did not cross a minute boundary'
+    return None
 
 
 def _overrun(proc: subprocess.Popen, budget: float) -> None:
@@ -181,9 +214,12 @@ def main(argv: list[str]) -> int:
         _wait_for(f'{base}/v3/api-docs', server, timeout=120 if chaos_rate else 60)
         config = work / 'schemathesis.toml'
         config.write_text(CONFIG)
+        rotate = int(os.environ.get('FUZZ_ROTATE_KEYS', '40'))
+        keys = _retrying(lambda: _make_keys(base, key, rotate)) if rotate else []
+        auth = [] if keys else ['-H', f'x-api-key: {key}']   # rotated by the hooks otherwise
         cmd = [
             sys.executable, '-m', 'schemathesis.cli', '--config-file', str(config), 'run',
-            f'{base}/v3/api-docs', '--url', base, '-H', f'x-api-key: {key}',
+            f'{base}/v3/api-docs', '--url', base, *auth,
             '--checks', CHECKS.replace('not_a_server_error', 'no_500') if chaos_rate else CHECKS,
             '--max-examples', os.environ.get('FUZZ_MAX_EXAMPLES', '15'),
             '--seed', os.environ.get('FUZZ_SEED', '20261'),
@@ -197,7 +233,9 @@ def main(argv: list[str]) -> int:
         ]
         fuzz_env = {k: v for k, v in env.items() if k != 'PORT'}
         fuzz_env.update(SCHEMATHESIS_HOOKS='tests.fuzz_hooks',
-                        FUZZ_PROTECTED_IDS=','.join(_retrying(lambda: _protected_ids(base, key))))
+                        FUZZ_PROTECTED_IDS=','.join(_retrying(lambda: _protected_ids(base, key))),
+                        FUZZ_KEYS=','.join(keys), FUZZ_KEY_LOG=str(work / 'keys-used.json'))
+        fuzz_started = time.time()
         print(f'fuzzing {base} (server log and report in {work})', flush=True)
         fuzzer = subprocess.Popen(cmd, cwd=work, env=fuzz_env, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT)
@@ -212,6 +250,10 @@ def main(argv: list[str]) -> int:
             timer.cancel()
         if getattr(fuzzer, 'overran', False):
             status = 1
+        problem = _rotation_problem(work / 'keys-used.json', rotate, fuzz_started, time.time()) if keys else None
+        if problem:
+            print(f'key rotation: {problem}', flush=True)
+            status = status or 1
         if chaos_rate and server.poll() is None:
             checked = _after_chaos(f'http://127.0.0.1:{moto_port}', env)
             status = status or checked

@@ -4,19 +4,51 @@ The fuzzer is a platform admin: left alone it soon revokes its own API key, dele
 user or membership, and every later request is a 401/403 that tests nothing. Writes (PUT,
 DELETE) aimed at the fuzzer's own identity (ids in FUZZ_PROTECTED_IDS) are redirected to an
 id that does not exist, so they still exercise the route (404) without locking the run out.
+
+With FUZZ_KEYS (comma-separated API keys of the fuzzer's user, tests/fuzz_api.py), each call
+carries the next key in turn; FUZZ_KEY_LOG names a file where the calls and keys used are
+written at exit (the run checks them).
 """
 from __future__ import annotations
 
+import atexit
+import itertools
+import json
 import os
+import threading
 import uuid
 
 import schemathesis
 
 PROTECTED = frozenset(i for i in os.environ.get('FUZZ_PROTECTED_IDS', '').split(',') if i)
+KEYS = [k for k in os.environ.get('FUZZ_KEYS', '').split(',') if k]
+_turn = itertools.count()
+_used: dict[int, int] = {}   # key's position in KEYS -> calls
+_lock = threading.Lock()
+
+
+def _write_log() -> None:
+    path = os.environ.get('FUZZ_KEY_LOG')
+    if path and KEYS:
+        with open(path, 'w') as out:
+            json.dump({'calls': sum(_used.values()), 'keys': sorted(_used)}, out)
+
+
+atexit.register(_write_log)
+
+
+def _rotate(case) -> None:
+    with _lock:
+        turn = next(_turn) % len(KEYS)
+        _used[turn] = _used.get(turn, 0) + 1
+    key = KEYS[turn]
+    case.headers = {**(case.headers or {}), 'x-api-key': key}
 
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
+    if KEYS:
+        _rotate(case)
     if case.method.upper() not in ('PUT', 'DELETE', 'POST') or not case.path_parameters:
         return
     for name, value in list(case.path_parameters.items()):

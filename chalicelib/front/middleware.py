@@ -44,9 +44,9 @@ def _translate_chalice_error(response: Response, request_id: str) -> Response:
 def _admit(event, mode: str, route: str | None):
     """Authenticate the caller and count the request -> (principal, rate-limit decision).
 
-    A user's request is admitted by features/identity/admission.py: one UpdateItem authenticates and
-    counts it while one BatchGetItem reads, concurrently, the user's record and, for a GET by
-    id, the record itself (the view then reads nothing). A request without a valid credential,
+    A user's request is admitted by features/identity/admission.py: one UpdateItem counts it
+    (kernel/store/gate.py) while one BatchGetItem reads, concurrently, what authenticates it (the
+    user's record and ACL item) and, for a GET by id, the record itself. A request without a valid credential,
     and a public route, is answered without touching the counters (headers still state the
     limit): counting them would turn every garbage request into a DynamoDB write; floods of
     those are for the gateway's throttling to absorb (infra/usage_plan.py). When the counters

@@ -79,8 +79,14 @@ def can_see_org(principal: Principal, org_id: str | None) -> bool:
 
 def shares_organization(principal: Principal, user_id: str) -> bool:
     """Is the user an active member of one of the caller's organizations that is not suspended?
-    (the user's ACL item: one GetItem; the organizations' status once per request)"""
-    shared = credentials.orgs_of(user_id) & set(principal.memberships)
+    (the user's ACL item: one GetItem, unless this request read it already, ``seen['orgsOf']``:
+    a GET by id reads those of the users it embeds with its references, kernel/embedding.py
+    ``read_ahead``; the organizations' status once per request)"""
+    known = principal.seen.setdefault('orgsOf', {})
+    orgs = known.get(user_id)
+    if orgs is None:
+        orgs = known[user_id] = frozenset(credentials.orgs_of(user_id))
+    shared = orgs & set(principal.memberships)
     return bool(shared - suspended(principal, shared))
 
 

@@ -81,13 +81,17 @@ def check_id(family: Family, id_: str) -> str:
         raise BadRequest(f"'{str(id_)[:64]}' is not a valid {family.entity} id (a UUID)") from None
 
 
-def load_visible(family: Family | str, id_: str, principal: Principal) -> Stored:
-    """The stored record, or 404 when it does not exist or the caller may not see it."""
+def load_visible(family: Family | str, id_: str, principal: Principal, *, ahead: bool = False) -> Stored:
+    """The stored record, or 404 when it does not exist or the caller may not see it.
+    ``ahead``: read what answering it needs (its organization's status, the records it embeds
+    and their ACL items) in one BatchGetItem first (kernel/embedding.py ``read_ahead``)."""
     family = _family(family)
     id_ = check_id(family, id_)
     read, stored = prefetched(principal, family.path, id_)   # read with the admission
     if not read:
         stored = table.get(family.path, id_)
+    if stored is not None and ahead:
+        embedding.read_ahead(family, stored, principal)
     if stored is None or not visible(family, principal, stored):
         raise NotFound(f'No {family.entity} with id {id_}')
     observability.annotate(organization_id=stored.org)
@@ -99,7 +103,10 @@ visible = access.visible   # the read rule (a hook's answer, else the organizati
 
 
 def get(family: Family | str, id_: str, principal: Principal) -> dict[str, Any]:
-    return embedding.embed_one(_family(family), load_visible(family, id_, principal).data, principal)
+    """GET by id: with the admission's reads, two rounds of DynamoDB calls at most (the record
+    with the authentication, then everything answering it needs in one BatchGetItem)."""
+    family = _family(family)
+    return embedding.embed_one(family, load_visible(family, id_, principal, ahead=True).data, principal)
 
 
 def sequence(family: Family | str, id_: str, principal: Principal) -> int:

@@ -28,6 +28,37 @@ from chalicelib.kernel.store import table
 log = get_logger('embedding')
 
 
+def read_ahead(family: Family, stored: table.Stored, principal: Principal) -> None:
+    """Everything answering a GET by id of ``stored`` needs, in ONE BatchGetItem, kept in
+    ``principal.seen`` for this request: the records it embeds (``records``, None for one that
+    is gone), its organization's status unless the admission read it or the caller is a
+    platform administrator (``organizationStatus``), and the ACL items of the users whose
+    visibility decides what is shown (``orgsOf``: the embedded users, the record itself when it
+    is a user). Nothing to read: no call."""
+    from chalicelib.kernel.store import gate  # noqa: PLC0415 - with the model (cold start)
+    records = principal.seen.setdefault('records', {})
+    statuses = principal.seen.setdefault('organizationStatus', {})
+    orgs_of = principal.seen.setdefault('orgsOf', {})
+    wanted = [(target, stored.data[id_field]) for id_field, target in embeds_of(family.path).values()
+              if isinstance(stored.data.get(id_field), str)]
+    wanted = [key for key in dict.fromkeys(wanted) if key not in records]
+    if not principal.platform_admin and stored.org and stored.org not in statuses:
+        wanted.append(('organizations', stored.org))
+    users = [ref for target, ref in wanted if target == 'users']
+    if family.path == 'users' and not principal.platform_admin and stored.id != principal.user_id:
+        users.append(stored.id)
+    users = [u for u in dict.fromkeys(users) if u not in orgs_of]
+    if not wanted and not users:
+        return
+    got = gate.read(None, wanted, acls=users)
+    for key, found in got.entities.items():
+        records[key] = found
+        if key[0] == 'organizations':
+            statuses[key[1]] = found.data.get('organizationStatus', 'ACTIVE') if found is not None else None
+    for user_id, acl in got.acls.items():
+        orgs_of[user_id] = frozenset(acl.roles)
+
+
 def embed_one(family: Family, data: dict[str, Any], principal: Principal) -> dict[str, Any]:
     """``data`` with its references embedded (a new dict; ``data`` is not changed)."""
     return embed_page(family, [data], principal)[0]
@@ -57,7 +88,8 @@ def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal
     known = principal.seen.get('records') or {}
     missing = sorted(key for key in wanted if key not in known)
     found = table.batch_get(missing) if missing else {}
-    found.update({ref_id: known[(target, ref_id)] for target, ref_id in wanted if (target, ref_id) in known})
+    found.update({ref_id: known[(target, ref_id)] for target, ref_id in wanted
+                  if known.get((target, ref_id)) is not None})
     shown: dict[str, dict[str, Any] | None] = {}
     for target, ref_id in wanted:
         stored = found.get(ref_id)

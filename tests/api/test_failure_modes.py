@@ -58,8 +58,9 @@ def quick_retries(monkeypatch):
 
 
 def _rate_window(op, params):
-    """The request gate's UpdateItem (kernel/store/gate.py: the user's ACL item counts the windows)."""
-    return op == 'UpdateItem' and params.get('Key', {}).get('sk', {}).get('S', '') == 'ACL'
+    """The request gate's UpdateItem (kernel/store/gate.py: one item per user and minute)."""
+    from chalicelib.kernel.store.gate import is_gate_key
+    return op == 'UpdateItem' and is_gate_key(params.get('Key', {}))
 
 
 def _assert_503(r):
@@ -177,10 +178,10 @@ def test_a_write_that_gets_no_answer_is_503_and_says_it_may_have_been_applied(ap
     claim that nothing changed."""
     label = api.post('/api/labels', {'name': 'stays', 'organizationId': org_id}).json
     writes = ('TransactWriteItems', 'PutItem', 'DeleteItem', 'UpdateItem')
-    from chalicelib.kernel.store.gate import ACL_SK
+    from chalicelib.kernel.store.gate import is_gate_key
 
     def rule(op, params):   # the table's writes, not the admission's counting (it has its own test)
-        return timeout() if op in writes and params.get('Key', {}).get('sk') != {'S': ACL_SK} else None
+        return timeout() if op in writes and not is_gate_key(params.get('Key', {})) else None
     with inject(rule) as answered:
         created = api.post('/api/labels', {'name': 'never', 'organizationId': org_id})
         unlocked = api.put(f"/api/labels/{label['id']}", {'name': 'changed'})

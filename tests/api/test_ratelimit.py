@@ -129,37 +129,80 @@ def test_every_response_carries_the_headers(api, clock):
     assert [r.status for r in responses.values()] == [200, 201, 400, 404, 405, 415, 401, 200]
 
 
-def test_the_windows_are_counted_on_the_users_gate_item(api, clock):
-    """One item per user (the ACL item, kernel/store/gate.py) carries every counter of the minute; the
-    next minute starts over and drops the last minute's counters."""
+def _raw(pk: str, sk: str) -> dict:
     import boto3
+    ddb = boto3.client('dynamodb', region_name='us-east-1')
+    return ddb.get_item(TableName='platform-test', ConsistentRead=True,
+                        Key={'pk': {'S': pk}, 'sk': {'S': sk}}).get('Item') or {}
 
+
+def test_the_windows_are_counted_in_one_expiring_item_per_user_and_minute(api, clock):
+    """One item per user and minute (kernel/store/gate.py) carries every counter of that minute
+    and expires (TTL); the next minute is another item, so nothing is ever cleaned up, and the
+    user's ACL item carries no counter at all."""
     from chalicelib.core.secrets import hash_key
     from chalicelib.kernel.store.gate import credential_name
-    from tests.conftest import ADMIN_KEY
     me = api.get('/api/account/me').json
     cred = credential_name(f'key-{hash_key(ADMIN_KEY)[:20]}')
     clock.now += 1
     api.get('/api/account/me')
     api.get('/api/account/me')
-    ddb = boto3.client('dynamodb', region_name='us-east-1')
-
-    def item():
-        return ddb.get_item(TableName='platform-test', ConsistentRead=True,
-                            Key={'pk': {'S': f"users#{me['id']}"}, 'sk': {'S': 'ACL'}})['Item']
-    got = item()
-    assert got['rm'] == {'N': str(T0 // 60)}
-    assert got['ru'] == {'N': '3'} and got['rs00'] == {'N': '1'} and got['rs01'] == {'N': '2'}
-    assert got[f'rk_{cred}'] == {'N': '3'}
-    assert got[f'rk_{cred}_00'] == {'N': '1'} and got[f'rk_{cred}_01'] == {'N': '2'}
-    assert not [name for name in got if name.startswith('RL#')]
+    got = _raw(f"RATE#{me['id']}", f'M#{T0 // 60}')
+    assert got['kind'] == {'S': 'gate'} and int(got['ttl']['N']) == T0 + 60 + 120
+    assert got['u'] == {'N': '3'} and got['u00'] == {'N': '1'} and got['u01'] == {'N': '2'}
+    assert got[f'c_{cred}'] == {'N': '3'}
+    assert got[f'c00_{cred}'] == {'N': '1'} and got[f'c01_{cred}'] == {'N': '2'}
     clock.now = T0 + 60 + 5.5
     r = api.get('/api/account/me')
     assert r.status == 200 and limit_headers(r)[1] == 99
-    got = item()
-    assert got['rm'] == {'N': str(T0 // 60 + 1)} and got['ru'] == {'N': '1'} and got['rs05'] == {'N': '1'}
-    assert 'rs00' not in got and 'rs01' not in got and f'rk_{cred}_01' not in got
-    assert f'acl_{me["memberships"][0]["organizationId"]}' in got     # the roles stay
+    nxt = _raw(f"RATE#{me['id']}", f'M#{T0 // 60 + 1}')
+    assert nxt['u'] == {'N': '1'} and nxt['u05'] == {'N': '1'} and 'u01' not in nxt
+    assert _raw(f"RATE#{me['id']}", f'M#{T0 // 60}')['u'] == {'N': '3'}   # untouched: the TTL ends it
+    acl = _raw(f"users#{me['id']}", 'ACL')
+    assert f'acl_{me["memberships"][0]["organizationId"]}' in acl
+    assert not [n for n in acl if not n.startswith(('acl_', 'key_')) and n not in ('pk', 'sk', 'kind', 'sub')]
+
+
+def test_a_refused_request_writes_nothing(api, clock):
+    me = api.get('/api/account/me').json
+    for _ in range(19):
+        assert api.get('/api/account/me').status == 200
+    before = _raw(f"RATE#{me['id']}", f'M#{T0 // 60}')
+    assert before['u'] == {'N': '20'} and before['u00'] == {'N': '20'}
+    for _ in range(5):
+        assert api.get('/api/account/me').status == 429
+    assert _raw(f"RATE#{me['id']}", f'M#{T0 // 60}') == before
+
+
+def test_forty_keys_of_one_user_across_a_minute_boundary_keep_every_item_small(api, clock, monkeypatch):
+    """Issue 27: 40 keys of one user in use, over two minutes and across their boundary: every
+    request answered (no 5xx), the user's ACL item the same size before and after (roles and
+    keys only), and each minute's gate item bounded by the traffic the limits admit in a minute
+    (the old layout grew the ACL item to ~700 attributes and then failed its cleanup)."""
+    from chalicelib.core.config import get_config, reset_config
+    monkeypatch.setenv('RATE_LIMIT_USER_PER_MINUTE', '100000')
+    monkeypatch.setenv('RATE_LIMIT_USER_BURST_PER_SECOND', '100000')
+    reset_config()
+    get_config()
+    me = api.get('/api/account/me').json
+    keys = []
+    for i in range(40):
+        clock.now += 0.5                          # under the admin key's own burst
+        keys.append(api.post('/api/account/me/api-keys', {'name': f'k{i}'}).json['key'])
+    acl_before = _raw(f"users#{me['id']}", 'ACL')
+    clock.now = T0 + 30.25
+    statuses = []
+    for step in range(240):                       # 2 a second for two minutes: 6 requests per key a minute
+        statuses.append(api.as_key(keys[step % 40]).get('/api/account/me').status)
+        clock.now += 0.5
+    assert statuses == [200] * 240
+    assert _raw(f"users#{me['id']}", 'ACL') == acl_before
+    for minute in (T0 // 60, T0 // 60 + 1, T0 // 60 + 2):
+        item = _raw(f"RATE#{me['id']}", f'M#{minute}')
+        counters = [n for n in item if n not in ('pk', 'sk', 'kind', 'ttl')]
+        # per minute: u, <= 60 seconds, <= 40 credentials, <= 120 (credential, second) pairs
+        assert len(counters) <= 1 + 60 + 40 + 120, (minute, len(counters))
+        assert 'ttl' in item
 
 
 def test_dynamodb_calls_of_one_authenticated_get_by_id(api, org_id, clock, idp):  # noqa: F811 - shared fixture
@@ -248,3 +291,18 @@ def test_the_counter_holds_across_two_app_instances(client, clock):
             clock.now += 0.5
         assert a.get('/api/account/me').status == 429
         assert b.get('/api/account/me').status == 429
+
+
+def test_count_n_requests_is_the_entry_point_for_batches(api, clock):
+    """``ratelimit.count(principal, n)``: n more requests of an admitted caller in one
+    UpdateItem, all or none (an MCP batch counts every call)."""
+    from chalicelib.features.identity import ratelimit
+    from chalicelib.features.identity import service as identity
+    assert limit_headers(api.get('/api/account/me'))[1] == 99
+    principal = identity.authenticate({'x-api-key': ADMIN_KEY})
+    assert ratelimit.count(principal, 15).remaining == 84
+    with pytest.raises(ratelimit.Refused):
+        ratelimit.count(principal, 5)                     # 21 in this second: all refused
+    assert limit_headers(api.get('/api/account/me'))[1] == 83   # the refused five were not counted
+    clock.now += 1
+    assert ratelimit.count(principal, 0).remaining == 100       # nothing to count

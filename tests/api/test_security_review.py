@@ -443,8 +443,9 @@ def test_an_invitation_can_be_declined_and_a_new_address_gets_an_account(api, tw
 def test_dynamodb_calls_of_a_members_requests(api, org_id, monkeypatch):
     """Suspension costs a member a consistent read of the organization per request that touches
     it: on a GET by id it rides in the BatchGetItem that reads the record with the admission
-    (the organizations the member held on their previous request), else one GetItem (the first
-    request of a process, and lists). None for a platform admin (tests/api/test_ratelimit.py)."""
+    (the organizations the member held on their previous request), else in the one BatchGetItem
+    that reads what the answer embeds (the first request of a process: kernel/embedding.py
+    ``read_ahead``); on a list, one GetItem. None for a platform admin (tests/api/test_ratelimit.py)."""
     from chalicelib.kernel.store import model
     project = create(api, 'projects', org_id)
     _, key = make_user(api, org_id, 'MEMBER')
@@ -470,6 +471,6 @@ def test_dynamodb_calls_of_a_members_requests(api, org_id, monkeypatch):
     monkeypatch.setattr(ratelimit, 'clock', lambda: 1_800_000_000.5)   # no new minute mid-test
     assert member.get('/api/account/me').status == 200   # the member's first request this minute starts it
     admission._org_hint.clear()
-    assert sorted(count(f"/api/projects/{project['id']}")) == ['BatchGetItem', 'GetItem', 'UpdateItem']
+    assert sorted(count(f"/api/projects/{project['id']}")) == ['BatchGetItem', 'BatchGetItem', 'UpdateItem']
     assert sorted(count(f"/api/projects/{project['id']}")) == ['BatchGetItem', 'UpdateItem']
     assert sorted(count('/api/projects')) == ['BatchGetItem', 'BatchGetItem', 'Query', 'Query', 'UpdateItem']

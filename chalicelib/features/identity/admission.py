@@ -3,20 +3,23 @@ left, in one round trip of latency (features/identity/service.py docstring: ``ad
 
     principal, decision = admit(headers, method, reads=[('projects', id)])
 
-* the gate (kernel/store/gate.py): ONE UpdateItem on the caller's ACL item authenticates the credential
-  (the key is live, or the token's subject is the bound one), counts the request in the per-key
-  and per-user windows and returns the roles;
-* at the same time, on a second thread, ONE BatchGetItem reads the user's record (active,
-  e-mail), the records ``reads`` names (the route's GET by id) and the organizations the hint
-  names (their status: suspension);
+* the count (kernel/store/gate.py): ONE UpdateItem on the user's item for the current minute
+  counts the request in the per-credential and per-user windows, refusing (writing nothing)
+  when one is full;
+* at the same time, on a second thread, ONE strongly consistent BatchGetItem reads the user's
+  record (active, e-mail), their ACL item (live keys, bound subject, roles), the records
+  ``reads`` names (the route's GET by id) and the organizations the hint names (their status:
+  suspension);
 * then the decision: 401 (credential not live, user missing or inactive, Basic e-mail mismatch;
   the request is given back to the counters), 429 (over a limit; not counted), or the principal
-  with what was read for it (``principal.seen``: ``prefetched`` records, ``organizationStatus``).
+  with what was read for it (``principal.seen``: ``prefetched`` records, ``organizationStatus``,
+  ``orgsOf``).
 
-When the gate cannot be reached (throttled, failing), the limiter fails closed for writes: the
-caller is authenticated the old way (``identity.authenticate``, one BatchGetItem) so a bad
-credential is still a 401, then a write is 503 and a read is counted in memory
-(features/identity/ratelimit.py).
+A credential this process has not seen pass yet is read first and counted after (one round
+more, once per process and credential): made-up keys naming a user never write that user's
+counters. When the count cannot be made (throttled, failing), the limiter fails closed for
+writes: a write is 503 and a read is counted in memory (features/identity/ratelimit.py); the
+caller was authenticated by the read all the same, so a bad credential is still a 401.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ MAX_HINTED_ORGS = 25      # beyond this, statuses are read when needed
 _org_hint: dict[str, tuple[str, ...]] = {}
 _owner_of_key: dict[str, str] = {}      # key hash -> user id (never changes)
 _user_of_subject: dict[str, str] = {}   # '{iss}|{sub}' -> user id (bound once, never rebound)
+_passed: dict[str, str] = {}            # '{userId}|{keyHash or subject}' that passed here: counted concurrently
 _lock = threading.Lock()
 
 
@@ -139,48 +143,60 @@ def admit(headers: Mapping[str, str], method: str = 'GET', *,
     return _admit(_credential(headers, audience), headers, method, _valid_reads(reads), audience)
 
 
+def _identity(cred: _Credential) -> str:
+    return f'{cred.user_id}|{cred.key_hash or cred.subject}'
+
+
+def _count(cred: _Credential, *, minute: int, second: int, limits) -> gate.GateAnswer | Exception:
+    try:
+        return gate.count(cred.user_id, rate_key=cred.rate_key, minute=minute, second=second, limits=limits)
+    except Exception as exc:  # noqa: BLE001 - the gate cannot count: decided by ratelimit, never a 500
+        return exc
+
+
 def _admit(cred: _Credential, headers: Mapping[str, str], method: str,
            wanted: list[tuple[str, str]], audience: str | None = None) -> tuple[Principal, ratelimit.Decision]:
     hinted = _org_hint.get(cred.user_id, ())
     orgs = [('organizations', o) for o in hinted]
-    pending = gate.read_async(cred.user_id, wanted + orgs)
     limits = ratelimit.limits()
     now = ratelimit.clock()
     minute, second = int(now // 60), int(now) % 60
+    answer: gate.GateAnswer | Exception | None = None
+    if _identity(cred) in _passed:
+        # a credential that passed before in this process: count while the reads authenticate
+        pending = gate.read_async(cred.user_id, wanted + orgs)
+        answer = _count(cred, minute=minute, second=second, limits=limits)
+        try:
+            got = pending.result()
+        except Exception:  # noqa: BLE001 - read again on this thread; its error is the request's
+            got = gate.read(cred.user_id, wanted + orgs)
+    else:
+        # never seen passing here: authenticate first, so a made-up credential counts nothing
+        got = gate.read(cred.user_id, wanted + orgs)
     try:
-        answer = _pass(cred, minute=minute, second=second, limits=limits)
+        user = _authenticated(cred, got)
     except Unauthorized:
-        pending.cancel()
-        raise
-    except Exception as exc:  # noqa: BLE001 - the gate cannot count: decided by ratelimit, never a 500
-        pending.cancel()
-        log.warning('request gate unavailable (%s)', type(exc).__name__)
-        principal = identity.authenticate(headers, audience=audience)
-        return principal, ratelimit.without_table(principal.user_id, principal.rate_key, method)
-    try:
-        got = pending.result()
-    except Exception:  # noqa: BLE001 - read again on this thread; its error is the request's
-        got = gate.read_async(cred.user_id, wanted + orgs).result()
-    user = got.user
-    refusal = None
-    if user is None or user.get('active') is False:
-        refusal = Unauthorized('The credential does not belong to an active user')
-    elif cred.expected_email is not None and \
-            str(user.get('email') or '').lower() != cred.expected_email.strip().lower():
-        refusal = Unauthorized('Invalid credentials')
-    if refusal is not None:
-        if answer.admitted:
+        if isinstance(answer, gate.GateAnswer) and answer.admitted:
             gate.give_back(cred.user_id, cred.rate_key, minute=minute, second=second)
-        raise refusal
-    decision = ratelimit.decide(answer, limits, now)
-    if not answer.admitted:
-        gate.give_back(cred.user_id, cred.rate_key, minute=minute, second=second)
-        raise ratelimit.Refused(decision)
-    roles = answer.roles
+        with _lock:
+            _passed.pop(_identity(cred), None)
+        raise
+    _remember(_passed, _identity(cred), '')
+    if answer is None:
+        answer = _count(cred, minute=minute, second=second, limits=limits)
+    if isinstance(answer, Exception):
+        log.warning('request gate unavailable (%s)', type(answer).__name__)
+        decision = ratelimit.without_table(cred.user_id, cred.rate_key, method)
+    else:
+        decision = ratelimit.decide(answer, limits, now)
+        if not answer.admitted:
+            raise ratelimit.Refused(decision)
+    roles = got.access.roles
     principal = Principal(user_id=cred.user_id, email=str(user.get('email') or ''), memberships=dict(roles),
                           platform_admin='PLATFORM_ADMIN' in roles.values(), credential=cred.credential,
                           rate_key=cred.rate_key, user=user)
     principal.seen['prefetched'] = {key: got.entities.get(key) for key in wanted}
+    principal.seen['orgsOf'] = {cred.user_id: frozenset(roles)}
     statuses = principal.seen.setdefault('organizationStatus', {})
     records = principal.seen.setdefault('records', {})   # read anyway: embedding reuses them
     for _, org in orgs:
@@ -197,19 +213,23 @@ def _admit(cred: _Credential, headers: Mapping[str, str], method: str,
     return principal, decision
 
 
-def _pass(cred: _Credential, *, minute: int, second: int, limits) -> gate.GateAnswer:
-    expiry_now = int(identity.now().timestamp())   # identity.now: what tests move
-    for attempt in range(2):
-        try:
-            return gate.pass_gate(cred.user_id, rate_key=cred.rate_key, key_hash=cred.key_hash, subject=cred.subject,
-                                  now=expiry_now, minute=minute, second=second, limits=limits)
-        except gate.CredentialNotLive as exc:
-            if cred.key_hash is None:
-                raise Unauthorized('This account is bound to another sign-in identity') from None
-            marker = exc.item.get(f'{gate.KEY_ATTR}{cred.key_hash}')
-            if marker is not None:
-                raise Unauthorized('The API key has expired') from None
-            # a key stored before the gate item carried keys: add it (once), then pass again
-            if attempt or not credentials.heal_key(cred.key_hash, cred.user_id):
-                raise Unauthorized('Invalid API key') from None
-    raise Unauthorized('Invalid API key')
+def _authenticated(cred: _Credential, got: gate.Reads) -> dict:
+    """The user record when the credential is live and the user active; else 401."""
+    if cred.key_hash is not None:
+        expiry = got.access.keys.get(cred.key_hash)
+        if expiry is None:
+            # a key stored before the ACL item carried keys: add it (once), when its record exists
+            expiry = credentials.heal_key(cred.key_hash, cred.user_id)
+            if expiry is None:
+                raise Unauthorized('Invalid API key')
+        if expiry <= int(identity.now().timestamp()):   # identity.now: what tests move
+            raise Unauthorized('The API key has expired')
+    elif got.access.subject != cred.subject:
+        raise Unauthorized('This account is bound to another sign-in identity')
+    user = got.user
+    if user is None or user.get('active') is False:
+        raise Unauthorized('The credential does not belong to an active user')
+    if cred.expected_email is not None and \
+            str(user.get('email') or '').lower() != cred.expected_email.strip().lower():
+        raise Unauthorized('Invalid credentials')
+    return user

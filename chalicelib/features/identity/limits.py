@@ -1,8 +1,8 @@
 """Rate-limit shapes: the four counts of one request and the four limits.
 
-The counters themselves live on the user's gate item and are counted by the request's one
-UpdateItem (kernel/store/gate.py): per user and minute ``ru``, per second ``rsNN``, per credential
-``rk_{cred}`` and ``rk_{cred}_NN``. Because they live in the table, they hold across Lambda
+The counters themselves live in one small item per user and minute, counted by the request's
+one UpdateItem (kernel/store/gate.py): per user ``u``, per second ``uNN``, per credential
+``c{cred}`` and ``c{cred}NN``. Because they live in the table, they hold across Lambda
 instances.
 """
 from __future__ import annotations

@@ -10,8 +10,11 @@ the limit): counting them would make every garbage request a DynamoDB write; the
 throttling absorbs floods.
 
 Windows are fixed: the minute window is the UTC minute, the burst window the second. The
-request's one gate UpdateItem (kernel/store/gate.py, features/identity/admission.py) authenticates it and counts
-all four windows on the user's ACL item; a refused request is given back (not counted).
+request's one gate UpdateItem (kernel/store/gate.py, features/identity/admission.py) counts all
+four windows on the user's item for that minute (a small item that expires; docs/scale.md "Rate
+gate"), while the authenticating read runs beside it; a refused request writes nothing (not
+counted). ``count(principal, n)`` counts n more requests of a caller already admitted (an MCP
+batch: every call counts).
 
 When the counters cannot be read or written (the table throttles or fails), the limiter fails
 closed for writes: any method but GET, HEAD and OPTIONS gets 503 with ``Retry-After`` and
@@ -98,7 +101,29 @@ def decide(counts, limits_: store.Limits, now: float) -> Decision:
     return _decide(counts, limits_, now)
 
 
-def without_table(user_id: str, credential: str, method: str = 'GET') -> Decision:
+def count(principal, n: int = 1, method: str = 'POST') -> Decision:
+    """Count ``n`` more requests of an authenticated caller through its credential (an MCP batch
+    counts every call; the request itself was counted by its admission): one UpdateItem.
+    Over a limit: ``Refused`` and nothing counted. An uncounted caller (no ``rate_key``: the
+    service, an agent) is not counted. The gate unavailable: as ``without_table``."""
+    if n <= 0 or not principal.rate_key:
+        return untracked()
+    from chalicelib.kernel.store import gate  # noqa: PLC0415 - lazy: cold start (pynamodb)
+    limits_ = limits()
+    now = clock()
+    try:
+        counts = gate.count(principal.user_id, rate_key=principal.rate_key, minute=int(now // 60),
+                            second=int(now) % 60, limits=limits_, weight=n)
+    except Exception as exc:  # noqa: BLE001 - the gate cannot count: fail closed for writes
+        log.warning('request gate unavailable (%s)', type(exc).__name__)
+        return without_table(principal.user_id, principal.rate_key, method, n)
+    decision = _decide(counts, limits_, now)
+    if not decision.allowed:
+        raise Refused(decision)
+    return decision
+
+
+def without_table(user_id: str, credential: str, method: str = 'GET', n: int = 1) -> Decision:
     """The gate could not count (module docstring): a write is refused with
     ``LimiterUnavailable``; a read is counted in this process's windows (``Refused`` when over)."""
     if method.upper() not in READ_METHODS:
@@ -106,7 +131,7 @@ def without_table(user_id: str, credential: str, method: str = 'GET') -> Decisio
     limits_ = limits()
     now = clock()
     minute = int(now // 60)
-    counts = _fallback.hit(user_id, credential, minute=minute, second=int(now) % 60, limits=limits_)
+    counts = _fallback.hit(user_id, credential, minute=minute, second=int(now) % 60, limits=limits_, n=n)
     decision = _decide(counts, limits_, now)
     if not decision.allowed:
         raise Refused(decision)
@@ -135,10 +160,21 @@ def count_more(principal, n: int) -> int:
     if principal is None or not getattr(principal, 'rate_key', None):
         return n
     from chalicelib.kernel.store import gate  # noqa: PLC0415 - lazy: the store loads boto3 (cold start)
+    limits_ = limits()
     now = clock()
+    minute, second = int(now // 60), int(now) % 60
+    want = n
     try:
-        return gate.take(principal.user_id, principal.rate_key, n, minute=int(now // 60), second=int(now) % 60,
-                         limits=limits())
+        for _ in range(4):   # the gate counts all of ``want`` or none: on a refusal, ask for what is left
+            if want <= 0:
+                return 0
+            counts = gate.count(principal.user_id, rate_key=principal.rate_key, minute=minute, second=second,
+                                limits=limits_, weight=want)
+            if counts.admitted:
+                return want
+            want = min(want, limits_.user_minute - counts.user_minute, limits_.user_second - counts.user_second,
+                       limits_.key_minute - counts.key_minute, limits_.key_second - counts.key_second)
+        return 0
     except Exception:  # noqa: BLE001 - the counters cannot be reached: nothing more runs (fail closed)
         log.warning('could not count %s more requests of a batch', n, exc_info=True)
         return 0
@@ -167,18 +203,18 @@ class _Fallback:
         self._counts: dict[str, int] = {}
 
     def hit(self, user_id: str, credential: str, *, minute: int, second: int,
-            limits: store.Limits) -> store.WindowCounts:
+            limits: store.Limits, n: int = 1) -> store.WindowCounts:
         keys = (f'{user_id}', f'{user_id}#{second}', f'{user_id}|{credential}', f'{user_id}|{credential}#{second}')
         caps = (limits.user_minute, limits.user_second, limits.key_minute, limits.key_second)
         with self._lock:
             if minute != self._minute:
                 self._minute, self._counts = minute, {}
             now = [self._counts.get(k, 0) for k in keys]
-            admitted = all(n < cap for n, cap in zip(now, caps, strict=True))
+            admitted = all(c + n <= cap for c, cap in zip(now, caps, strict=True))
             if admitted:
                 for k in keys:
-                    self._counts[k] = self._counts.get(k, 0) + 1
-                now = [n + 1 for n in now]
+                    self._counts[k] = self._counts.get(k, 0) + n
+                now = [c + n for c in now]
         return store.WindowCounts(admitted, now[0], now[1], now[2], now[3])
 
 

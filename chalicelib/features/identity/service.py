@@ -14,20 +14,21 @@ an unknown one. A credential whose user no longer exists or is inactive is a 401
 
 Two entry points:
 
-``admit(headers, method, reads=...)``: the request path (the middleware). Authentication and
-rate accounting are ONE UpdateItem on the user's gate item (kernel/store/gate.py: the ACL item carries
-the live keys, the bound subject, the roles and the rate windows, and returns them), and ONE
-BatchGetItem reads, at the same time on a second thread, the user's record, the entities the
-route will read (a GET by id: that record) and the organizations the caller belonged to on
-their previous request in this process (``_org_hint``), whose status decides suspension
-(kernel/access.py). Nothing is answered before the gate has decided. So a GET by id costs two
-calls in flight together; the first request of a user in a process, or one touching an
-organization the hint did not name, reads the organization once more (one GetItem). A key whose
-text does not name its owner (keys handed to bootstrap) and a bearer token first map to the user
-(the key's pointer item; the subject's unique item): both mappings never change, so they are
-remembered per process and cost one GetItem only on a process's first request of that
-credential. Nothing that can change is cached: a revoked key, a removed membership, a changed
-role or a suspended organization apply on the next request.
+``admit(headers, method, reads=...)``: the request path (the middleware,
+features/identity/admission.py). Rate accounting is ONE UpdateItem on the user's gate item for
+the current minute (kernel/store/gate.py: a small item that expires), and ONE strongly consistent
+BatchGetItem reads, at the same time on a second thread, the user's record, their ACL item (live
+keys, bound subject, roles), the entities the route will read (a GET by id: that record) and the
+organizations the caller belonged to on their previous request in this process (``_org_hint``),
+whose status decides suspension (kernel/access.py). Nothing is answered before both have
+decided. So a GET by id costs two calls in flight together, then one BatchGetItem of what its
+answer embeds (kernel/embedding.py ``read_ahead``). A credential not yet seen passing in this
+process is read before it is counted (once). A key whose text does not name its owner (keys
+handed to bootstrap) and a bearer token first map to the user (the key's pointer item; the
+subject's unique item): both mappings never change, so they are remembered per process and cost
+one GetItem only on a process's first request of that credential. Nothing that can change is
+cached: a revoked key, a removed membership, a changed role or a suspended organization apply
+on the next request.
 
 ``authenticate(headers) -> Principal``: the same identity without counting a request (MCP
 tools, tests): one BatchGetItem of user, roles and key record (kernel/store/credentials.py).

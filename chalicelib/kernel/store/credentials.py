@@ -11,13 +11,14 @@ The partition of a user (pk ``users#{userId}``, the user entity's own partition)
 |                | identity-provider subject bound on first bearer sign-in (``{iss}|{sub}``,  |
 |                | set once, with its unique item ``UQ#users#ALL#sub#...`` in the same       |
 |                | transaction)                                                              |
-|                | ``key_{hash}`` = a live key's expiry and the rate windows: the request    |
-|                | gate (kernel/store/gate.py) authenticates and counts with ONE UpdateItem here    |
+|                | ``key_{hash}`` = a live key's expiry: the request gate reads this item    |
+|                | to authenticate while it counts elsewhere (kernel/store/gate.py)          |
 | ``KEY#{hash}`` | one per API key: ``data`` = the key record (never the key itself)         |
 
 New keys name their user (``pk_{userId, base64url}_{secret}``, core/secrets.py), so a request
-goes straight to the user's gate item; ``user_access`` (user, roles and key record with ONE
-BatchGetItem, consistent reads) authenticates without counting (identity.authenticate).
+goes straight to the user's ACL item (read by the request gate, kernel/store/gate.py);
+``user_access`` (user, roles and key record with ONE BatchGetItem, consistent reads)
+authenticates without counting (identity.authenticate).
 A pointer item ``KEY#{hash}`` / ``#`` (same record, ``ref`` = userId) finds the user of
 a key whose text does not name it (keys handed to bootstrap): one GetItem more. Only the
 SHA-256 of a key is ever stored.
@@ -108,7 +109,7 @@ def key_expiry(record: dict[str, Any]) -> int:
 
 
 def key_live_op(user_id: str, key_hash: str, record: dict[str, Any]) -> Op:
-    """Transaction operation: the gate item (the ACL item, kernel/store/gate.py) knows the key is live."""
+    """Transaction operation: the ACL item knows the key is live (kernel/store/gate.py reads it)."""
     model = configure()
     return update_item(entity_pk('users', user_id), ACL_SK,
                        [model.kind.set('acl'), Path(f'{KEY_ATTR}{key_hash}').set(key_expiry(record))], what='key')
@@ -121,22 +122,23 @@ def put_key(key_hash: str, record: dict[str, Any]) -> None:
             key_live_op(record['userId'], key_hash, record)])
 
 
-def heal_key(key_hash: str, user_id: str) -> bool:
-    """A key stored before the gate item carried keys: add its ``key_`` attribute, provided its
-    key record still exists (a revocation in between wins). False when it does not."""
+def heal_key(key_hash: str, user_id: str) -> int | None:
+    """A key stored before the ACL item carried keys: add its ``key_`` attribute, provided its
+    key record still exists (a revocation in between wins). Its expiry (epoch seconds), or
+    None when it does not exist."""
     model = configure()
     try:
         item = model.get(entity_pk('users', user_id), f'{KEY_SK}{key_hash}', consistent_read=True)
     except model.DoesNotExist:
-        return False
+        return None
     record = item.data.as_dict() if item.data is not None else {}
     try:
         commit([Op('check', model_key=(entity_pk('users', user_id), f'{KEY_SK}{key_hash}'),
                    condition=model.pk.exists(), tag={'what': 'key'}),
                 key_live_op(user_id, key_hash, record)])
     except WriteConflict:
-        return False
-    return True
+        return None
+    return key_expiry(record)
 
 
 def get_key(key_hash: str) -> dict[str, Any] | None:

@@ -1,40 +1,43 @@
-"""The request gate: authentication and rate accounting in ONE UpdateItem, and the reads a
-request needs issued concurrently with it.
+"""The request gate: rate accounting in small items that expire, and the reads that authenticate
+a request issued concurrently with the count (docs/scale.md, "Rate gate").
 
-The gate item is the user's ACL item (``users#{userId}`` / ``ACL``, kernel/store/credentials.py). Next
-to the roles (``acl_{orgId}``) and the bound identity-provider subject (``sub``) it carries:
+**Counts.** One item per user and minute counts the four windows of the limits
+(features/identity/ratelimit.py):
 
-| attribute          | what                                                                 |
-|--------------------|----------------------------------------------------------------------|
-| ``key_{sha256}``   | one per live API key: its expiry in epoch seconds (``NEVER`` when it |
-|                    | has none); written and removed in the key's own transaction          |
-| ``rm``             | the minute (epoch seconds // 60) the counters below belong to        |
-| ``ru``             | the user's requests admitted in that minute (all keys and tokens)    |
-| ``rsNN``           | the user's requests in second NN of that minute                      |
-| ``rk_{cred}``      | requests through one credential in that minute (an API key's hash    |
-|                    | prefix, or ``jwt`` for the user's bearer tokens)                     |
-| ``rk_{cred}_NN``   | the same, in second NN                                               |
+| pk                    | sk        | attributes                                                    |
+|-----------------------|-----------|---------------------------------------------------------------|
+| ``RATE#{userId}``     | ``M#{m}`` | ``kind`` = ``gate``, ``ttl`` = end of minute m + ``GRACE``,  |
+|                       |           | ``u`` the user's requests in minute m (all credentials),     |
+|                       |           | ``uNN`` the user's requests in second NN of it,              |
+|                       |           | ``c_{cred}`` one credential's requests in minute m,          |
+|                       |           | ``cNN_{cred}`` the same in second NN                         |
 
-One request = one ``UpdateItem`` that ADDs 1 to its four counters, on condition that the
-credential is live (``key_{hash} > now``: the key exists and has not expired; or ``sub`` equals
-the token's subject) and that the counters are this minute's (``rm = minute``), returning the
-whole item (``ALL_NEW``): the roles come back with the counts. So a revoked key, a removed
-membership or a changed role is seen by the very next request (the key's and the membership's
-transactions write this item), and a request whose credential is not live counts nothing.
+``m`` is epoch seconds // 60, ``cred`` a short name of the credential (``credential_name``: 8
+hex digits of an API key's hash, or ``jwt`` for the user's bearer tokens). A request is ONE
+UpdateItem that ADDs its weight to its four counters on condition that none would pass its
+limit: a refused request writes nothing (``ALL_OLD`` says which window is full), so nothing is
+given back and only admitted requests add attributes. The next minute is another item: nothing
+is ever cleaned up, the table's TTL removes old minutes. So the item's size is bounded by what
+the user may do in a minute: at most 1 + 60 + credentials + min(admitted requests,
+credentials x 60) counters (docs/scale.md gives the bytes), and the user's ACL item
+(kernel/store/credentials.py) holds only roles, the bound subject and live keys: its size
+depends on memberships and keys, never on traffic.
 
-* The condition fails because the minute moved on (``ALL_OLD`` says so): one more UpdateItem
-  starts the minute (SET the four counters to 1, REMOVE the last minute's): once per user and
-  minute.
-* The counts are over a limit: the request is refused and its four counters are given back by
-  a compensating ``ADD -1`` (so refused requests use up no quota, as before; between the two
-  calls a concurrent request of the same user may see the count one higher).
-* A key written before this item carried keys (no ``key_`` attribute yet) is checked against
-  its key record and its attribute added (``heal_key``: a transaction conditioned on the key
-  record still existing, so a revocation in between wins).
+**Authentication** reads, concurrently with the count and in ONE strongly consistent
+BatchGetItem, the user's record, their ACL item (live keys ``key_{hash}`` with their expiry,
+``sub``, roles ``acl_{org}``) and whatever else the request will read (``read_async``). A
+credential that turns out not to be live had its request counted: it is given back
+(``give_back``). Since counting before knowing would let made-up credentials naming a user
+write that user's item, features/identity/admission.py only counts concurrently for a credential
+this process has seen pass already; any other is authenticated first.
 
-Errors other than the condition are not caught here: features/identity/service.py decides (the limiter
-fails closed for writes). Concurrent reads run on a small thread pool (``read_async``); botocore
-clients are thread-safe.
+**Before this layout** the counters were attributes of the ACL item (``rm``, ``ru``, ``rsNN``,
+``rk_{cred}``, ``rk_{cred}_NN``) cleared by a REMOVE of up to 250 names each minute. They are
+ignored now; ``legacy_cleanup_ops`` gives the UpdateItem that removes them from one ACL item
+(the migration command calls it; the invariant checker reports items still holding them).
+
+Concurrent reads run on a small thread pool (``read_async``); botocore clients are
+thread-safe.
 """
 from __future__ import annotations
 
@@ -50,181 +53,134 @@ from chalicelib.kernel.store.table import ENTITY_SK, Stored, entity_pk, stored_f
 
 ACL_SK = 'ACL'
 KEY_ATTR = 'key_'
+ACL_ATTR = 'acl_'
 NEVER = 9_999_999_999          # the expiry of a key that has none (year 2286)
-_COUNTER = re.compile(r'^(ru|rs\d\d|rk_.+)$')
-_SAFE = re.compile(r'[^A-Za-z0-9_-]')
-MAX_REMOVE = 250                # stale counter names removed per UpdateItem (expression size)
+GATE_PREFIX = 'RATE#'
+GATE_KIND = 'gate'
+MINUTE_SK = 'M#'
+GRACE = 120                    # seconds a minute's item outlives its minute (clock skew between instances)
+CRED_HEX = 8                    # hex digits of a key's hash naming its counters (docs/scale.md)
+_SAFE = re.compile(r'[^A-Za-z0-9]')
+# the counters of the ACL item before this layout (legacy_cleanup_ops)
+LEGACY_COUNTER = re.compile(r'^(rm|ru|rs\d\d|rk_.+)$')
+_COUNTER = re.compile(r'^(u|u\d\d|c_[A-Za-z0-9]+|c\d\d_[A-Za-z0-9]+)$')
+_USER_SECOND = re.compile(r'^u\d\d$')
+_CRED_SECOND = re.compile(r'^c\d\d_(.+)$')
 
 
-@dataclass
+@dataclass(frozen=True)
 class GateAnswer:
-    """What the gate item said: roles, subject, counts after this request (``admitted``) or as
-    they were (refused)."""
+    """The four counts after this request (admitted) or as they were (refused)."""
     admitted: bool
-    roles: dict[str, str]
-    subject: str | None
     user_minute: int
     user_second: int
     key_minute: int
     key_second: int
-    item: dict[str, Any] = field(repr=False, default_factory=dict)
-
-
-class CredentialNotLive(Exception):
-    """The gate item has no such live key (or subject): nothing was counted."""
-
-    def __init__(self, item: dict[str, Any] | None) -> None:
-        super().__init__('credential not live')
-        self.item = item or {}
 
 
 def acl_key(user_id: str) -> dict[str, Any]:
     return {'pk': {'S': entity_pk('users', user_id)}, 'sk': {'S': ACL_SK}}
 
 
+def gate_pk(user_id: str) -> str:
+    return f'{GATE_PREFIX}{user_id}'
+
+
+def gate_key(user_id: str, minute: int) -> dict[str, Any]:
+    return {'pk': {'S': gate_pk(user_id)}, 'sk': {'S': f'{MINUTE_SK}{minute}'}}
+
+
+def is_gate_key(key: dict[str, Any]) -> bool:
+    """Is this (low-level) key a gate item's? (tests and fault rules tell the gate's calls apart)"""
+    return str((key.get('pk') or {}).get('S', '')).startswith(GATE_PREFIX)
+
+
 def credential_name(rate_key: str) -> str:
-    return _SAFE.sub('_', rate_key)[:80]
+    """The short name of a credential's counters: ``key-{hash}`` -> the hash's first CRED_HEX
+    digits; anything else (``jwt``) its letters and digits."""
+    if rate_key.startswith('key-'):
+        return _SAFE.sub('', rate_key[4:])[:CRED_HEX]
+    return _SAFE.sub('', rate_key)[:CRED_HEX] or 'x'
 
 
 def _number(attr: dict | None) -> int:
     return int(attr['N']) if attr and 'N' in attr else 0
 
 
-def roles_of(item: dict[str, Any]) -> dict[str, str]:
-    return {name[4:]: value['S'] for name, value in item.items() if name.startswith('acl_') and 'S' in value}
+def _names(cred: str, second: int) -> dict[str, str]:
+    return {'#u': 'u', '#us': f'u{second:02d}', '#c': f'c_{cred}', '#cs': f'c{second:02d}_{cred}'}
 
 
-def pass_gate(user_id: str, *, rate_key: str, key_hash: str | None = None, subject: str | None = None,
-              now: int, minute: int, second: int, limits) -> GateAnswer:
-    """Authenticate and count one request in one UpdateItem (module docstring). Raises
-    ``CredentialNotLive`` when the key or subject is not on the item."""
+def count(user_id: str, *, rate_key: str, minute: int, second: int, limits, weight: int = 1) -> GateAnswer:
+    """Count ``weight`` requests of a user through one credential in one UpdateItem on the
+    minute's item (module docstring). Admitted when no window would pass its limit; a refused
+    request writes nothing. Errors (throttling, ...) are the caller's to decide
+    (features/identity/ratelimit.py fails closed for writes)."""
     ddb = client()
-    cred = credential_name(rate_key)
-    names = {'#u': 'ru', '#us': f'rs{second:02d}', '#k': f'rk_{cred}', '#ks': f'rk_{cred}_{second:02d}', '#m': 'rm'}
-    values: dict[str, Any] = {':one': {'N': '1'}, ':m': {'N': str(minute)}}
-    if key_hash is not None:
-        names['#g'] = f'{KEY_ATTR}{key_hash}'
-        values[':g'] = {'N': str(now)}
-        gate = '#g > :g'
-    else:
-        names['#g'] = 'sub'
-        values[':g'] = {'S': subject or ''}
-        gate = '#g = :g'
-    for _ in range(3):
-        try:
-            item = ddb.update_item(
-                TableName=table_name(), Key=acl_key(user_id),
-                UpdateExpression='ADD #u :one, #us :one, #k :one, #ks :one',
-                ConditionExpression=f'{gate} AND #m = :m',
-                ExpressionAttributeNames=names, ExpressionAttributeValues=values,
-                ReturnValues='ALL_NEW', ReturnValuesOnConditionCheckFailure='ALL_OLD')['Attributes']
-        except ddb.exceptions.ConditionalCheckFailedException as exc:
-            old = exc.response.get('Item') or {}
-            if not _live(old, names['#g'], values[':g'], key_hash is not None):
-                raise CredentialNotLive(old) from None
-            stored_minute = _number(old.get('rm'))
-            if stored_minute > minute:          # another instance's clock is ahead: count there
-                values[':m'] = {'N': str(stored_minute)}
-                continue
-            item = _start_minute(user_id, old, names, values, gate)
-            if item is None:
-                continue                        # another request started it first: count again
-        return _answer(item, names, limits)
-    raise CredentialNotLive(None)   # the minute kept moving under us: refuse rather than loop
-
-
-def _live(item: dict[str, Any], name: str, expected: dict[str, str], is_key: bool) -> bool:
-    attr = item.get(name)
-    if attr is None:
-        return False
-    if is_key:
-        return int(attr.get('N', '0')) > int(expected['N'])
-    return attr.get('S') == expected['S']
-
-
-def _start_minute(user_id: str, old: dict[str, Any], names: dict[str, str], values: dict[str, Any],
-                  gate: str) -> dict[str, Any] | None:
-    ddb = client()
-    setting = {names[n] for n in ('#u', '#us', '#k', '#ks')}
-    stale = [n for n in old if _COUNTER.match(n) and n not in setting]
-    while len(stale) > MAX_REMOVE:   # a busy minute of many keys: clear it in steps first
-        chunk, stale = stale[:MAX_REMOVE], stale[MAX_REMOVE:]
-        ddb.update_item(TableName=table_name(), Key=acl_key(user_id),
-                        UpdateExpression='REMOVE ' + ', '.join(f'#x{i}' for i in range(len(chunk))),
-                        ExpressionAttributeNames={f'#x{i}': n for i, n in enumerate(chunk)})
-    remove = {f'#x{i}': n for i, n in enumerate(stale)}
-    expression = 'SET #m = :m, #u = :one, #us = :one, #k = :one, #ks = :one'
-    if remove:
-        expression += ' REMOVE ' + ', '.join(remove)
-    try:
-        return ddb.update_item(
-            TableName=table_name(), Key=acl_key(user_id), UpdateExpression=expression,
-            ConditionExpression=f'{gate} AND (attribute_not_exists(#m) OR #m < :m)',
-            ExpressionAttributeNames={**names, **remove}, ExpressionAttributeValues=values,
-            ReturnValues='ALL_NEW')['Attributes']
-    except ddb.exceptions.ConditionalCheckFailedException:
-        return None
-
-
-def _answer(item: dict[str, Any], names: dict[str, str], limits) -> GateAnswer:
-    counts = [_number(item.get(names[n])) for n in ('#u', '#us', '#k', '#ks')]
+    names = {**_names(credential_name(rate_key), second), '#k': 'kind', '#t': 'ttl'}
     caps = (limits.user_minute, limits.user_second, limits.key_minute, limits.key_second)
-    admitted = all(n <= cap for n, cap in zip(counts, caps, strict=True))
-    if not admitted:
-        counts = [n - 1 for n in counts]
-    return GateAnswer(admitted, roles_of(item), (item.get('sub') or {}).get('S'), *counts, item=item)
+    values: dict[str, Any] = {':n': {'N': str(weight)}, ':kind': {'S': GATE_KIND},
+                              ':ttl': {'N': str((minute + 1) * 60 + GRACE)}}
+    conditions = []
+    for i, (name, cap) in enumerate(zip(('#u', '#us', '#c', '#cs'), caps, strict=True)):
+        values[f':cap{i}'] = {'N': str(cap - weight)}     # room for the whole weight
+        conditions.append(f'(attribute_not_exists({name}) OR {name} <= :cap{i})')
+    try:
+        new = ddb.update_item(
+            TableName=table_name(), Key=gate_key(user_id, minute),
+            UpdateExpression='SET #k = :kind, #t = :ttl ADD #u :n, #us :n, #c :n, #cs :n',
+            ConditionExpression=' AND '.join(conditions),
+            ExpressionAttributeNames=names, ExpressionAttributeValues=values,
+            ReturnValues='UPDATED_NEW', ReturnValuesOnConditionCheckFailure='ALL_OLD')['Attributes']
+    except ddb.exceptions.ConditionalCheckFailedException as exc:
+        old = exc.response.get('Item') or {}
+        return GateAnswer(False, *(_number(old.get(names[n])) for n in ('#u', '#us', '#c', '#cs')))
+    return GateAnswer(True, *(_number(new.get(names[n])) for n in ('#u', '#us', '#c', '#cs')))
 
 
-def give_back(user_id: str, rate_key: str, *, minute: int, second: int) -> None:
-    """Undo the counting of a refused request (the minute's counters only; never raises)."""
-    cred = credential_name(rate_key)
+def give_back(user_id: str, rate_key: str, *, minute: int, second: int, weight: int = 1) -> None:
+    """Undo the counting of a request that turned out not to be admissible (its credential was
+    not live, its user inactive): never raises, the minute ends anyway."""
+    names = _names(credential_name(rate_key), second)
     try:
         client().update_item(
-            TableName=table_name(), Key=acl_key(user_id),
-            UpdateExpression='ADD #u :minus, #us :minus, #k :minus, #ks :minus',
-            ConditionExpression='#m = :m',
-            ExpressionAttributeNames={'#u': 'ru', '#us': f'rs{second:02d}', '#k': f'rk_{cred}',
-                                      '#ks': f'rk_{cred}_{second:02d}', '#m': 'rm'},
-            ExpressionAttributeValues={':minus': {'N': '-1'}, ':m': {'N': str(minute)}})
+            TableName=table_name(), Key=gate_key(user_id, minute),
+            UpdateExpression='ADD #u :minus, #us :minus, #c :minus, #cs :minus',
+            ConditionExpression='attribute_exists(#u)', ExpressionAttributeNames=names,
+            ExpressionAttributeValues={':minus': {'N': str(-weight)}})
     except Exception:  # noqa: BLE001, S110 - best effort: the minute ends anyway
         pass
 
 
-def take(user_id: str, rate_key: str, n: int, *, minute: int, second: int, limits) -> int:
-    """Count up to ``n`` more requests of an admitted request's caller in this minute and second
-    (an MCP JSON-RPC batch's calls past its first: features/identity/ratelimit.py ``count_more``)
-    -> how many were counted: as many as all four windows still allow, in ONE conditional
-    UpdateItem (``ADD k`` on condition each counter is at most its limit - k; on a race the
-    counts the condition saw decide a smaller k). Nothing is counted past a limit."""
-    ddb = client()
-    cred = credential_name(rate_key)
-    names = {'#u': 'ru', '#us': f'rs{second:02d}', '#k': f'rk_{cred}', '#ks': f'rk_{cred}_{second:02d}', '#m': 'rm'}
-    caps = {'#u': limits.user_minute, '#us': limits.user_second, '#k': limits.key_minute, '#ks': limits.key_second}
-    want = n
-    for _ in range(4):
-        if want <= 0:
-            return 0
-        values = {':k': {'N': str(want)}, ':m': {'N': str(minute)}}
-        conditions = ['#m = :m']
-        for i, (name, cap) in enumerate(caps.items()):
-            values[f':c{i}'] = {'N': str(cap - want)}
-            conditions.append(f'(attribute_not_exists({name}) OR {name} <= :c{i})')
-        try:
-            ddb.update_item(TableName=table_name(), Key=acl_key(user_id),
-                            UpdateExpression='ADD #u :k, #us :k, #k :k, #ks :k',
-                            ConditionExpression=' AND '.join(conditions),
-                            ExpressionAttributeNames=names, ExpressionAttributeValues=values,
-                            ReturnValuesOnConditionCheckFailure='ALL_OLD')
-            return want
-        except ddb.exceptions.ConditionalCheckFailedException as exc:
-            old = exc.response.get('Item') or {}
-            if _number(old.get('rm')) != minute:
-                return 0                        # the minute moved on: the next request starts it
-            want = min(want, *(cap - _number(old.get(names[name])) for name, cap in caps.items()))
-    return 0
+def counters_of(item: dict[str, Any]) -> dict[str, int]:
+    """The counters of a gate item (raw attributes): name -> count."""
+    return {n: _number(v) for n, v in item.items() if _COUNTER.match(n) and 'N' in v}
 
 
-# ----------------------------------------------------------------------------- concurrent reads
+# ----------------------------------------------------------------------------- the old layout
+
+def legacy_counters(item: dict[str, Any]) -> list[str]:
+    """The names of the old rate counters an ACL item (raw attributes) still carries."""
+    return sorted(n for n in item if LEGACY_COUNTER.match(n))
+
+
+def legacy_cleanup_ops(item: dict[str, Any], *, chunk: int = 50) -> list[dict[str, Any]]:
+    """``update_item`` keyword arguments (without ``TableName``) that remove the old counters
+    from one ACL item (raw attributes, as read), ``chunk`` names per call (moto's expression
+    validator overflows on a few hundred). Idempotent: a name already gone is a no-op, and each
+    call is conditioned on the item still being the ACL item. Empty when there is nothing to do."""
+    stale = legacy_counters(item)
+    ops = []
+    for start in range(0, len(stale), chunk):
+        part = stale[start:start + chunk]
+        ops.append({'Key': {'pk': item['pk'], 'sk': item['sk']},
+                    'UpdateExpression': 'REMOVE ' + ', '.join(f'#x{i}' for i in range(len(part))),
+                    'ConditionExpression': 'attribute_exists(pk)',
+                    'ExpressionAttributeNames': {f'#x{i}': n for i, n in enumerate(part)}})
+    return ops
+
+
+# ----------------------------------------------------------------------------- reads
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -240,46 +196,125 @@ def _executor() -> ThreadPoolExecutor:
 
 
 @dataclass
+class Access:
+    """What a user's ACL item says (raw attributes): roles, bound subject, live keys."""
+    roles: dict[str, str] = field(default_factory=dict)
+    subject: str | None = None
+    keys: dict[str, int] = field(default_factory=dict)    # key hash -> expiry (epoch seconds)
+
+    @classmethod
+    def of(cls, item: dict[str, Any] | None) -> Access:
+        item = item or {}
+        return cls(roles={n[len(ACL_ATTR):]: v['S'] for n, v in item.items() if n.startswith(ACL_ATTR) and 'S' in v},
+                   subject=(item.get('sub') or {}).get('S'),
+                   keys={n[len(KEY_ATTR):]: _number(v) for n, v in item.items() if n.startswith(KEY_ATTR)})
+
+
+@dataclass
 class Reads:
-    """Items read concurrently with the gate: the user, entities by (family, id)."""
+    """Items read in one go: the user and their ACL item, entities by (family, id), ACL items
+    of other users by id."""
     user: dict[str, Any] | None = None           # the user record (None: missing or deleted)
     user_found: bool = False
+    access: Access = field(default_factory=Access)
     entities: dict[tuple[str, str], Stored | None] = field(default_factory=dict)
+    acls: dict[str, Access] = field(default_factory=dict)
 
 
 def read_async(user_id: str | None, entities: Iterable[tuple[str, str]] = ()) -> Future:
-    """Start one strongly consistent BatchGetItem of the user item and ``entities`` on the pool;
-    the future's result is a ``Reads``."""
+    """``read`` on the pool: the future's result is a ``Reads``."""
     wanted = list(dict.fromkeys(entities))
     client()   # created here, once: two threads creating it at once would each build one
-    return _executor().submit(_read, user_id, wanted)
+    return _executor().submit(read, user_id, wanted)
 
 
-def _read(user_id: str | None, wanted: list[tuple[str, str]]) -> Reads:
+def read(user_id: str | None, entities: Iterable[tuple[str, str]] = (), acls: Iterable[str] = ()) -> Reads:
+    """ONE strongly consistent BatchGetItem (100 keys at most; more keys, more calls) of the user
+    item and ACL item of ``user_id``, ``entities`` and the ACL items of the users ``acls``."""
+    wanted = list(dict.fromkeys(entities))
+    acl_users = list(dict.fromkeys(([user_id] if user_id is not None else []) + list(acls)))
     keys = []
     if user_id is not None:
         keys.append((entity_pk('users', user_id), ENTITY_SK))
     keys += [(entity_pk(f, i), ENTITY_SK) for f, i in wanted]
+    keys += [(entity_pk('users', u), ACL_SK) for u in acl_users]
     keys = list(dict.fromkeys(keys))
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[tuple[str, str], dict[str, Any]] = {}
     name = table_name()
-    request = {name: {'Keys': [{'pk': {'S': pk}, 'sk': {'S': sk}} for pk, sk in keys], 'ConsistentRead': True}}
-    for _ in range(5):   # unprocessed keys come back under throttling: ask again
-        answer = client().batch_get_item(RequestItems=request)
-        for raw in answer.get('Responses', {}).get(name, []):
-            found[raw['pk']['S']] = raw
-        request = answer.get('UnprocessedKeys') or {}
-        if not request:
-            break
-    else:
-        raise RuntimeError('the request reads could not be completed (throttled)')
+    for start in range(0, len(keys), 100):
+        request = {name: {'Keys': [{'pk': {'S': pk}, 'sk': {'S': sk}} for pk, sk in keys[start:start + 100]],
+                          'ConsistentRead': True}}
+        for _ in range(5):   # unprocessed keys come back under throttling: ask again
+            answer = client().batch_get_item(RequestItems=request)
+            for raw in answer.get('Responses', {}).get(name, []):
+                found[(raw['pk']['S'], raw['sk']['S'])] = raw
+            request = answer.get('UnprocessedKeys') or {}
+            if not request:
+                break
+        else:
+            raise RuntimeError('the request reads could not be completed (throttled)')
     out = Reads()
     if user_id is not None:
-        raw = found.get(entity_pk('users', user_id))
+        raw = found.get((entity_pk('users', user_id), ENTITY_SK))
         stored = stored_from(Item.from_raw_data(raw)) if raw is not None else None
         out.user_found = stored is not None
         out.user = stored.data if stored is not None else None
+        out.access = Access.of(found.get((entity_pk('users', user_id), ACL_SK)))
     for f, i in wanted:
-        raw = found.get(entity_pk(f, i))
+        raw = found.get((entity_pk(f, i), ENTITY_SK))
         out.entities[(f, i)] = stored_from(Item.from_raw_data(raw)) if raw is not None else None
+    for u in acl_users:
+        out.acls[u] = Access.of(found.get((entity_pk('users', u), ACL_SK)))
     return out
+
+
+def raw_items(keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Items by (pk, sk) with every attribute as stored (the invariant checker reads the ACL
+    and gate items' counters, which the model does not declare): BatchGetItem, 100 a call."""
+    wanted = list(dict.fromkeys(keys))
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    name = table_name()
+    for start in range(0, len(wanted), 100):
+        request = {name: {'Keys': [{'pk': {'S': pk}, 'sk': {'S': sk}} for pk, sk in wanted[start:start + 100]],
+                          'ConsistentRead': True}}
+        while request:
+            answer = client().batch_get_item(RequestItems=request)
+            for raw in answer.get('Responses', {}).get(name, []):
+                found[(raw['pk']['S'], raw['sk']['S'])] = raw
+            request = answer.get('UnprocessedKeys') or {}
+    return found
+
+
+def gate_problems(item: dict[str, Any]) -> list[str]:
+    """What is wrong with a gate item (raw attributes): counters that do not add up (the
+    minute's total is the sum of its seconds and of its credentials; a credential's minute the
+    sum of its seconds), a negative count, a ``ttl`` that is not its minute's."""
+    problems = []
+    sk = item.get('sk', {}).get('S', '')
+    try:
+        minute = int(sk[len(MINUTE_SK):])
+    except ValueError:
+        return [f'sort key {sk!r} names no minute']
+    if _number(item.get('ttl')) != (minute + 1) * 60 + GRACE:
+        problems.append(f"ttl {_number(item.get('ttl'))} is not the end of minute {minute} + {GRACE} s")
+    counters = counters_of(item)
+    total = counters.get('u', 0)
+    seconds = sum(v for n, v in counters.items() if _USER_SECOND.match(n))
+    creds = {n[2:]: v for n, v in counters.items() if n.startswith('c_')}
+    per_second: dict[str, int] = {}
+    for n, v in counters.items():
+        matched = _CRED_SECOND.match(n)
+        if matched:
+            per_second[matched.group(1)] = per_second.get(matched.group(1), 0) + v
+    if seconds != total:
+        problems.append(f'the user total {total} is not the sum of its seconds ({seconds})')
+    if sum(creds.values()) != total:
+        problems.append(f'the user total {total} is not the sum of its credentials ({sum(creds.values())})')
+    for cred in sorted(set(creds) | set(per_second)):
+        if creds.get(cred, 0) != per_second.get(cred, 0):
+            problems.append(f'credential {cred}: {creds.get(cred, 0)} in the minute, '
+                            f'{per_second.get(cred, 0)} in its seconds')
+    negative = sorted(n for n, v in counters.items() if v < 0)
+    if negative:
+        problems.append(f'negative counts: {", ".join(negative)}')
+    return problems

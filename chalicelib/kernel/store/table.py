@@ -6,8 +6,8 @@
 | unique value  | ``UQ#{family}#{scope}#{field}#{value}`` | ``#``                 | ``ref`` = owner id         |
 | counter shard | ``CNT#{family}#{tenant}``               | shard no.             | ``cnt``; summed on read    |
 | member count  | ``MEMBERS#{orgId}``                     | ``#``                 | ``cnt``; unsharded         |
-| user ACL      | ``users#{userId}``                      | ``ACL``               | roles, live keys, rate     |
-|               |                                         |                       | windows: kernel/store/gate.py     |
+| user ACL      | ``users#{userId}``                      | ``ACL``               | roles, live keys, subject  |
+| rate gate     | ``RATE#{userId}``                       | ``M#{minute}``        | counts, ttl: store/gate.py |
 | API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | kernel/store/credentials.py       |
 | key pointer   | ``KEY#{sha256(key)}``                   | ``#``                 | keys not naming their user |
 | value counter | ``CNT#{family}#{tenant}#{field}={value}`` | shard no.           | records per indexed value  |
