@@ -5,10 +5,12 @@
     budget.remaining()           # seconds left (inf outside a unit of work)
 
 ``check`` raises ``BudgetExceeded``: a 422 whose message names the work that ran out of time
-("The request exceeds its work budget of 10 s: ..."), the input is the cause. Work that waits
-on us (a write retried because the table is busy) asks ``remaining()`` and answers 503 with
-Retry-After instead (kernel/writes.py). Every check happens before a write, never between the
-parts of one, so a request that runs out has written nothing (docs/api/limits.md).
+("The request exceeds its work budget of 8 s: ..."), the input is the cause. Waiting on us (a
+write retried because other writers hold the record) is not work the request asked for: it is
+bounded by the unit's hard ceiling instead (``remaining(ceiling=True)``: API Gateway's 29 s, the
+Lambda's remaining time) and answers 503 with Retry-After when that runs out (kernel/writes.py).
+Every check happens before a write, never between the parts of one, so a request that runs
+out has written nothing (docs/api/limits.md).
 
 The deadline lives in a ``contextvars.ContextVar``: each request, and each thread it starts with
 ``contextvars.copy_context``, sees its own. A Lambda's remaining time caps it (``for_request``):
@@ -37,9 +39,10 @@ DEFAULT_REQUEST_SECONDS = 8.0
 class Deadline:
     seconds: float       # the whole budget, as started
     ends: float          # time.monotonic() when it is spent
+    ceiling_ends: float  # time.monotonic() past which nothing may run at all (>= ends)
 
-    def remaining(self) -> float:
-        return self.ends - time.monotonic()
+    def remaining(self, ceiling: bool = False) -> float:
+        return (self.ceiling_ends if ceiling else self.ends) - time.monotonic()
 
 
 _current: ContextVar[Deadline | None] = ContextVar('work_budget', default=None)
@@ -59,10 +62,13 @@ def _figure(seconds: float) -> str:
     return f'{seconds:g}' if seconds >= 1 else f'{seconds:.2f}'
 
 
-def start(seconds: float) -> Token:
-    """Start a budget of ``seconds`` for the current unit of work -> a token for ``end``."""
+def start(seconds: float, *, ceiling: float | None = None) -> Token:
+    """Start a budget of ``seconds`` for the current unit of work -> a token for ``end``.
+    ``ceiling``: seconds the unit may last at all, waiting included (default: ``seconds``)."""
     seconds = max(0.0, float(seconds))
-    return _current.set(Deadline(seconds, time.monotonic() + seconds))
+    now = time.monotonic()
+    ceiling = seconds if ceiling is None else max(seconds, float(ceiling))
+    return _current.set(Deadline(seconds, now + seconds, now + ceiling))
 
 
 def end(token: Token) -> None:
@@ -73,10 +79,11 @@ def current() -> Deadline | None:
     return _current.get()
 
 
-def remaining() -> float:
-    """Seconds left to the current unit of work (``inf`` when none was started)."""
+def remaining(*, ceiling: bool = False) -> float:
+    """Seconds left of the current unit of work's budget, or with ``ceiling`` of its hard
+    ceiling (``inf`` when none was started)."""
     deadline = _current.get()
-    return math.inf if deadline is None else deadline.remaining()
+    return math.inf if deadline is None else deadline.remaining(ceiling)
 
 
 def check(what: str) -> None:

@@ -119,8 +119,9 @@ def install(app) -> None:
 def _handle(event, get_response, route: str | None, request_id: str) -> Response:
     decision = None
     # one time budget per request (core/budget.py): loops that grow with the input check it
-    deadline = budget.start(budget.for_request(getattr(event, 'lambda_context', None),
-                                               get_config().request_budget_seconds))
+    context = getattr(event, 'lambda_context', None)
+    deadline = budget.start(budget.for_request(context, get_config().request_budget_seconds),
+                            ceiling=budget.for_request(context, budget.GATEWAY_SECONDS))
     try:
         principal, decision = _admit(event, policy.of(route), route)
         if principal is not None:

@@ -16,8 +16,10 @@ read and its conditional write) wrote nothing, and may simply be tried again:
 
 ``retry_write`` re-runs ``attempt`` after a jittered, exponentially growing wait ("full
 jitter": uniform in [0, min(cap, base * 2**n)], so concurrent losers spread out instead of
-colliding again), for as long as the unit of work's time budget (core/budget.py) leaves room
-and at most ``tries`` times. Then it answers 503 with Retry-After, and nothing was written: the
+colliding again), for as long as the unit of work's hard ceiling (core/budget.py: waiting on
+other writers is not work the request asked for, so it is not held to the 8 s work budget,
+only to API Gateway's and the Lambda's time) leaves room, and at most ``tries`` times.
+Then it answers 503 with Retry-After, and nothing was written: the
 cause is the platform's (contention), not the request's. Every module that retries a write
 (kernel/crud.py, features/documents/deltas.py, features/documents/batch.py, ...) uses this.
 """
@@ -53,7 +55,7 @@ def busy() -> ServiceUnavailable:
 def backoff(attempt: int, max_wait: float = BACKOFF_MAX) -> None:
     """Wait before try ``attempt + 1`` (full jitter, capped; never past the budget's reserve)."""
     wait = random.uniform(0, min(BACKOFF_BASE * 2 ** min(attempt, 16), max_wait))
-    time.sleep(max(0.0, min(wait, budget.remaining() - RESERVE_SECONDS)))
+    time.sleep(max(0.0, min(wait, budget.remaining(ceiling=True) - RESERVE_SECONDS)))
 
 
 def retry_write(attempt: Callable[[], T], *, tries: int = DEFAULT_TRIES, max_wait: float = BACKOFF_MAX) -> T:
@@ -64,7 +66,7 @@ def retry_write(attempt: Callable[[], T], *, tries: int = DEFAULT_TRIES, max_wai
         try:
             return attempt()
         except Again:
-            if n + 1 >= tries or budget.remaining() < RESERVE_SECONDS:
+            if n + 1 >= tries or budget.remaining(ceiling=True) < RESERVE_SECONDS:
                 break
             backoff(n, max_wait)
     raise busy()

@@ -63,5 +63,10 @@ def test_the_request_budget_is_capped_by_the_gateway_and_the_invocation():
         assert caught.value.status == 422 and caught.value.message.endswith(': a loop')
     finally:
         budget.end(token)
+    token = budget.start(0, ceiling=5)   # waiting on other writers is held to the ceiling only
+    try:
+        assert budget.remaining() <= 0 and 4 < budget.remaining(ceiling=True) <= 5
+    finally:
+        budget.end(token)
     assert budget.remaining() == float('inf')
     budget.check('outside a unit of work: never raises')

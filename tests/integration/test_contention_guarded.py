@@ -17,10 +17,7 @@ N = 50
 
 @pytest.fixture(scope='module')
 def stack(tmp_path_factory):
-    # The re-apply retries for as long as the request's budget allows (core/budget.py); this
-    # stack runs with the ceiling a Lambda behind API Gateway allows (28 s), not the 8 s default:
-    # 50 writers re-applying one record through a loaded local moto need more than 8 s.
-    live = LiveStack(tmp_path_factory.mktemp('contention-guarded'), REQUEST_BUDGET_SECONDS='28')
+    live = LiveStack(tmp_path_factory.mktemp('contention-guarded'))
     yield live
     live.stop()
 

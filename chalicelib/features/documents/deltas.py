@@ -422,7 +422,7 @@ def save(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
         except WriteConflict as exc:
             if exc.code != 'TransactionConflict' and not (exc.op is not None and exc.op.tag.get('what') == 'entity'):
                 raise
-        if time.monotonic() - started > SAVE_BUDGET_SECONDS or budget.remaining() < writes.RESERVE_SECONDS:
+        if time.monotonic() - started > SAVE_BUDGET_SECONDS or budget.remaining(ceiling=True) < writes.RESERVE_SECONDS:
             break
         writes.backoff(attempt)
     raise writes.busy()
