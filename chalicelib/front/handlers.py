@@ -2,7 +2,8 @@
 work under its log context (core/observability.py: request_id, correlation_id).
 
 * ``sqs_batch``: the activity-queue worker. Powertools' BatchProcessor runs each message
-  through features/work/service.py ``handle_message`` and answers ``{"batchItemFailures": [...]}``
+  through features/work/pipelines.py ``handle_message`` (document processing's messages; every
+  other kind goes on to features/work/service.py ``handle_message``) and answers ``{"batchItemFailures": [...]}``
   (partial batch response: only the failed messages come back; after the queue's
   maxReceiveCount one lands in the dead-letter queue). A message's correlation id is its
   ``correlationId`` attribute (the request that queued it); its request id is the message id.
@@ -42,7 +43,7 @@ def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     # lazy: Powertools' batch utility and the services load on the first message, not at import
     from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType  # noqa: PLC0415
 
-    from chalicelib.features.work import service as work  # noqa: PLC0415
+    from chalicelib.features.work import pipelines as work  # noqa: PLC0415 - pipelines first, then service
 
     deadline = deadline_of(context)
 

@@ -160,9 +160,11 @@ FAMILIES: tuple[Family, ...] = (
     _f('document-families', 'DocumentFamily', 'project',
        'path documentStoreId>document-stores? documentStatus:object? labels:strings mixins:strings '
        'locked:bool=false size:int metadata:object '
-       'contentType storageKey contentObjectId documentVersion:int documentKey', name_field='path',
+       'contentType storageKey contentObjectId documentVersion:int documentKey '
+       # the latest run of an assistant's pipeline over it (features/work/pipelines.py, docs/api/processing.md)
+       'processing:object?', name_field='path',
        indexed=('documentStoreId', 'documentStatus.id', 'path'), hook='document_families',
-       server=('contentType', 'storageKey', 'contentObjectId', 'documentVersion', 'documentKey')),
+       server=('contentType', 'storageKey', 'contentObjectId', 'documentVersion', 'documentKey', 'processing')),
     _f('content-objects', 'ContentObject', 'project',
        'name contentMetadata:object metadata:object contentType:int index:int size:int '
        'created:datetime? modified:datetime? docTransitionType documentFamilyId>document-families? '
@@ -200,9 +202,11 @@ FAMILIES: tuple[Family, ...] = (
        'parameters:object? context:object? '
        # work orchestration (features/work/service.py): the step run, its attempts and result
        # step: validated as a plan's step is (kernel/shapes/steps.py; docs/api/lifecycle.md)
-       'step:object(PipelineStep) attempts:int? nextAttemptAt:datetime? output:any inputs:object',
+       'step:object(PipelineStep) attempts:int? nextAttemptAt:datetime? output:any inputs:object '
+       # an assistant's pipeline over a document family (features/work/pipelines.py)
+       'documentFamilyId>document-families?',
        id_param='executionId', hook='executions',
-       indexed=('activityId', 'status')),
+       indexed=('activityId', 'status', 'documentFamilyId')),
     _f('activities', 'Activity', 'project',
        f'{_TEXT} status=PENDING@ActivityStatus activityPlanId>activity-plans? startedOn:datetime? '
        'completedOn:datetime? metadata:object inputs:object requestId', unique=('requestId',),

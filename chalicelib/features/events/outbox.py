@@ -10,7 +10,9 @@ publish or record are returned: the handler reports the first as the batch item 
 the stream delivers it (and what follows) again.
 
 An ``executions.updated`` event that ended an execution also gives its activity a chance to
-finish (features/work/service.py ``finish_activity``: idempotent), whoever ended it.
+finish (features/work/service.py ``finish_activity``: idempotent), whoever ended it; an ended
+pipeline execution updates its document's ``processing`` summary. ``document-families.created``
+and ``assistants.created|updated`` are document processing's triggers (features/work/pipelines.py).
 """
 from __future__ import annotations
 
@@ -104,6 +106,10 @@ def record(event: dict[str, Any]) -> None:
 
 
 def _after(event: dict[str, Any]) -> None:
+    if event['eventType'] in ('document-families.created', 'assistants.created', 'assistants.updated'):
+        from chalicelib.features.work import pipelines  # noqa: PLC0415 - lazy
+        pipelines.on_event(event)   # document processing's triggers (docs/api/processing.md)
+        return
     if event['eventType'] not in ('executions.updated', 'executions.cancelled') or \
             'status' not in (event.get('changedFields') or []):
         return
@@ -112,3 +118,6 @@ def _after(event: dict[str, Any]) -> None:
             execution.data.get('status') in ('SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'):
         from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy
         work.finish_activity(execution.data['activityId'])
+    elif execution is not None and execution.data.get('documentFamilyId'):
+        from chalicelib.features.work import pipelines  # noqa: PLC0415 - lazy
+        pipelines.execution_changed(execution.data)   # a cancel: the family's processing summary follows

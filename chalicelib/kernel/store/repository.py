@@ -351,6 +351,34 @@ def update_fields(family: str, id_: str, *, org: str | None, values: dict[str, A
     return stored_from(item)
 
 
+def set_side_field(family: str, id_: str, name: str, value: Any) -> bool:
+    """SET ``data.<name>`` of a record in one UpdateItem that moves neither its sequence nor its
+    updatedOn and publishes no event: for a server-kept summary shown on the record (a document
+    family's ``processing``, features/work/pipelines.py) that must not make a client's
+    optimistic lock stale. False when the record is gone."""
+    from pynamodb.exceptions import UpdateError  # noqa: PLC0415 - lazy: only this path needs it
+    model = configure()
+    item = model(entity_pk(family, id_), ENTITY_SK)
+
+    def apply() -> None:
+        try:
+            item.update(actions=[model.data[name].set(value)], condition=model.pk.exists() & model.tpk.exists())
+        except UpdateError as exc:
+            if _error_code(exc) == 'ConditionalCheckFailedException':
+                raise WriteConflict(None, 'ConditionalCheckFailed') from None
+            transient = _transient(exc)
+            if transient is not None:
+                raise transient from None
+            _invalid(exc)
+            raise
+
+    try:
+        _retrying(apply)
+    except WriteConflict:
+        return False
+    return True
+
+
 # ----------------------------------------------------------------------------- commit
 
 def _invalid_reason(message: str) -> str:

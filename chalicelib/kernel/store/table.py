@@ -232,6 +232,22 @@ def query_project(family: str, project_id: str, condition=None) -> list[dict[str
     return _query_data('by_parent', 'ppk', project_pk(family, project_id), condition)
 
 
+def query_project_page(family: str, project_id: str, *, start: dict[str, Any] | None = None,
+                       limit: int = 100) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """One page (at most ``limit`` items read) of a project's listed records of ``family``
+    (by_parent), and where the next page starts (None: the end). The key is plain strings, so
+    a caller may carry it in a message and resume there (features/work/pipelines.py)."""
+    from boto3.dynamodb.conditions import Key  # noqa: PLC0415 - lazy: boto3 only for lists
+    kwargs: dict[str, Any] = {'IndexName': 'by_parent', 'Limit': max(1, int(limit)),
+                              'KeyConditionExpression': Key('ppk').eq(project_pk(family, project_id))}
+    if start:
+        kwargs['ExclusiveStartKey'] = start
+    page = boto3_table().query(**kwargs)
+    items = [plain(i['data']) for i in page.get('Items', []) if 'data' in i]
+    following = page.get('LastEvaluatedKey')
+    return items, ({k: str(v) for k, v in following.items()} if following else None)
+
+
 def project_has(family: str, project_id: str) -> bool:
     """Whether a project holds at least one listed record of a project-scoped ``family``
     (one Query of by_parent, one item)."""
