@@ -71,20 +71,27 @@ TERMINAL = work.TERMINAL
 
 # ----------------------------------------------------------------------------- the worker's door
 
-def handle_message(body: str) -> str:
+Deferred = work.Deferred   # front/handlers.py: a message the invocation has no time left for
+
+
+def handle_message(body: str, *, deadline: float | None = None) -> str:
     """Process one activity-queue message: the pipeline kinds here, every other kind in
-    features/work/service.py ``handle_message`` (front/handlers.py calls this one)."""
+    features/work/service.py ``handle_message`` (front/handlers.py calls this one). ``deadline``
+    is the invocation's (a ``time.monotonic()`` instant): a message it cannot cover is
+    ``Deferred`` before anything of it is written, as in service.py (docs/operations/worker.md)."""
     try:
         message = json.loads(body)
     except (TypeError, ValueError):
         message = None
     kind = message.get('type') if isinstance(message, dict) else None
     if kind not in KINDS:
-        return work.handle_message(body)
+        return work.handle_message(body, deadline=deadline)
+    if work.seconds_left(deadline) < work.START_SECONDS:
+        raise Deferred(f'{max(0.0, work.seconds_left(deadline)):.1f} s left of the invocation')
     if kind == START and _strings(message, 'assistantId', 'documentFamilyId', 'trigger'):
         return run_start(message['assistantId'], message['documentFamilyId'], message['trigger'])
     if kind == STEP and _strings(message, 'executionId') and _ints(message, 'step', 'attempt'):
-        return run_step(message['executionId'], message['step'], message['attempt'])
+        return run_step(message['executionId'], message['step'], message['attempt'], deadline=deadline)
     if kind == EXISTING and _strings(message, 'assistantId', 'run', 'before'):
         cursor = message.get('cursor')
         return run_existing(message['assistantId'], message['run'], message['before'],
@@ -282,7 +289,7 @@ def _resend_first(existing) -> str:
 
 # ----------------------------------------------------------------------------- steps
 
-def run_step(execution_id_: str, index: int, attempt: int) -> str:
+def run_step(execution_id_: str, index: int, attempt: int, *, deadline: float | None = None) -> str:
     fam = family_of('executions')
     stored = table.get(fam.path, execution_id_)
     if stored is None:
@@ -316,6 +323,11 @@ def run_step(execution_id_: str, index: int, attempt: int) -> str:
     if attempt != made + 1 or status not in ('PENDING', 'RUNNING'):
         return 'duplicate'
 
+    box = work.attempt_seconds(step, policy)
+    if work.seconds_left(deadline) < box:   # not claimed: redelivered whole to an invocation with time
+        raise Deferred(f"{max(0.0, work.seconds_left(deadline)):.1f} s left, step '{step.get('name')}' "
+                       f'needs up to {box:.0f} s')
+
     def claim(new: dict[str, Any]) -> None:
         new.update(status='RUNNING', attempts=attempt, step=step)
         new.setdefault('startDate', new['updatedOn'])
@@ -328,7 +340,7 @@ def run_step(execution_id_: str, index: int, attempt: int) -> str:
         return 'claimed by another delivery'
     if index == 0 and attempt == 1:
         _summarise(claimed.data)
-    outcome = _run(claimed.data, step, policy)
+    outcome = _run(claimed.data, step, policy, min(box, work.seconds_left(deadline)))
     if outcome.waiting is not None:
         return _end(claimed, 'RUNNING', 'INFO', outcome.waiting, waiting=True)
     if outcome.ok:
@@ -470,13 +482,13 @@ def _input(execution: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, 
              'outputs': execution.get('output') or {}, 'contentUrl': url}, a, '')
 
 
-def _run(execution: dict[str, Any], step: dict[str, Any], policy: dict[str, Any]):
+def _run(execution: dict[str, Any], step: dict[str, Any], policy: dict[str, Any], seconds: float):
     data, assistant, reason = _input(execution)
     if data is None:
         return work._Outcome(False, reason=reason)
     kind = step.get('stepType')
     options = step.get('options') or {}
-    timeout_ms = min(policy['timeoutSeconds'], 10) * 1000
+    timeout_ms = int(seconds * 1000)   # the attempt's box, never past the invocation (run_step)
     try:
         if step.get('conditional') and not evaluate(step['conditional'], data, timeout_ms=timeout_ms):
             return work._Outcome(True, reason=f"step '{step.get('name')}' skipped: its conditional is false")
