@@ -40,7 +40,6 @@ from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import credentials, table
-from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store.repository import Op, WriteConflict
 from chalicelib.kernel.store.table import Stored
 
@@ -214,20 +213,30 @@ def _ref_id(field: str, value: str) -> str:
 
 
 def _reference_ops(family: Family, values: dict[str, Any], org: str | None) -> list[Op]:
-    """Conditions, inside the write's transaction, that every reference names a record the
-    caller may see (module docstring)."""
-    ops = []
+    """Every reference names a record the caller may see (module docstring), checked by reads
+    before the write (issue 27: the referenced record is not held in the write's transaction,
+    so writes naming one user or one status never queue on it). Reads are strongly consistent:
+    one BatchGetItem for the records, one GetItem of the ACL item per referenced user. A record
+    deleted between this read and the commit leaves a dangling reference: the invariant
+    checker reports it and reads answer it as ``{id}`` (docs/scale.md). 400 for the first
+    reference that fails; no operation is returned (kept a list for its callers)."""
+    wanted: list[tuple[str, Family, str, Any]] = []
     for name, value in values.items():
         spec = family.writable.get(name)
         if spec is None or not spec.ref or value is None:
             continue
-        target = family_of(spec.ref)
-        ref_id = _ref_id(name, value)
-        ops.append(repo.check_exists(target.path, ref_id, None if target.scope == 'global' else org,
-                                     field=name, value=value))
-        if target.path == 'users' and name != family.joins and org is not None:
-            ops.append(credentials.member_check(ref_id, org, field=name, value=value))
-    return ops
+        wanted.append((name, family_of(spec.ref), _ref_id(name, value), value))
+    if not wanted:
+        return []
+    found = table.batch_get([(target.path, ref_id) for _, target, ref_id, _ in wanted], consistent=True)
+    for name, target, ref_id, value in wanted:
+        stored = found.get(ref_id)
+        if stored is None or stored.family != target.path or \
+                (target.scope != 'global' and org is not None and stored.org != org) or \
+                (target.path == 'users' and name != family.joins and org is not None
+                 and org not in credentials.orgs_of(ref_id)):
+            raise BadRequest(f"Field '{name}' refers to a record that does not exist: {value}")
+    return []
 
 
 def _raise_for(exc: WriteConflict) -> None:
@@ -286,8 +295,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
     def attempt() -> dict[str, Any]:
         ops = records.create_ops(family, [data], principal)  # a new random counter shard each try
         ops += _reference_ops(family, values, org) + hook.create_checks(family, principal, data)
-        if project is not None:
-            ops.append(repo.check_exists('projects', project.id, org, field='projectId', value=project.id))
+        # The project's existence: its guard shard, moved by create_ops (kernel/parents.py, issue 27).
         ops += parents.create_checks(family, org, ops)   # no orphans: the organization still exists
         try:
             records.commit(ops)

@@ -94,7 +94,9 @@ def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal
     for target, ref_id in wanted:
         stored = found.get(ref_id)
         if stored is None or stored.family != target:
-            shown[ref_id] = None   # deleted since (or never there): no object
+            # deleted since (a reference is checked by a read before its write, not held in the
+            # write's transaction: kernel/crud.py): the id alone, as for a record not visible
+            shown[ref_id] = {'id': ref_id}
         elif not _visible(target, principal, stored):
             shown[ref_id] = {'id': ref_id}
         else:

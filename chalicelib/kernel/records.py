@@ -75,15 +75,28 @@ def indexed_values(family: Family, data: dict[str, Any]) -> dict[int, tuple[str,
     return out
 
 
-def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, listed: bool = True):
-    """The entity item of a record; ``listed=False`` keeps it out of every list (soft delete)."""
+def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, listed: bool = True,
+           guarded: bool = True):
+    """The entity item of a record; ``listed=False`` keeps it out of every list (soft delete);
+    ``guarded``: it counts in its parents' guard shards, not their legacy counters (kernel/parents.py)."""
     keys = None
     if listed and family.indexed:
         owner = tenant(family, org)
         keys = {slot: table.value_pk(family.path, owner, name, value)
                 for slot, (name, value) in indexed_values(family, data).items()}
     return repo.entity_item(family.path, data, seq=seq, org=org, tenant=tenant(family, org) if listed else None,
-                            parent=_parent(family, data), name_value=data.get(family.name_field), value_keys=keys)
+                            parent=_parent(family, data), name_value=data.get(family.name_field), value_keys=keys,
+                            guarded=guarded)
+
+
+def _checked_fields() -> frozenset[tuple[str, str]]:
+    """(family, field) of the value counters a transaction checks whole: a family's declared
+    collections (a task group's member tasks: features/tasks/groups.py)."""
+    from chalicelib.kernel.registry import FAMILIES  # noqa: PLC0415 - the registry is loaded by now
+    return frozenset(target for fam in FAMILIES for target in fam.collections.values())
+
+
+_CHECKED: frozenset[tuple[str, str]] | None = None
 
 
 def _value_counter_moves(family: Family, owner: str, before: dict[str, Any] | None,
@@ -95,6 +108,18 @@ def _value_counter_moves(family: Family, owner: str, before: dict[str, Any] | No
             key = table.value_counter_pk(family.path, owner, name, value)
             moves[key] = moves.get(key, 0) + amount
     return {key: amount for key, amount in moves.items() if amount}
+
+
+def _value_moves(family: Family, owner: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[Op]:
+    """The counter moves of ``_value_counter_moves``: narrow shards for a checked counter."""
+    global _CHECKED
+    if _CHECKED is None:
+        _CHECKED = _checked_fields()
+    checked = {table.value_counter_pk(family.path, owner, name, value)
+               for data in (before, after) if data is not None
+               for name, value in indexed_values(family, data).values() if (family.path, name) in _CHECKED}
+    return [repo.move_counter_at(counter, n, checked=counter in checked)
+            for counter, n in _value_counter_moves(family, owner, before, after).items()]
 
 
 # Families whose writes publish no domain event: events themselves (the outbox publisher
@@ -173,15 +198,12 @@ def create_ops(family: Family, records: list[dict[str, Any]], principal: Princip
         ops += [repo.claim_unique(family.path, scope=scope, field_name=name, value=data[name], owner_id=data['id'])
                 for name in family.unique if data.get(name) is not None]
     by_tenant: dict[str, int] = {}
-    by_value: dict[str, int] = {}
     for data in records:
         key = tenant(family, record_org(family, data))
         by_tenant[key] = by_tenant.get(key, 0) + 1
-        for counter, amount in _value_counter_moves(family, key, None, data).items():
-            by_value[counter] = by_value.get(counter, 0) + amount
+        ops += _value_moves(family, key, None, data)   # merged() sums moves of one shard
     ops += [repo.move_counter(family.path, key, n) for key, n in by_tenant.items()]
-    ops += [repo.move_counter_at(counter, n) for counter, n in by_value.items()]
-    ops += parents.moves(family, records, 1)   # child counters (kernel/parents.py: no orphans)
+    ops += parents.moves(family, records, 1)   # guard shards (kernel/parents.py: no orphans)
     for data in records:
         ops += hook.extra_create_ops(family, principal, data)
         ops += hook.audit_ops(family, principal, 'CREATE', data, None)
@@ -192,7 +214,8 @@ def create_ops(family: Family, records: list[dict[str, Any]], principal: Princip
 
 def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal: Principal) -> list[Op]:
     """Operations replacing ``stored`` by ``new`` (locked on the stored sequence)."""
-    ops = [repo.put_entity(entity(family, new, seq=new['changeSequence'], org=stored.org), stored.seq)]
+    ops = [repo.put_entity(entity(family, new, seq=new['changeSequence'], org=stored.org, guarded=stored.guarded),
+                           stored.seq)]
     scope = unique_scope(family, new, stored.org)
     for name in family.unique:
         old_value, new_value = stored.data.get(name), new.get(name)
@@ -204,8 +227,7 @@ def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal
                 ops.append(repo.release_unique(family.path, scope=scope, field_name=name, value=old_value))
     owner = tenant(family, stored.org)
     counted = stored.data if stored.indexed else None   # not yet backfilled: nothing to move away from
-    ops += [repo.move_counter_at(counter, n)
-            for counter, n in _value_counter_moves(family, owner, counted, new).items()]
+    ops += _value_moves(family, owner, counted, new)
     ops += hook_for(family).audit_ops(family, principal, 'UPDATE', new, stored)
     changed = [k for k in set(new) | set(stored.data)
                if k not in BOOKKEEPING and new.get(k) != stored.data.get(k)]
@@ -225,10 +247,8 @@ def delete_ops(family: Family, stored: Stored, principal: Principal, *, soft: di
             for name in family.unique if stored.data.get(name) is not None]
     owner = tenant(family, stored.org)
     ops.append(repo.move_counter(family.path, owner, -1))
-    ops += [repo.move_counter_at(counter, n)
-            for counter, n in _value_counter_moves(family, owner, stored.data if stored.indexed else None,
-                                                   None).items()]
-    ops += parents.moves(family, [stored.data], -1) + parents.delete_checks(family, stored)
+    ops += _value_moves(family, owner, stored.data if stored.indexed else None, None)
+    ops += parents.moves(family, [stored.data], -1, guarded=stored.guarded) + parents.delete_checks(family, stored)
     ops += hook_for(family).audit_ops(family, principal, 'DELETE', stored.data, stored)
     ops += outbox_ops(family, 'deleted', [stored.data], principal, [])
     return ops

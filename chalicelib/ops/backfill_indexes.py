@@ -53,7 +53,9 @@ def backfill(*, state: Path | None = None, page_size: int = 500, out=print) -> d
             keys = {slot: table.value_pk(family.path, owner, name, value) for slot, (name, value) in values.items()}
             ops = [repo.key_values(item, int(item.seq or 0), keys) if item.ixv is None
                    else repo.key_new_values(item, int(item.seq or 0), keys)]
-            ops += [repo.move_counter_at(table.value_counter_pk(family.path, owner, name, value), 1)
+            checked = records._checked_fields()   # a checked counter keeps its narrow shards
+            ops += [repo.move_counter_at(table.value_counter_pk(family.path, owner, name, value), 1,
+                                         checked=(family.path, name) in checked)
                     for name, value in values.values()]
             try:
                 repo.commit(ops)

@@ -24,7 +24,8 @@ Built-in checks (each a function registered with ``@check``):
   (``CNT#{family}#{tenant}#{field}={value}``) equals the listed, counted (``ixv``) records
   holding that value.
 * ``membership-counts``: each organization's ``MEMBERS#{orgId}`` equals its memberships.
-* ``child-counts``: each parent's child counter (``KIDS#...``, kernel/parents.py) equals its
+* ``child-counts``: each parent's guard shards (``GUARD#...``) and legacy child counter (``KIDS#...``,
+  kernel/parents.py) equal its
   live children.
 * ``orphans``: a live record whose organization or project is gone (or soft-deleted).
 * ``references``: a live record whose reference field (``>family`` in the registry) names a
@@ -313,13 +314,21 @@ def membership_counts(snap: Snapshot) -> Iterator[Violation]:
 
 @check('child-counts')
 def child_counts(snap: Snapshot) -> Iterator[Violation]:
-    """Per shard: a child counts in the shard of its id (kernel/parents.py)."""
+    """Per shard: a child counts in the guard shard of its id, or (written before guards, no
+    ``gv``) in its legacy child counter's shard (kernel/parents.py)."""
     actual: dict[str, int] = defaultdict(int)
     for row in snap.items_with_prefix(parents.KIDS_PREFIX):
         actual[f'{row.pk} shard {row.sk}'] += row.cnt or 0
+    for row in snap.items_with_prefix(parents.GUARD_PREFIX):
+        if row.cnt:
+            actual[row.pk] += row.cnt
     expected: dict[str, int] = defaultdict(int)
     for family in FAMILIES:
         for row in snap.live(family.path):
+            if row.raw.get('gv') is not None:
+                for key in parents.guards(family, row.data):
+                    expected[key] += 1
+                continue
             for key in parents.counted_parents(family, row.data):
                 expected[f'{key} shard {parents.shard_of(row.data["id"])}'] += 1
     for key in sorted(set(actual) | set(expected)):

@@ -76,7 +76,7 @@ def test_counters_that_drifted(world):
     raw_add(table.counter_pk('teams', world['org']), '0', 1)
     raw_add(table.value_counter_pk('tasks', world['org'], 'statusSlug', 'open'), '1', -1)
     raw_add(table.members_pk(world['org']), '#', 2)
-    raw_add(parents.kids_pk('projects', world['project']['id']), parents.shard_of(world['task']['id']), 5)
+    raw_add(parents.guard_of('projects', world['project']['id'], world['task']['id']), '#', 5)
     found = by_check(run())
     assert set(found) == {'family-counters', 'value-counters', 'membership-counts', 'child-counts'}
     assert 'counter says 2, the tenant holds 1 records' in found['family-counters'][0].message

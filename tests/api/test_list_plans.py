@@ -28,7 +28,7 @@ from tests.conftest import ADMIN_KEY, Api
 N_MAIN = 20      # tasks in the main project
 N_SIDE = 4       # tasks in a second project (the pinned-project read must not see them)
 TOTAL = N_MAIN + N_SIDE
-SHARDS = 4       # config default COUNTER_SHARDS
+SHARDS = 128     # config default COUNTER_SHARDS (docs/scale.md)
 
 
 # ----------------------------------------------------------------------------- call recorder

@@ -92,10 +92,10 @@ def test_get_and_list_embed_the_contract_references(api, org_id, platform):
     from chalicelib.core.principal import Principal
     from chalicelib.kernel import embedding
     from chalicelib.kernel.registry import family
-    gone = str(uuid.uuid4())   # a reference to a record that no longer exists: the id stays, no object
+    gone = str(uuid.uuid4())   # a reference to a record that no longer exists: the id stays, as {id} (issue 27)
     dangling = embedding.embed_one(family('products'), {**product, 'productGroupId': gone},
                                    Principal(user_id=platform['userId'], email='a@b.c', platform_admin=True))
-    assert dangling['productGroupId'] == gone and 'productGroup' not in dangling
+    assert dangling['productGroupId'] == gone and dangling['productGroup'] == {'id': gone}
     ks = api.post('/api/knowledge-sets', {'name': 'k', 'project': project}).json   # a whole GET body as reference
     assert ks['projectId'] == project['id'] and ks['project']['id'] == project['id']
     assert ks['organization']['id'] == org_id

@@ -57,9 +57,9 @@ log = observability.get_logger('ui-events')
 
 MAX_EVENTS = limits.MAX_UI_EVENTS
 # Events per transaction: each event is an item, plus the events counter, one per-value counter
-# per distinct kind (eventType is indexed) and up to 4 shards of the organization's child
-# counter (kernel/parents.py): 45 + 1 + 45 + 4 = 95, under TransactWriteItems' 100.
-CHUNK = 45
+# per distinct kind (eventType is indexed) and one guard shard of the organization per event
+# at most (kernel/parents.py): 30 + 1 + 30 + 30 = 91, under TransactWriteItems' 100.
+CHUNK = 30
 PRESENCE_CACHE_SECONDS = 60.0
 GATED_PREFIXES = ('ui.presence.', 'ui.task.', 'ui.task_group.')
 KIND = re.compile(r'ui\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*')

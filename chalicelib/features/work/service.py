@@ -261,7 +261,10 @@ def run_start(activity_id: str) -> str:
     if tasks:
         ops += records.create_ops(family_of('tasks'), tasks, SERVICE)
         for task in tasks:
-            ops += resources._reference_ops(family_of('tasks'), task, stored.org)
+            try:   # references are checked by reads (kernel/crud.py, issue 27)
+                ops += resources._reference_ops(family_of('tasks'), task, stored.org)
+            except BadRequest as exc:
+                return _fail_activity(stored, f"a TASK step's options: {exc}")
     if executions:
         ops += records.create_ops(family_of('executions'), executions, SERVICE)
         ops.append(work_store.work_move(activity_id, 'remaining', len(executions)))

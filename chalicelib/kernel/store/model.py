@@ -82,6 +82,8 @@ class Item(Model):
     x4 = UnicodeAttribute(null=True)
     x5 = UnicodeAttribute(null=True)
     ixv = NumberAttribute(null=True)   # 1: the item's indexed values are keyed and counted
+    gv = NumberAttribute(null=True)    # 1: the record counts in its parents' guard shards (kernel/parents.py)
+    dead = NumberAttribute(null=True)  # a guard shard of a deleted parent (kernel/parents.py)
     obx = MapAttribute(null=True)      # the domain event of the last one-UpdateItem write (kernel/unlocked.py)
 
     by_created = _index('by_created', 'tpk', 'csk', keys_only=True)

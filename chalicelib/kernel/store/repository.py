@@ -129,12 +129,15 @@ class Op:
 # ----------------------------------------------------------------------------- entities
 
 def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None, tenant: str | None,
-                parent: str | None, name_value: Any, value_keys: dict[int, str] | None = None) -> Item:
+                parent: str | None, name_value: Any, value_keys: dict[int, str] | None = None,
+                guarded: bool = False) -> Item:
     """The item of an entity; ``tenant`` None leaves it out of every list (soft delete).
     ``value_keys``: equality-index slot -> its partition key (kernel/store/table.py value_pk)."""
     model = configure()
     id_ = data['id']
     item = model(entity_pk(family, id_), ENTITY_SK, kind=family, data=data, seq=seq, org=org)
+    if guarded:
+        item.gv = 1
     if tenant is not None:
         item.tpk = tenant_pk(family, tenant)
         item.csk = f"{data['createdOn']}#{id_}"
@@ -205,12 +208,18 @@ def check_sequence(family: str, id_: str, seq: int, **tag: Any) -> Op:
 
 # ----------------------------------------------------------------------------- unique values, counters
 
+# A counter whose every shard a transaction checks (a task group's member counter:
+# features/tasks/groups.py) keeps few shards: a transaction holds at most 100 items. It is moved
+# only by the writes of that one group, so no tenant-wide write queues on it.
+CHECKED_COUNTER_SHARDS = 4
+
+
 def check_counter(pk: str, shards: dict[str, int], **tag: Any) -> list[Op]:
-    """Transaction conditions: every shard of the counter ``pk`` still holds what was read
-    (``shards``, from table.counter_shards; a shard not read must still be zero or absent)."""
+    """Transaction conditions: every shard of the checked counter ``pk`` still holds what was
+    read (``shards``, from table.counter_shards; a shard not read must still be zero or absent)."""
     model = configure()
     ops = []
-    for shard in (str(n) for n in range(get_config().counter_shards)):
+    for shard in (str(n) for n in range(CHECKED_COUNTER_SHARDS)):
         value = shards.get(shard, 0)
         cond = (model.cnt == value) if value else (model.cnt.does_not_exist() | (model.cnt == 0))
         ops.append(Op('check', model_key=(pk, shard), condition=cond, tag=tag))
@@ -237,10 +246,12 @@ def move_counter(family: str, tenant: str, amount: int) -> Op:
     return move_counter_at(counter_pk(family, tenant), amount)
 
 
-def move_counter_at(pk: str, amount: int) -> Op:
-    """Add ``amount`` to a random shard of the counter ``pk`` (kernel/store/table.py counter keys)."""
+def move_counter_at(pk: str, amount: int, *, checked: bool = False) -> Op:
+    """Add ``amount`` to a random shard of the counter ``pk`` (kernel/store/table.py counter keys):
+    one of COUNTER_SHARDS (128 by default: one write in 128 holds a given shard, docs/scale.md),
+    or of CHECKED_COUNTER_SHARDS for a counter a transaction checks whole."""
     model = configure()
-    shard = str(random.randrange(get_config().counter_shards))
+    shard = str(random.randrange(CHECKED_COUNTER_SHARDS if checked else get_config().counter_shards))
     return Op('add', item=model(pk, shard), amount=amount, tag={'what': 'counter'})
 
 
@@ -425,7 +436,7 @@ def _coalesced(ops: list[Op]) -> list[Op]:
         if key in adds:
             adds[key].amount += op.amount
         else:
-            adds[key] = Op('add', item=op.item, amount=op.amount, tag=op.tag)
+            adds[key] = Op('add', item=op.item, amount=op.amount, condition=op.condition, tag=op.tag)
             out.append(adds[key])
     return out
 
@@ -464,7 +475,7 @@ def _transact(ops: list[Op], token: str) -> None:
                 elif op.kind == 'check':
                     tx.condition_check(model, op.model_key[0], op.model_key[1], condition=op.condition)
                 elif op.kind == 'add':
-                    tx.update(op.item, actions=[model.cnt.add(op.amount)])
+                    tx.update(op.item, actions=[model.cnt.add(op.amount)], condition=op.condition)
                 elif op.kind == 'update':
                     tx.update(op.item, actions=op.actions, condition=op.condition)
     except TransactWriteError as exc:
@@ -509,3 +520,32 @@ def _commit_one(op: Op) -> None:
             raise transient from None
         _invalid(exc)
         raise
+
+
+# ----------------------------------------------------------------------------- guard shards (kernel/parents.py)
+
+GUARD_TOMBSTONE_SECONDS = 7 * 86400   # a deleted parent's closed shards expire (TTL) after this
+
+
+def guard_pk(parent_family: str, parent_id: str, shard: int) -> str:
+    """One guard shard of a parent: its own partition key, so a parent's children spread their
+    transactions over as many partitions as it has shards (kernel/parents.py)."""
+    return f'GUARD#{parent_family}#{parent_id}#{shard}'
+
+
+def move_guard(pk: str, amount: int, **tag: Any) -> Op:
+    """Count a child in (``amount`` > 0: only while the shard is open, i.e. carries no ``dead``
+    mark) or out of (< 0: whatever the mark) one guard shard."""
+    model = configure()
+    condition = model.dead.does_not_exist() if amount > 0 else None
+    return Op('add', item=model(pk, ENTITY_SK), amount=amount, condition=condition, tag=tag)
+
+
+def close_guard(pk: str, **tag: Any) -> Op:
+    """A parent's delete: the shard holds no child (``cnt`` zero or unset) and is closed
+    (``dead``) from now on; the closed item expires after GUARD_TOMBSTONE_SECONDS."""
+    model = configure()
+    return Op('update', item=model(pk, ENTITY_SK),
+              actions=[model.dead.set(1), model.kind.set('guard'),
+                       model.ttl.set(int(time.time()) + GUARD_TOMBSTONE_SECONDS)],
+              condition=model.cnt.does_not_exist() | (model.cnt == 0), tag=tag)

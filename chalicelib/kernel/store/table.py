@@ -140,6 +140,7 @@ class Stored:
     seq: int
     org: str | None
     indexed: bool = False   # its indexed values are counted (``ixv``): a write may move them
+    guarded: bool = False   # it counts in its parents' guard shards (``gv``, kernel/parents.py)
 
     @property
     def id(self) -> str:
@@ -152,7 +153,8 @@ def stored_from(item: Item | None) -> Stored | None:
     data = item.data.as_dict()
     if data.get('deleted') is True:
         return None
-    return Stored(family=item.kind, data=data, seq=int(item.seq or 0), org=item.org, indexed=item.ixv is not None)
+    return Stored(family=item.kind, data=data, seq=int(item.seq or 0), org=item.org, indexed=item.ixv is not None,
+                  guarded=item.gv is not None)
 
 
 def get(family: str, id_: str, consistent: bool = True) -> Stored | None:
@@ -165,13 +167,14 @@ def get(family: str, id_: str, consistent: bool = True) -> Stored | None:
     return stored_from(item)
 
 
-def batch_get(keys: Iterable[tuple[str, str]]) -> dict[str, Stored]:
-    """Entities by (family, id), in BatchGetItem calls of 100; missing or deleted ones are absent."""
+def batch_get(keys: Iterable[tuple[str, str]], *, consistent: bool = False) -> dict[str, Stored]:
+    """Entities by (family, id), in BatchGetItem calls of 100; missing or deleted ones are absent
+    (``consistent``: strongly consistent reads, e.g. a write's reference checks)."""
     model = configure()
     wanted = list(dict.fromkeys((entity_pk(f, i), ENTITY_SK) for f, i in keys))
     out: dict[str, Stored] = {}
     for start in range(0, len(wanted), 100):
-        for item in model.batch_get(wanted[start:start + 100]):
+        for item in model.batch_get(wanted[start:start + 100], consistent_read=consistent):
             stored = stored_from(item)
             if stored is not None:
                 out[stored.id] = stored

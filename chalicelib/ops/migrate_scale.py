@@ -1,0 +1,110 @@
+"""Move existing data to the write path of issue 27 (docs/scale.md).
+
+    python -m chalicelib.ops.migrate_scale [--state FILE] [--page-size N]
+
+Reads the whole table (an operator tool: Scan is fine here), page by page:
+
+* **guards**: a live record written before guard shards (no ``gv`` mark) that counts in a
+  parent (kernel/parents.py) is moved, in one transaction, from its legacy child counter
+  (``KIDS#{parentFamily}#{parentId}``, ADD -1 on its shard) to its guard shard (ADD 1, only
+  while the shard is open), and marked ``gv``; on condition that it is still the version read,
+  still listed and still unmarked. A record its parent's delete raced is skipped (the guard
+  shard is closed: the checker reports it as an orphan, as before).
+* **hook for the rate gate's legacy ACL attributes**: each ACL item (``users#{id}`` / ``ACL``)
+  is handed to ``chalicelib.kernel.store.gate.migrate_legacy_acl(item)`` when that function
+  exists (the gate's part of issue 27 owns it); otherwise ``acl-hook-missing`` counts them.
+
+Hence:
+
+* idempotent: a marked record is skipped, a second run changes nothing;
+* safe beside live traffic: a record updated meanwhile fails its condition and is retried on
+  the next run (the count of ``skipped``); its write kept it in its legacy counter, consistently;
+* resumable: the Scan position is saved to ``--state`` after every page; a run started with
+  the same file continues from there (without one, it starts over, which is harmless).
+
+The legacy counters left at zero stay (a few bytes per parent); the checker counts both.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from chalicelib.kernel import parents
+from chalicelib.kernel.registry import BY_PATH
+from chalicelib.kernel.store import repository as repo
+from chalicelib.kernel.store import table
+from chalicelib.kernel.store.model import configure
+from chalicelib.kernel.store.repository import Op, WriteConflict
+
+ACL_SK = 'ACL'
+
+
+def guard_ops(item: Any) -> list[Op]:
+    """The transaction moving one legacy-counted record to its guard shards ([] when none)."""
+    if item.sk != table.ENTITY_SK or item.kind not in BY_PATH or item.gv is not None or item.tpk is None:
+        return []
+    stored = table.stored_from(item)
+    if stored is None:
+        return []
+    family = BY_PATH[item.kind]
+    counted = parents.counted_in(family, stored.data)
+    if not counted:
+        return []
+    model = configure()
+    ops = [Op('update', item=model(item.pk, item.sk), actions=[model.gv.set(1)],
+              condition=(model.seq == stored.seq) & model.gv.does_not_exist() & model.tpk.exists(),
+              tag={'what': 'entity'})]
+    for parent_family, parent_id in counted:
+        ops.append(repo.move_counter_shard(parents.kids_pk(parent_family, parent_id), parents.shard_of(stored.id), -1))
+        ops.append(repo.move_guard(parents.guard_of(parent_family, parent_id, stored.id), 1, what='guard-closed'))
+    return ops
+
+
+def _acl_hook():
+    """The gate's migration of legacy ACL attributes, when the gate's part provides one."""
+    from chalicelib.kernel.store import gate  # noqa: PLC0415 - operator tool
+    return getattr(gate, 'migrate_legacy_acl', None)
+
+
+def migrate(*, state: Path | None = None, page_size: int = 500, out=print) -> dict[str, int]:
+    start: dict[str, Any] | None = json.loads(state.read_text()) if state and state.exists() else None
+    totals = {'scanned': 0, 'guarded': 0, 'skipped': 0, 'acl': 0, 'acl-hook-missing': 0}
+    acl_hook = _acl_hook()
+    while True:
+        items, start = table.scan_page(start, limit=page_size)
+        for item in items:
+            totals['scanned'] += 1
+            if item.sk == ACL_SK and item.pk.startswith('users#'):
+                if acl_hook is None:
+                    totals['acl-hook-missing'] += 1
+                else:
+                    acl_hook(item)
+                    totals['acl'] += 1
+                continue
+            ops = guard_ops(item)
+            if not ops:
+                continue
+            try:
+                repo.commit(ops)
+                totals['guarded'] += 1
+            except WriteConflict:
+                totals['skipped'] += 1   # changed meanwhile, or its parent is being deleted: next run
+        if state is not None:
+            state.write_text(json.dumps(start) if start else 'null')
+        out(', '.join(f'{k} {v}' for k, v in totals.items()))
+        if start is None:
+            return totals
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--state', type=Path, help='file keeping the scan position (resume with the same file)')
+    parser.add_argument('--page-size', type=int, default=500)
+    args = parser.parse_args(argv)
+    migrate(state=args.state, page_size=args.page_size)
+
+
+if __name__ == '__main__':
+    main()
