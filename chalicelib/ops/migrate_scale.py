@@ -10,9 +10,9 @@ Reads the whole table (an operator tool: Scan is fine here), page by page:
   while the shard is open), and marked ``gv``; on condition that it is still the version read,
   still listed and still unmarked. A record its parent's delete raced is skipped (the guard
   shard is closed: the checker reports it as an orphan, as before).
-* **hook for the rate gate's legacy ACL attributes**: each ACL item (``users#{id}`` / ``ACL``)
-  is handed to ``chalicelib.kernel.store.gate.migrate_legacy_acl(item)`` when that function
-  exists (the gate's part of issue 27 owns it); otherwise ``acl-hook-missing`` counts them.
+* **the rate gate's legacy ACL attributes**: the old per-second counters on each ACL item
+  (``users#{id}`` / ``ACL``) are removed, a few names per UpdateItem
+  (kernel/store/gate.py ``legacy_cleanup_ops``; the gate now counts in expiring items).
 
 Hence:
 
@@ -63,25 +63,30 @@ def guard_ops(item: Any) -> list[Op]:
 
 
 def _acl_hook():
-    """The gate's migration of legacy ACL attributes, when the gate's part provides one."""
+    """Removes the old rate counters (``rs..``, ``rk_..``) from one ACL item: they are not model
+    attributes, so the item is read raw and ``gate.legacy_cleanup_ops`` says what to remove."""
     from chalicelib.kernel.store import gate  # noqa: PLC0415 - operator tool
-    return getattr(gate, 'migrate_legacy_acl', None)
+
+    def cleanup(item: Any) -> None:
+        ddb = gate.client()
+        raw = ddb.get_item(TableName=gate.table_name(), Key={'pk': {'S': item.pk}, 'sk': {'S': item.sk}},
+                           ConsistentRead=True).get('Item')
+        for op in gate.legacy_cleanup_ops(raw or {}):
+            ddb.update_item(TableName=gate.table_name(), **op)
+    return cleanup
 
 
 def migrate(*, state: Path | None = None, page_size: int = 500, out=print) -> dict[str, int]:
     start: dict[str, Any] | None = json.loads(state.read_text()) if state and state.exists() else None
-    totals = {'scanned': 0, 'guarded': 0, 'skipped': 0, 'acl': 0, 'acl-hook-missing': 0}
+    totals = {'scanned': 0, 'guarded': 0, 'skipped': 0, 'acl': 0}
     acl_hook = _acl_hook()
     while True:
         items, start = table.scan_page(start, limit=page_size)
         for item in items:
             totals['scanned'] += 1
             if item.sk == ACL_SK and item.pk.startswith('users#'):
-                if acl_hook is None:
-                    totals['acl-hook-missing'] += 1
-                else:
-                    acl_hook(item)
-                    totals['acl'] += 1
+                acl_hook(item)
+                totals['acl'] += 1
                 continue
             ops = guard_ops(item)
             if not ops:

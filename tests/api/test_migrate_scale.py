@@ -50,3 +50,28 @@ def test_an_old_layout_table_is_migrated_clean_idempotently_and_resumably(api, o
     for task in tasks:
         assert api.delete(f"/api/tasks/{task['id']}").status == 204
     assert api.delete(f"/api/projects/{project['id']}").status == 204
+
+
+def test_the_old_rate_counters_on_acl_items_are_removed(api):
+    """The previous gate kept per-second counters on the user's ACL item (``rs05``,
+    ``rk_{cred}_05``, ...): the migration removes them, in pieces moto's expression validator takes,
+    and the checker's acl-items check is clean afterwards."""
+    from chalicelib.kernel.store import gate, model
+    from chalicelib.ops import check_table, migrate_scale
+    me = api.get('/api/account/me').json
+    client = model.client()
+    name = model.configure().Meta.table_name
+    key = {'pk': {'S': f"users#{me['id']}"}, 'sk': {'S': 'ACL'}}
+    stale = {f'rs{s:02d}': {'N': '3'} for s in range(60)} | {f'rk_abcd1234_{s:02d}': {'N': '2'} for s in range(60)}
+    names = {f'#a{i}': n for i, n in enumerate(stale)}
+    client.update_item(TableName=name, Key=key, ExpressionAttributeNames=names,
+                       ExpressionAttributeValues={f':v{i}': v for i, v in enumerate(stale.values())},
+                       UpdateExpression='SET ' + ', '.join(f'#a{i} = :v{i}' for i in range(len(stale))))
+    before = client.get_item(TableName=name, Key=key, ConsistentRead=True)['Item']
+    assert len(gate.legacy_counters(before)) == 120
+    assert any(v.check == 'acl-items' for v in check_table.run()[0])     # the checker sees them
+    totals = migrate_scale.migrate(out=lambda line: None)
+    assert totals['acl'] >= 1
+    after = client.get_item(TableName=name, Key=key, ConsistentRead=True)['Item']
+    assert gate.legacy_counters(after) == [] and 'acl_' in ''.join(after)   # memberships kept
+    assert not [v for v in check_table.run()[0] if v.check == 'acl-items']
