@@ -12,7 +12,7 @@ PutItem or one TransactWriteItems (its items are assembled by kernel/records.py)
 References (fields declared ``>family``) may only name what the caller may see, checked inside
 the write's transaction: a record of the same organization (an organization- or project-scoped
 target), a catalogue record (global), or, for a user, a user holding an active membership of the
-record's organization (``_reference_ops``; platform admins included: the rule is about the
+record's organization (``reference_ops``; platform admins included: the rule is about the
 record, so a task is never assigned to someone who cannot see it). Anything else is the same 400
 "does not exist" as a random id. A record of a SUSPENDED organization is 403 to its members
 (kernel/access.py).
@@ -63,12 +63,6 @@ def _family(family: Family | str) -> Family:
 
 def _transient(exc: WriteConflict) -> bool:
     return exc.code == 'TransactionConflict'
-
-
-# The private names other modules called before kernel/writes.py (features/documents/service.py
-# still does: its owner moves it): the one rule, under its old names.
-_backoff = writes.backoff
-_busy = writes.busy
 
 
 # ----------------------------------------------------------------------------- reading
@@ -212,7 +206,7 @@ def _ref_id(field: str, value: str) -> str:
         raise BadRequest(f"Field '{field}' refers to a record that does not exist: {str(value)[:64]}") from None
 
 
-def _reference_ops(family: Family, values: dict[str, Any], org: str | None) -> list[Op]:
+def reference_ops(family: Family, values: dict[str, Any], org: str | None) -> list[Op]:
     """Every reference names a record the caller may see (module docstring), checked by reads
     before the write (issue 27: the referenced record is not held in the write's transaction,
     so writes naming one user or one status never queue on it). Reads are strongly consistent:
@@ -254,7 +248,7 @@ def _raise_for(exc: WriteConflict) -> None:
     raise exc
 
 
-def _require_write(family: Family, principal: Principal, stored: Stored, *, op: str) -> None:
+def require_write(family: Family, principal: Principal, stored: Stored, *, op: str) -> None:
     allowed = hook_for(family).can_write(family, principal, stored, op)
     if allowed is None:
         access.require_write(principal, family, stored.org)
@@ -294,7 +288,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
 
     def attempt() -> dict[str, Any]:
         ops = records.create_ops(family, [data], principal)  # a new random counter shard each try
-        ops += _reference_ops(family, values, org) + hook.create_checks(family, principal, data)
+        ops += reference_ops(family, values, org) + hook.create_checks(family, principal, data)
         # The project's existence: its guard shard, moved by create_ops (kernel/parents.py, issue 27).
         ops += parents.create_checks(family, org, ops)   # no orphans: the organization still exists
         try:
@@ -315,13 +309,13 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
     values, nulls = clean_input(family, body)
     if expected is None and unlocked.plain(family, values, nulls):   # no read-modify-write (unlocked.py)
         stored = load_visible(family, id_, principal)
-        _require_write(family, principal, stored, op='update')
+        require_write(family, principal, stored, op='update')
         return unlocked.apply(family, stored, values, nulls, principal)
     embedded: list[bool] = []
 
     def attempt() -> dict[str, Any]:
         stored = load_visible(family, id_, principal)
-        _require_write(family, principal, stored, op='update')
+        require_write(family, principal, stored, op='update')
         if expected is not None and expected != stored.seq:
             raise Conflict('The resource was changed by someone else (stale changeSequence)',
                            changeSequence=stored.seq)
@@ -338,7 +332,7 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
         new['updatedOn'] = now_iso()
         new['changeSequence'] = stored.seq + 1
         ops = records.update_ops(family, new, stored, principal=principal)
-        ops += _reference_ops(family, {k: v for k, v in values.items() if stored.data.get(k) != v}, stored.org)
+        ops += reference_ops(family, {k: v for k, v in values.items() if stored.data.get(k) != v}, stored.org)
         try:
             records.commit(ops)
         except WriteConflict as exc:
@@ -360,7 +354,7 @@ def delete(family: Family | str, id_: str, principal: Principal) -> None:
 
     def attempt() -> None:
         stored = load_visible(family, id_, principal)
-        _require_write(family, principal, stored, op='delete')
+        require_write(family, principal, stored, op='delete')
         parents.refuse_if_held(family, stored)   # 409 naming what it holds (kernel/parents.py)
         referred = referrers.refuse_if_referred(family, stored)   # 409 naming who names it (kernel/referrers.py)
         soft = None

@@ -175,7 +175,7 @@ def _update_family(fid: str, stored: Stored | None, project_id: str, status: Sto
     if stored is None or stored.data.get('projectId') != project_id:
         raise BadRequest(f'No document family {fid} in project {project_id}')
     access.require_active(principal, stored.org)
-    resources._require_write(FAMILIES, principal, stored, op='update')
+    resources.require_write(FAMILIES, principal, stored, op='update')
     current = [stored]
 
     def attempt() -> dict[str, Any]:

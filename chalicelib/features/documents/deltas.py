@@ -342,7 +342,7 @@ def read_document(family_id: str, principal: Principal) -> dict[str, Any]:
 
 def replace_document(family_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     family = resources.load_visible(FAMILIES, family_id, principal)
-    resources._require_write(FAMILIES, principal, family, op='update')
+    resources.require_write(FAMILIES, principal, family, op='update')
     version = body.get('version')
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise BadRequest("Field 'version' is required: the version the new content replaces (0 for none)")

@@ -25,7 +25,7 @@ from chalicelib.core.errors import BadRequest, Conflict, NotFound, PayloadTooLar
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, uploads
-from chalicelib.kernel import access, records
+from chalicelib.kernel import access, records, writes
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import repository as repo
@@ -564,7 +564,7 @@ def _store_new_family(store: Stored, principal: Principal, *, key: str, path: st
             return family
         except WriteConflict as exc:
             if exc.code == 'TransactionConflict' and attempt + 1 < resources.CONFLICT_RETRIES:
-                resources._backoff(attempt)
+                writes.backoff(attempt)
                 continue
             if exc.op is not None and exc.op.tag.get('what') == 'session' and upload_id is not None:
                 return _lost_claim(upload_id, principal)   # another claimant took over: its object, keep it
@@ -572,13 +572,13 @@ def _store_new_family(store: Stored, principal: Principal, *, key: str, path: st
             if exc.op is not None and exc.op.tag.get('what') == 'reference':
                 raise BadRequest('The document store was deleted meanwhile') from None
             if exc.op is not None and exc.op.tag.get('what') == 'entity':
-                return _lost_claim(upload_id, principal) if upload_id else resources._busy()
-            raise resources._busy() from None
+                return _lost_claim(upload_id, principal) if upload_id else writes.busy()
+            raise writes.busy() from None
         except Exception:
             _discard(key, on_failure)
             raise
     _discard(key, on_failure)
-    raise resources._busy()
+    raise writes.busy()
 
 
 def _discard(key: str, on_failure) -> None:
@@ -638,7 +638,7 @@ def delete_dependents(family: Stored, principal: Principal) -> None:
             except WriteConflict as exc:
                 if exc.code != 'TransactionConflict' and exc.op is not None and exc.op.tag.get('what') == 'entity':
                     continue   # deleted or changed meanwhile by someone else: the next delete retries
-                raise resources._busy() from None
+                raise writes.busy() from None
 
 
 def delete_files(family: Stored) -> None:

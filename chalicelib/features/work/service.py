@@ -262,7 +262,7 @@ def run_start(activity_id: str) -> str:
         ops += records.create_ops(family_of('tasks'), tasks, SERVICE)
         for task in tasks:
             try:   # references are checked by reads (kernel/crud.py, issue 27)
-                ops += resources._reference_ops(family_of('tasks'), task, stored.org)
+                ops += resources.reference_ops(family_of('tasks'), task, stored.org)
             except BadRequest as exc:
                 return _fail_activity(stored, f"a TASK step's options: {exc}")
     if executions:
