@@ -272,7 +272,7 @@ def _indexed_equality(family: Family, plan: FilterPlan) -> tuple[int, str, tuple
             continue
         values = (leaf.value,) if leaf.op == '==' else tuple(leaf.value)
         if values and len(values) <= MAX_IN_VALUES and all(isinstance(v, str) for v in values):
-            return family.indexed.index(name) + 1, name, tuple(dict.fromkeys(values)), \
+            return family.slot_of(name), name, tuple(dict.fromkeys(values)), \
                 leaves[:position] + leaves[position + 1:]
     return None
 

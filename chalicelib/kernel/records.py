@@ -66,7 +66,7 @@ def _parent(family: Family, data: dict[str, Any]) -> str | None:
 def indexed_values(family: Family, data: dict[str, Any]) -> dict[int, tuple[str, str]]:
     """Equality-index slot -> (field, value) for the indexed fields holding a non-empty string."""
     out: dict[int, tuple[str, str]] = {}
-    for slot, name in enumerate(family.indexed, 1):
+    for name, slot in family.indexed.items():   # the slot each field names (kernel/registry.py)
         value: Any = data
         for part in name.split('.'):
             value = value.get(part) if isinstance(value, dict) else None

@@ -11,6 +11,7 @@ Scopes:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -46,11 +47,17 @@ class Family:
     # A reference to a user is checked for membership of the record's organization; this field
     # instead names the user joining it (memberships: its hook decides who may be named).
     joins: str | None = None
-    # fields whose equality filters are served from an index (at most INDEX_SLOTS; a dotted name
-    # is a path into an object field): `field == 'v'` costs the same in any tenant size
-    indexed: tuple[str, ...] = ()
+    # fields whose equality filters are served from an index, each with its NAMED slot (1..INDEX_SLOTS:
+    # the x{slot} attribute and GSI pair its key is stored under; a dotted name is a path into an
+    # object field): `field == 'v'` costs the same in any tenant size. Slots are named, never taken
+    # from the order of the declaration: reordering it must not move stored keys to other indexes.
+    indexed: Mapping[str, int] = field(default_factory=dict)
     # declared fields only the server writes (shown in responses, ignored in request bodies)
     server: tuple[str, ...] = ()
+
+    def slot_of(self, name: str) -> int:
+        """The equality-index slot of an indexed field (its x{slot} attribute and GSI pair)."""
+        return self.indexed[name]
 
     @cached_property
     def own_fields(self) -> tuple[Field, ...]:
@@ -118,7 +125,7 @@ FAMILIES: tuple[Family, ...] = (
     _f('memberships', 'Membership', 'org',
        'userId>users role!@MembershipRole email status=ACTIVE@MembershipStatus',
        unique=('userId',), name_field='role', hook='access', joins='userId',
-       indexed=('userId',)),
+       indexed={'userId': 1}),
     _f('teams', 'Team', 'org', f'{_NAMED} color memberIds:strings'),
     _f('roles', 'Role', 'org', f'{_NAMED} permissions:strings builtIn:bool=false', hook='access'),
     _f('permissions', 'Permission', 'org', f'{_NAMED} category builtIn:bool=false', hook='access'),
@@ -138,11 +145,11 @@ FAMILIES: tuple[Family, ...] = (
        'title description searchText statusSlug taskGroupId>task-groups? assigneeId>users? '
        'teamId>teams? createdByActivityId? dueDate:datetime? priority:int? metadata:object '
        'data:object plan:object', name_field='title', summary_omit=('plan',), hook='tasks',
-       indexed=('statusSlug', 'assigneeId', 'teamId', 'taskGroupId', 'createdByActivityId')),
+       indexed={'statusSlug': 1, 'assigneeId': 2, 'teamId': 3, 'taskGroupId': 4, 'createdByActivityId': 5}),
     _f('task-groups', 'TaskGroup', 'project',
        f'{_TEXT} statusSlug assigneeId>users? teamId>teams? metadata:object plan:object',
        collections={'memberTask': ('tasks', 'taskGroupId')}, hook='task_groups',
-       indexed=('statusSlug', 'assigneeId')),
+       indexed={'statusSlug': 1, 'assigneeId': 2}),
     _f('task-group-history', 'TaskGroupHistory', 'project',
        'taskGroupId>task-groups action@AuditAction userId userEmail changes:object',
        name_field='action', read_only=True),
@@ -153,24 +160,24 @@ FAMILIES: tuple[Family, ...] = (
     _f('prompts', 'Prompt', 'org',
        'name slug type extensionPackRef yamlSource deprecated:bool=false publicAccess:bool=false '
        'template:bool=false metadata:object', soft_delete=True,
-       indexed=('type',)),
+       indexed={'type': 1}),
     _f('document-stores', 'DocumentStore', 'project',
        f'{_NAMED} storeType storePurpose publicAccess:bool=false metadata:object',
-       indexed=('slug',)),   # /api/stores/{orgSlug}/{storeSlug} (features/documents/store_fs.py)
+       indexed={'slug': 1}),   # /api/stores/{orgSlug}/{storeSlug} (features/documents/store_fs.py)
     _f('document-families', 'DocumentFamily', 'project',
        'path documentStoreId>document-stores? documentStatus:object? labels:strings mixins:strings '
        'locked:bool=false size:int metadata:object '
        'contentType storageKey contentObjectId documentVersion:int documentKey '
        # the latest run of an assistant's pipeline over it (features/work/pipelines.py, docs/api/processing.md)
        'processing:object?', name_field='path',
-       indexed=('documentStoreId', 'documentStatus.id', 'path'), hook='document_families',
+       indexed={'documentStoreId': 1, 'documentStatus.id': 2, 'path': 3}, hook='document_families',
        server=('contentType', 'storageKey', 'contentObjectId', 'documentVersion', 'documentKey', 'processing')),
     _f('content-objects', 'ContentObject', 'project',
        'name contentMetadata:object metadata:object contentType:int index:int size:int '
        'created:datetime? modified:datetime? docTransitionType documentFamilyId>document-families? '
        'documentVersion sourceContentObjectId storeRef summary mixins:strings source:object '
        'documentTaxonValidations:array',
-       indexed=('documentFamilyId',)),
+       indexed={'documentFamilyId': 1}),
     _f('knowledge-sets', 'KnowledgeSet', 'project',
        f'{_NAMED} setType status projectSlug currentSnapshotId? priority:int featureExpression:object '
        'features:array knowledgeItems:array'),
@@ -206,11 +213,11 @@ FAMILIES: tuple[Family, ...] = (
        # an assistant's pipeline over a document family (features/work/pipelines.py)
        'documentFamilyId>document-families?',
        id_param='executionId', hook='executions',
-       indexed=('activityId', 'status', 'documentFamilyId')),
+       indexed={'activityId': 1, 'status': 2, 'documentFamilyId': 3}),
     _f('activities', 'Activity', 'project',
        f'{_TEXT} status=PENDING@ActivityStatus activityPlanId>activity-plans? startedOn:datetime? '
        'completedOn:datetime? metadata:object inputs:object requestId', unique=('requestId',),
-       hook='activities', indexed=('activityPlanId', 'status')),
+       hook='activities', indexed={'activityPlanId': 1, 'status': 2}),
     _f('activity-plans', 'ActivityPlan', 'project',
        f'{_NAMED} steps:array(PipelineStep) schemas:object metadata:object prompts:array documentFamilyGroups:array',
        summary_omit=('steps', 'schemas', 'metadata', 'prompts', 'documentFamilyGroups')),
@@ -249,26 +256,35 @@ FAMILIES: tuple[Family, ...] = (
     _f('messages', 'Message', 'org',
        'channelId!>channels content role=USER@ChatMessageRole userId>users? metadata:object',
        name_field='content',
-       indexed=('channelId',)),
+       indexed={'channelId': 1}),
     _f('events', 'Event', 'org',
        'name description eventType! source payload:object occurredOn:datetime? userEmail clientIpHash',
        name_field='eventType', hook='events',
-       indexed=('eventType',)),
+       indexed={'eventType': 1}),
     _f('linked-deltas', 'LinkedDelta', 'project',
        'name state=PENDING@LinkedDeltaState errorMessage? documentFamilyId>document-families? '
        'operations:array baseVersion:int? appliedVersion:int',
-       indexed=('documentFamilyId', 'state'), hook='linked_deltas', server=('appliedVersion',)),
+       indexed={'documentFamilyId': 1, 'state': 2}, hook='linked_deltas', server=('appliedVersion',)),
 )
 
 BY_PATH: dict[str, Family] = {f.path: f for f in FAMILIES}
 
-for _fam in FAMILIES:   # a declaration the storage cannot serve fails at import, not at a request
-    if len(_fam.indexed) > INDEX_SLOTS:
-        raise ValueError(f'{_fam.path}: at most {INDEX_SLOTS} indexed fields')
-    for _name in _fam.indexed:
-        _head = _fam.fields.get(_name.split('.')[0])
-        if _head is None or (_head.type not in ('string', 'object') or ('.' in _name) != (_head.type == 'object')):
-            raise ValueError(f'{_fam.path}: cannot index {_name!r}')
+def check_declaration(fam: Family) -> None:
+    """Refuse a declaration the storage cannot serve (run on every family at import, not at a
+    request): equality-index slots named, distinct and within INDEX_SLOTS; indexable fields."""
+    if not isinstance(fam.indexed, Mapping):
+        raise ValueError(f"{fam.path}: indexed must name each field's slot ({{field: slot}})")
+    slots = list(fam.indexed.values())
+    if len(set(slots)) != len(slots) or not all(isinstance(n, int) and 1 <= n <= INDEX_SLOTS for n in slots):
+        raise ValueError(f'{fam.path}: index slots must be distinct numbers 1..{INDEX_SLOTS}: {dict(fam.indexed)}')
+    for name in fam.indexed:
+        head = fam.fields.get(name.split('.')[0])
+        if head is None or (head.type not in ('string', 'object') or ('.' in name) != (head.type == 'object')):
+            raise ValueError(f'{fam.path}: cannot index {name!r}')
+
+
+for _fam in FAMILIES:
+    check_declaration(_fam)
 
 
 def family(path: str) -> Family:

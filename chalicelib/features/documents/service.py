@@ -629,7 +629,7 @@ def delete_dependents(family: Stored, principal: Principal) -> None:
     each record in its own transaction (a family may have more than one transaction holds)."""
     for path in ('content-objects', 'linked-deltas'):
         dependent = family_of(path)
-        ids = [i for _, i in table.walk_value(path, family.org, slot=dependent.indexed.index('documentFamilyId') + 1,
+        ids = [i for _, i in table.walk_value(path, family.org, slot=dependent.slot_of('documentFamilyId'),
                                               field_name='documentFamilyId', value=family.id,
                                               order='createdOn', descending=False, limit=None)]
         for stored in table.batch_get((path, i) for i in ids).values():

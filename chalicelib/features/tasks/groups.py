@@ -26,7 +26,7 @@ INDEX_WAITS = 3
 
 def member_tasks(group_id: str, org: str) -> list[table.Stored]:
     tasks = family_of('tasks')
-    slot = tasks.indexed.index('taskGroupId') + 1
+    slot = tasks.slot_of('taskGroupId')
     keys = table.walk_value('tasks', org, slot=slot, field_name='taskGroupId', value=group_id,
                             order='createdOn', descending=False, limit=None)
     found = table.batch_get(('tasks', id_) for _, id_ in keys)

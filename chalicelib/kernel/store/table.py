@@ -18,7 +18,7 @@ Entity index attributes (removed when an entity is soft-deleted, so it leaves ev
   csk  ``{createdOn}#{id}``   usk ``{updatedOn}#{id}``   nsk ``name_sort_key(name, id)``
 
   x1..x5  ``{family}#{tenant}#{field}={value}``: the equality-indexed fields of the family's
-       registry declaration (``Family.indexed``), slot n = the n-th declared field; absent when
+       registry declaration (``Family.indexed``: each field names its slot n); absent when
        the field has no string value (and on soft-deleted records)
   ixv  1 when the item's indexed values are keyed and counted (every listed entity written by
        this code; items written before equality indexes existed lack it until
