@@ -47,9 +47,10 @@ _TICK = 1024                       # native loop steps between two time checks
 class ExpressionError(Exception):
     """The expression could not be evaluated; the message is safe to show its author."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, timed_out: bool = False) -> None:
         super().__init__(f'evaluation error: {reason}')
         self.reason = reason
+        self.timed_out = timed_out   # it ran out of its time box (a SCRIPT attempt is TIMED_OUT)
 
 
 def _n(value: float) -> str:
@@ -86,7 +87,7 @@ class _Run:
                 budget.check('evaluating an expression')
             except budget.BudgetExceeded as exc:
                 self.stop(exc)
-        self.stop(ExpressionError(f'the expression ran longer than {self.timeout_ms} ms'))
+        self.stop(ExpressionError(f'the expression ran longer than {self.timeout_ms} ms (timed out)', timed_out=True))
 
     def tick(self) -> None:
         self.steps += 1

@@ -505,7 +505,7 @@ def _run(execution: dict[str, Any], step: dict[str, Any], policy: dict[str, Any]
                                                f"'{agent.data.get('slug') or agent.id}'")
         return work._Outcome(False, reason=f'unknown stepType {kind!r}')
     except ExpressionError as exc:
-        return work._Outcome(False, reason=str(exc), timed_out='time' in exc.reason.lower())
+        return work._Outcome(False, reason=str(exc), timed_out=exc.timed_out)
 
 
 def _script_result(execution: dict[str, Any], family: dict[str, Any], result: Any):

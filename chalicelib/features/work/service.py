@@ -500,7 +500,7 @@ def _run_step(execution: dict[str, Any], policy: dict[str, Any], seconds: float)
             return _Outcome(True, waiting=f"waiting for the agent runtime of agent '{name}'")
         return _Outcome(False, reason=f'unknown stepType {kind!r}')
     except ExpressionError as exc:
-        return _Outcome(False, reason=str(exc), timed_out='time' in exc.reason.lower())
+        return _Outcome(False, reason=str(exc), timed_out=exc.timed_out)
 
 
 def _find(family: str, project_id: str, ref: str):
