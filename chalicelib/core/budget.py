@@ -28,7 +28,7 @@ import time
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
-from chalicelib.core.errors import ApiError
+from chalicelib.core.errors import ApiError, ServiceUnavailable
 
 GATEWAY_SECONDS = 29.0        # API Gateway's integration timeout
 SAFETY_SECONDS = 1.0          # left to answer (serialise, log) once the budget is spent
@@ -46,6 +46,18 @@ class Deadline:
 
 
 _current: ContextVar[Deadline | None] = ContextVar('work_budget', default=None)
+# Set when an AWS dependency was slow or failing during the unit of work (a retried timeout,
+# throttling, a 5xx: kernel/store/endpoints.py notes it from botocore's retry decision). A budget
+# spent then is the platform's doing, not the input's: 503 with Retry-After instead of the 422.
+_troubled: ContextVar[bool] = ContextVar('work_budget_troubled', default=False)
+
+
+class BudgetSpentWaiting(ServiceUnavailable):
+    """The unit of work ran out of time while AWS was slow or failing; nothing was written."""
+
+    def __init__(self, what: str, seconds: float) -> None:
+        super().__init__(f'The request ran out of its {_figure(seconds)} s budget while the platform\'s storage '
+                         f'was slow or failing: {what}; nothing more was changed, retry shortly', retry_after=2)
 
 
 class BudgetExceeded(ApiError):
@@ -68,7 +80,14 @@ def start(seconds: float, *, ceiling: float | None = None) -> Token:
     seconds = max(0.0, float(seconds))
     now = time.monotonic()
     ceiling = seconds if ceiling is None else max(seconds, float(ceiling))
+    _troubled.set(False)
     return _current.set(Deadline(seconds, now + seconds, now + ceiling))
+
+
+def note_dependency_trouble() -> None:
+    """An AWS call of this unit of work was slow or failing (its budget, if spent, is ours)."""
+    if _current.get() is not None:
+        _troubled.set(True)
 
 
 def end(token: Token) -> None:
@@ -90,6 +109,8 @@ def check(what: str) -> None:
     """Raise ``BudgetExceeded`` naming ``what`` when the budget is spent."""
     deadline = _current.get()
     if deadline is not None and time.monotonic() >= deadline.ends:
+        if _troubled.get():
+            raise BudgetSpentWaiting(what, deadline.seconds)
         raise BudgetExceeded(what, deadline.seconds)
 
 

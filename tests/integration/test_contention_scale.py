@@ -22,6 +22,7 @@ def stack(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def invariants(stack):
     yield
+    stack.published()   # the events records are written by the outbox poller: let it catch up first
     code, report = stack.check()
     assert code == 0, report
 

@@ -47,10 +47,28 @@ def session():
             return path == str(SLIM) or super().is_builtin_path(path)
 
     result = botocore.session.get_session()
+    result.register_first('needs-retry.dynamodb', note_trouble)
     data_path = result.get_config_variable('data_path')
     result.register_component('data_loader', Loader(
         extra_search_paths=data_path.split(os.pathsep) if data_path else None))
     return result
+
+
+def note_trouble(response=None, caught_exception=None, **_) -> None:
+    """botocore's retry decision hook (never decides: returns None): a call that timed out, lost
+    its connection, was throttled or failed is noted on the unit of work's budget, so a budget
+    it then runs out of answers 503, the platform's cause, not 422 (core/budget.py)."""
+    from chalicelib.core import budget  # noqa: PLC0415 - loaded by then; kept off import
+    from chalicelib.core.errors import AWS_UNAVAILABLE_CODES  # noqa: PLC0415
+    if caught_exception is not None:
+        budget.note_dependency_trouble()
+        return None
+    if response is not None:
+        http, parsed = response
+        code = (parsed or {}).get('Error', {}).get('Code')
+        if getattr(http, 'status_code', 200) >= 500 or code in AWS_UNAVAILABLE_CODES:
+            budget.note_dependency_trouble()
+    return None
 
 
 def write() -> None:
