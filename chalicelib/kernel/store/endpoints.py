@@ -47,7 +47,7 @@ def session():
             return path == str(SLIM) or super().is_builtin_path(path)
 
     result = botocore.session.get_session()
-    result.register_first('needs-retry.dynamodb', note_trouble)
+    result.register('needs-retry.dynamodb', note_trouble)   # every handler runs; ours decides nothing
     data_path = result.get_config_variable('data_path')
     result.register_component('data_loader', Loader(
         extra_search_paths=data_path.split(os.pathsep) if data_path else None))
