@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from contextvars import ContextVar, Token
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from chalicelib.core.errors import ApiError, ServiceUnavailable
 
@@ -40,16 +40,15 @@ class Deadline:
     seconds: float       # the whole budget, as started
     ends: float          # time.monotonic() when it is spent
     ceiling_ends: float  # time.monotonic() past which nothing may run at all (>= ends)
+    # set when an AWS dependency was slow or failing during the unit (``note_dependency_trouble``):
+    # shared by every context copied from the unit's (threads it starts), as the object is
+    trouble: dict = field(default_factory=dict)
 
     def remaining(self, ceiling: bool = False) -> float:
         return (self.ceiling_ends if ceiling else self.ends) - time.monotonic()
 
 
 _current: ContextVar[Deadline | None] = ContextVar('work_budget', default=None)
-# Set when an AWS dependency was slow or failing during the unit of work (a retried timeout,
-# throttling, a 5xx: kernel/store/endpoints.py notes it from botocore's retry decision). A budget
-# spent then is the platform's doing, not the input's: 503 with Retry-After instead of the 422.
-_troubled: ContextVar[bool] = ContextVar('work_budget_troubled', default=False)
 
 
 class BudgetSpentWaiting(ServiceUnavailable):
@@ -80,14 +79,14 @@ def start(seconds: float, *, ceiling: float | None = None) -> Token:
     seconds = max(0.0, float(seconds))
     now = time.monotonic()
     ceiling = seconds if ceiling is None else max(seconds, float(ceiling))
-    _troubled.set(False)
     return _current.set(Deadline(seconds, now + seconds, now + ceiling))
 
 
 def note_dependency_trouble() -> None:
     """An AWS call of this unit of work was slow or failing (its budget, if spent, is ours)."""
-    if _current.get() is not None:
-        _troubled.set(True)
+    deadline = _current.get()
+    if deadline is not None:
+        deadline.trouble['aws'] = True
 
 
 def end(token: Token) -> None:
@@ -109,7 +108,7 @@ def check(what: str) -> None:
     """Raise ``BudgetExceeded`` naming ``what`` when the budget is spent."""
     deadline = _current.get()
     if deadline is not None and time.monotonic() >= deadline.ends:
-        if _troubled.get():
+        if deadline.trouble:   # AWS was slow or failing meanwhile: the cause is ours
             raise BudgetSpentWaiting(what, deadline.seconds)
         raise BudgetExceeded(what, deadline.seconds)
 

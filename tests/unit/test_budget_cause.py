@@ -63,3 +63,21 @@ def test_an_answered_call_notes_nothing_and_a_new_unit_starts_untroubled():
             budget.check('y')                                   # the earlier unit's trouble is not this one's
     finally:
         budget.end(token)
+
+
+def test_every_aws_client_the_platform_builds_notes_its_slow_or_failing_calls():
+    """Not only DynamoDB: a batch update can run out of time on a slow S3 answer (the chaos run
+    found it). A watched client to a closed loopback port fails; the unit's budget knows."""
+    import boto3
+    from botocore.config import Config
+    s3 = endpoints.watched(boto3.client('s3', region_name='us-east-1', endpoint_url='http://127.0.0.1:9',
+                                        aws_access_key_id='x', aws_secret_access_key='x',
+                                        config=Config(connect_timeout=1, retries={'max_attempts': 1})))
+    token = _spent()
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - the connection is refused: which error is botocore's business
+            s3.head_object(Bucket='b', Key='k')
+        with pytest.raises(budget.BudgetSpentWaiting):
+            budget.check('batch update stopped before f1')
+    finally:
+        budget.end(token)

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from chalicelib.core.config import get_config
+from chalicelib.kernel.store.endpoints import watched
 
 CACHE_ENTRIES = 512
 CONNECT_TIMEOUT = 2
@@ -57,9 +58,9 @@ def _client():
     import boto3  # noqa: PLC0415 - lazy: only calls that use a secret need Secrets Manager
     from botocore.config import Config  # noqa: PLC0415 - lazy, with boto3
     cfg = get_config()
-    return boto3.client('secretsmanager', region_name=cfg.region, endpoint_url=cfg.endpoint_url,
+    return watched(boto3.client('secretsmanager', region_name=cfg.region, endpoint_url=cfg.endpoint_url,
                         config=Config(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
-                                      retries={'max_attempts': MAX_ATTEMPTS, 'mode': 'standard'}))
+                                      retries={'max_attempts': MAX_ATTEMPTS, 'mode': 'standard'})))
 
 
 def reset() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ServiceUnavailable
+from chalicelib.kernel.store.endpoints import watched
 
 CONNECT_TIMEOUT = 2
 READ_TIMEOUT = 20
@@ -64,7 +65,7 @@ def client():
         'request_checksum_calculation': 'when_required', 'response_checksum_validation': 'when_required'}
     if cfg.endpoint_url:
         options['s3'] = {'addressing_style': 'path'}
-    return boto3.client('s3', region_name=cfg.region, endpoint_url=cfg.endpoint_url, config=Config(**options))
+    return watched(boto3.client('s3', region_name=cfg.region, endpoint_url=cfg.endpoint_url, config=Config(**options)))
 
 
 def reset() -> None:

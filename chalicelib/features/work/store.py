@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from chalicelib.core.config import get_config
+from chalicelib.kernel.store.endpoints import watched
 from chalicelib.kernel.store.model import configure
 from chalicelib.kernel.store.repository import Op
 from chalicelib.kernel.store.table import ENTITY_SK
@@ -38,9 +39,9 @@ def _client(service: str):
     import boto3  # noqa: PLC0415 - lazy: only the work paths need SQS / EventBridge
     from botocore.config import Config  # noqa: PLC0415
     cfg = get_config()
-    return boto3.client(service, region_name=cfg.region, endpoint_url=cfg.endpoint_url,
+    return watched(boto3.client(service, region_name=cfg.region, endpoint_url=cfg.endpoint_url,
                         config=Config(connect_timeout=2, read_timeout=8,
-                                      retries={'max_attempts': 3, 'mode': 'standard'}))
+                                      retries={'max_attempts': 3, 'mode': 'standard'})))
 
 
 @lru_cache(maxsize=1)

@@ -35,6 +35,7 @@ from pynamodb.expressions.operand import Path
 from chalicelib.core.clock import parse_instant
 from chalicelib.core.config import get_config
 from chalicelib.core.observability import get_logger
+from chalicelib.kernel.store.endpoints import watched
 from chalicelib.kernel.store.gate import NEVER
 from chalicelib.kernel.store.model import Item, client, configure
 from chalicelib.kernel.store.repository import Op, StoreUnavailable, WriteConflict, commit, update_item
@@ -254,7 +255,7 @@ def orgs_of(user_id: str) -> set[str]:
 def _apigateway():
     import boto3  # noqa: PLC0415 - lazy: only key creation and revocation talk to API Gateway
     cfg = get_config()
-    return boto3.client('apigateway', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
+    return watched(boto3.client('apigateway', region_name=cfg.region, endpoint_url=cfg.endpoint_url))
 
 
 def _gateway_code(exc: Exception) -> str:

@@ -71,6 +71,13 @@ def note_trouble(response=None, caught_exception=None, **_) -> None:
     return None
 
 
+def watched(client):
+    """``client`` (any AWS service's) with its slow or failing calls noted on the unit of work's
+    budget (``note_trouble``): S3, SQS, EventBridge, Secrets Manager and API Gateway as DynamoDB."""
+    client.meta.events.register('needs-retry', note_trouble)
+    return client
+
+
 def write() -> None:
     """Rewrite the slim file from the installed botocore."""
     import botocore.loaders  # noqa: PLC0415 - a developer command
