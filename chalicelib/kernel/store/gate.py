@@ -41,6 +41,7 @@ thread-safe.
 """
 from __future__ import annotations
 
+import contextvars
 import re
 import threading
 from collections.abc import Iterable
@@ -225,7 +226,8 @@ def read_async(user_id: str | None, entities: Iterable[tuple[str, str]] = ()) ->
     """``read`` on the pool: the future's result is a ``Reads``."""
     wanted = list(dict.fromkeys(entities))
     client()   # created here, once: two threads creating it at once would each build one
-    return _executor().submit(read, user_id, wanted)
+    # in the request's context: a slow read is noted on its budget (core/budget.py), as on this thread
+    return _executor().submit(contextvars.copy_context().run, read, user_id, wanted)
 
 
 def read(user_id: str | None, entities: Iterable[tuple[str, str]] = (), acls: Iterable[str] = ()) -> Reads:
