@@ -51,8 +51,10 @@ PARENTS = ('organizations', 'projects')
 # Fixed, not COUNTER_SHARDS: a child must be uncounted from the shard it was counted in.
 KIDS_SHARDS = 4
 # Per parent family: a delete takes every shard in one transaction (at most 100 items, its own
-# included: a project's delete writes ~6 more, an organization's ~20 with its built-in roles).
-GUARD_SHARDS = {'projects': 88, 'organizations': 72}
+# included: a project's delete writes ~6 more; an organization's 29 with its built-in roles, the
+# legacy counter checks and events, plus 4 per membership it takes along, up to
+# organizations.INLINE_MEMBERSHIPS: 29 + 7 x 4 + 32 = 89).
+GUARD_SHARDS = {'projects': 88, 'organizations': 32}
 
 
 def kids_pk(parent_family: str, parent_id: str) -> str:

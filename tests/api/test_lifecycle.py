@@ -176,3 +176,21 @@ def test_a_deleted_user_takes_their_memberships_and_is_refused_while_records_nam
     for o in (org, other):
         assert user['id'] not in {m['userId'] for m in _memberships_of(api, o['id'])}
     assert api.as_key(key).get('/api/account/me').status in (401, 403)
+
+
+def test_a_user_at_the_membership_cap_is_deleted_and_one_over_is_refused(api):
+    """users.MAX_MEMBERSHIPS: the delete's one transaction (with its referrer checks per
+    organization) stays under DynamoDB's 100 items at the cap; one more is a 409 naming it."""
+    from chalicelib.features.identity.users import MAX_MEMBERSHIPS
+    orgs = [make_org(api) for _ in range(MAX_MEMBERSHIPS + 1)]
+    user, _ = make_user(api, orgs[0]['id'], 'MEMBER')
+    for o in orgs[1:]:
+        assert api.post('/api/memberships', {'organizationId': o['id'], 'userId': user['id'],
+                                             'role': 'VIEWER'}).status == 201
+    r = api.delete(f"/api/users/{user['id']}")
+    assert r.status == 409 and f'at most {MAX_MEMBERSHIPS}' in r.json['message'], r.json
+    mine = [m for m in _memberships_of(api, orgs[-1]['id']) if m['userId'] == user['id']]
+    assert api.delete(f"/api/memberships/{mine[0]['id']}").status == 204
+    assert api.delete(f"/api/users/{user['id']}").status == 204, 'the cap fits one transaction'
+    for o in orgs:
+        assert user['id'] not in {m['userId'] for m in _memberships_of(api, o['id'])}

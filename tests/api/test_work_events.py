@@ -24,7 +24,7 @@ def test_every_write_puts_one_outbox_item_in_its_transaction(api, org_id):
     marker = now_iso()
     project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
     task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
-    api.put(f"/api/tasks/{task['id']}", {'title': 'u', 'description': 'd'})
+    api.put(f"/api/tasks/{task['id']}", {'title': 'u', 'description': 'd', 'changeSequence': task['changeSequence']})
     api.delete(f"/api/tasks/{task['id']}")
     events = events_since(marker)
     items = outbox_items()
@@ -34,6 +34,26 @@ def test_every_write_puts_one_outbox_item_in_its_transaction(api, org_id):
     assert updated['projectId'] == project['id'] and updated['changedFields'] == ['description', 'title']
     assert updated['actorId'] and updated['correlationId'] and updated['family'] == 'tasks'
     assert all(int(i['ttl']) > 0 and i['kind'] == 'outbox' for i in items)
+
+
+def test_an_unlocked_put_carries_its_event_on_the_same_update(api, org_id):
+    """A PUT without changeSequence of plain fields is one UpdateItem (kernel/unlocked.py): its
+    event rides on the item's ``obx`` attribute, which the stream handler publishes."""
+    import boto3
+
+    from chalicelib.core.config import get_config
+    from chalicelib.kernel.store.table import ENTITY_SK, entity_pk
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
+    before = len(outbox_items())
+    assert api.put(f"/api/tasks/{task['id']}", {'description': 'd'}).status == 200
+    assert len(outbox_items()) == before      # no transaction, no outbox item
+    tbl = boto3.resource('dynamodb', region_name='us-east-1').Table(get_config().table_name)
+    item = tbl.get_item(Key={'pk': entity_pk('tasks', task['id']), 'sk': ENTITY_SK}, ConsistentRead=True)['Item']
+    event = item['obx']
+    event = json.loads(event) if isinstance(event, str) else event
+    assert event['eventType'] == 'tasks.updated' and event['resourceId'] == task['id']
+    assert event['changedFields'] == ['description'] and event['organizationId'] == org_id
 
 
 def test_a_write_that_fails_leaves_no_outbox_item(api, org_id):

@@ -18,7 +18,7 @@ count (``MEMBERS#{orgId}``) is exactly the number it removes; a membership's own
 moves that count and checks the organization exists, so none can slip in at that moment (one
 that does: 409, DELETE again). A larger organization is first SUSPENDED (every member loses
 access at once, kernel/access.py), then its memberships are removed in transactions of
-``PAGE_MEMBERSHIPS``, then it is deleted; a failure part-way leaves it SUSPENDED with fewer
+transactions of as many as fit in ``TRANSACTION_ITEMS``, then it is deleted; a failure part-way leaves it SUSPENDED with fewer
 members, and DELETE again finishes. Over ``MAX_MEMBERSHIPS`` the DELETE is refused (409 naming
 the cap). Other records it owns (projects, teams, ...) are the no-orphans rule's
 (kernel/parents.py): 409 naming them, before anything is changed.
@@ -122,10 +122,7 @@ class OrganizationHook(Hook):
                    'changeSequence': stored.seq + 1}
             records.commit(records.update_ops(family, new, stored, principal=principal))
         memberships = family_of('memberships')
-        for start in range(0, len(members) - INLINE_MEMBERSHIPS, PAGE_MEMBERSHIPS):
-            page = members[start:start + PAGE_MEMBERSHIPS]
-            ops = [op for m in page for op in records.delete_ops(memberships, m, principal)
-                   if op.tag.get('what') != 'outbox']
+        for page, ops in _pages(members[:len(members) - INLINE_MEMBERSHIPS], principal):
             records.commit(ops + records.outbox_ops(memberships, 'deleted', [m.data for m in page], principal, []))
 
     def extra_create_ops(self, family, principal, data):
@@ -149,13 +146,32 @@ class OrganizationHook(Hook):
         return [*_membership_removal_ops(org_id, members, principal), *access.builtin_delete_ops(org_id)]
 
 
-# Memberships removed in the organization's own delete transaction (4 items each: the membership,
-# its userId unique claim and value counter, the member's ACL item) next to the organization's
-# own items (entity, slug claim, counters, child-counter checks, built-in roles and permissions,
-# events): under TransactWriteItems' 100 items. More go first, PAGE_MEMBERSHIPS a transaction.
-INLINE_MEMBERSHIPS = 10
-PAGE_MEMBERSHIPS = 20
+# Memberships removed in the organization's own delete transaction (up to 7 items each: the
+# membership, its userId unique claim, the member's ACL item, its count and value-counter shards)
+# next to the organization's own items (entity, slug claim, counters, legacy child-counter checks,
+# built-in roles and permissions with their name claims, events: 29 items) and its 32 guard shards
+# (kernel/parents.py): 29 + 7 x 4 + 32 = 89, under TransactWriteItems' 100 items. More go first,
+# in transactions packed by their actual item count (_pages).
+INLINE_MEMBERSHIPS = 4
+TRANSACTION_ITEMS = 100   # DynamoDB: items in one TransactWriteItems
 MAX_MEMBERSHIPS = 2000
+
+
+def _pages(members: list, principal: Principal):
+    """``members`` in pages whose delete items (and the page's one outbox item) fit one transaction:
+    (page, its delete ops without outbox items)."""
+    memberships = family_of('memberships')
+    page: list = []
+    ops: list = []
+    for member in members:
+        mine = [op for op in records.delete_ops(memberships, member, principal) if op.tag.get('what') != 'outbox']
+        if page and len(ops) + len(mine) + 1 > TRANSACTION_ITEMS:
+            yield page, ops
+            page, ops = [], []
+        page.append(member)
+        ops.extend(mine)
+    if page:
+        yield page, ops
 
 
 def _memberships(org_id: str) -> list:
