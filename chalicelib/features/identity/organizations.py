@@ -18,8 +18,8 @@ count (``MEMBERS#{orgId}``) is exactly the number it removes; a membership's own
 moves that count and checks the organization exists, so none can slip in at that moment (one
 that does: 409, DELETE again). A larger organization is first SUSPENDED (every member loses
 access at once, kernel/access.py), then its memberships are removed in transactions of
-transactions of as many as fit in ``TRANSACTION_ITEMS``, then it is deleted; a failure part-way leaves it SUSPENDED with fewer
-members, and DELETE again finishes. Over ``MAX_MEMBERSHIPS`` the DELETE is refused (409 naming
+as many as fit in ``TRANSACTION_ITEMS``, then it is deleted; a failure part-way leaves it
+SUSPENDED with fewer members, and DELETE again finishes. Over ``MAX_MEMBERSHIPS`` the DELETE is refused (409 naming
 the cap). Other records it owns (projects, teams, ...) are the no-orphans rule's
 (kernel/parents.py): 409 naming them, before anything is changed.
 """
