@@ -30,4 +30,5 @@ MAX_PART_SIZE = 5 * 2 ** 30      # S3: any part
 MAX_OPEN_UPLOAD_SESSIONS = 20    # open upload sessions per document store and user (docs/api/lifecycle.md)
 MAX_DOCUMENT_PATH = 1024         # characters of a document's path in its store
 MAX_REQUEST_ID = 200             # characters of an activity start's idempotency key
+MAX_API_KEYS_PER_USER = 50        # live API keys one user holds (a new one past that: 409)
 MCP_MAX_ARRAY_ITEMS = 100        # items of an MCP tool's array argument unless its schema says otherwise

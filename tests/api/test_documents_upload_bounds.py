@@ -84,3 +84,22 @@ def test_open_upload_sessions_are_capped_per_store_and_user(api, store, org_id):
     assert aborted.status in (200, 204), aborted.json
     assert api.post(path).status == 200                        # a slot was given back
     assert api.post(path).status == 409
+
+
+def test_a_slot_taken_meanwhile_by_another_session_of_the_user_is_not_the_callers_problem(api, store, monkeypatch):
+    """Two session requests of one user at once read the same free slot; the one whose write
+    loses reads the slots again and takes the next (documents/service.py _hold_a_slot)."""
+    from chalicelib.features.documents import uploads
+    first = _request(api, store)
+    real = uploads.held_slots
+    calls = []
+
+    def stale_once(store_id, user_id, *, now):
+        calls.append(1)
+        return {} if len(calls) == 1 else real(store_id, user_id, now=now)   # slot 0 looks free once
+    monkeypatch.setattr(uploads, 'held_slots', stale_once)
+    second = api.post(f"/api/document-stores/{store['id']}/multipart-upload-request")
+    assert second.status == 200, second.json
+    assert second.json['uploadId'] != first['uploadId'] and len(calls) == 2
+    me = api.get('/api/account/me').json['id']
+    assert len(real(store['id'], me, now=0)) == 2   # both sessions hold a slot

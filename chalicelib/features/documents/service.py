@@ -175,7 +175,7 @@ def request_upload(store_id: str, *, path: str | None, content_type: str | None,
     size = part_size_of(part_size, length)
     now = clock.now()
     expires = now + timedelta(seconds=get_config().upload_session_seconds)
-    slot = _free_slot(store.id, principal.user_id, now=int(now.timestamp()))
+    slot = _free_slot(store.id, principal.user_id, now=int(now.timestamp()))   # at the cap: 409 before S3
     family_id = str(uuid.uuid4())
     key = native_key(store.org, store.id, family_id)
     upload_id = blobs.start_multipart(key, mime)
@@ -186,14 +186,7 @@ def request_upload(store_id: str, *, path: str | None, content_type: str | None,
         data.update(contentLength=length, partSize=size)
     until = int(expires.timestamp())
     try:
-        records.commit([uploads.put_session(data, org=store.org, ttl=until),
-                        uploads.take_slot(store.id, principal.user_id, slot, upload_id,
-                                          now=int(now.timestamp()), until=until)])
-    except WriteConflict as exc:
-        _quietly(blobs.abort_multipart, key, upload_id)
-        if exc.op is not None and exc.op.tag.get('what') == 'slot':
-            raise Conflict('Another upload session took the same slot meanwhile; retry') from None
-        raise
+        _hold_a_slot(data, store, principal.user_id, slot, now=int(now.timestamp()), until=until)
     except Exception:
         _quietly(blobs.abort_multipart, key, upload_id)
         raise
@@ -201,6 +194,27 @@ def request_upload(store_id: str, *, path: str | None, content_type: str | None,
     if length is not None:
         answer.update(contentLength=length, partSize=size, partCount=part_count(data))
     return answer
+
+
+SLOT_ATTEMPTS = 3   # slots re-read and tried when another session of the same user took ours meanwhile
+
+
+def _hold_a_slot(data: dict[str, Any], store: Stored, user_id: str, slot: int, *, now: int, until: int) -> None:
+    """Store the session holding ``slot`` (read free): a slot another session took between that
+    read and our write (two requests of one user at once) sends us to read the slots again and
+    try the next free one, ``SLOT_ATTEMPTS`` writes in all; at the cap, 409 as ever."""
+    for attempt in range(SLOT_ATTEMPTS):
+        if attempt:
+            slot = _free_slot(store.id, user_id, now=now)
+        try:
+            records.commit([uploads.put_session(data, org=store.org, ttl=until),
+                            uploads.take_slot(store.id, user_id, slot, data['uploadId'], now=now, until=until)])
+            return
+        except WriteConflict as exc:
+            if exc.op is None or exc.op.tag.get('what') != 'slot':
+                raise
+            if attempt == SLOT_ATTEMPTS - 1:
+                raise Conflict('Other upload sessions of yours took the free slots meanwhile; retry') from None
 
 
 def _free_slot(store_id: str, user_id: str, *, now: int) -> int:

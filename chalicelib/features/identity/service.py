@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from chalicelib.core import jwt_verify
+from chalicelib.core import jwt_verify, limits
 from chalicelib.core.clock import iso, now, now_iso, parse_instant
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import BadRequest, Conflict, NotFound, ServiceUnavailable, Unauthorized
@@ -54,7 +54,7 @@ from chalicelib.kernel.store import credentials, table
 log = get_logger('auth')
 
 MAX_CREDENTIAL_LENGTH = 512
-MAX_KEYS_PER_USER = 50
+MAX_KEYS_PER_USER = limits.MAX_API_KEYS_PER_USER
 MAX_SUBJECT_LENGTH = 255
 JWT_RATE_KEY = 'jwt'   # a user's bearer tokens count as one credential
 

@@ -131,7 +131,9 @@ describe('getAccountMe', summary='The signed-in user, with their memberships', t
 describe('listMyApiKeys', summary="List the signed-in user's API keys", tags=['account'],
          responses={200: {'type': 'array', 'items': _API_KEY}}, errors=[401, 429, 503])
 describe('createMyApiKey', summary='Create an API key for the signed-in user', tags=['account'],
-         request=_API_KEY_REQUEST, responses={201: _NEW_API_KEY}, errors=[400, 401, 413, 415, 429, 503])
+         description=f'A user holds at most {limits.MAX_API_KEYS_PER_USER} live API keys: one more is 409 '
+                     '(revoke one first). The key is shown once, in this answer.',
+         request=_API_KEY_REQUEST, responses={201: _NEW_API_KEY}, errors=[400, 401, 409, 413, 415, 429, 503])
 describe('revokeMyApiKey', summary="Revoke one of the signed-in user's API keys", tags=['account'],
          responses={204: None}, errors=[401, 404, 429, 503])
 
