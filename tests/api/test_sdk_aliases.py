@@ -51,11 +51,11 @@ def test_aliases_check_permissions_like_the_contract_paths(api, org_id):
     assert api.as_key(None).get('/api/extensionPacks').status == 401
 
 
-def test_another_organizations_project_is_a_404_and_nothing_is_written(api):
+def test_another_organizations_project_is_a_404_and_nothing_is_written(api, org_id):
     other_org = make_org(api)
     foreign = api.post('/api/projects', {'name': 'f', 'organizationId': other_org['id']}).json
     foreign_assistant = api.post('/api/assistants', {'name': 'fa', 'projectId': foreign['id']}).json
-    _, manager = make_user(api, _default_org(api), 'MANAGE')
+    _, manager = make_user(api, org_id, 'MANAGE')   # of the default organization, not the other one
     as_manager = api.as_key(manager)
     base = f'/api/projects/{foreign["id"]}'
     assert as_manager.get(f'{base}/assistants').status == 404
@@ -65,10 +65,6 @@ def test_another_organizations_project_is_a_404_and_nothing_is_written(api):
     assert as_manager.delete(f'{base}/assistants/{foreign_assistant["id"]}').status == 404
     listed = api.get(f'/api/assistants?filter=projectId == \'{foreign["id"]}\'').json['content']
     assert [a['name'] for a in listed] == ['fa']
-
-
-def _default_org(api):
-    return api.get('/api/account/me').json['memberships'][0]['organizationId']
 
 
 def test_nested_assistant_paths_keep_to_their_project(api):
