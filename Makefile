@@ -41,14 +41,15 @@ run: $(STAMP)
 	PYTHONPATH=. $(PY) -m localdev.run
 
 # Two groups that share nothing, side by side on the 2 cores: the in-process group (tests/unit,
-# tests/api: chalice.test.Client on in-process moto; its output is shown when both are done) and
-# the live-server group (tests/integration: real local servers on free loopback ports). Fails if
-# either fails, or collects nothing (pytest's exit 5). docs/architecture.md "The test loop".
+# tests/api: chalice.test.Client on in-process moto, on two xdist workers that take the cores the
+# live-server group leaves idle while it waits on its servers; its output is shown when both are
+# done) and the live-server group (tests/integration: real local servers on free loopback ports).
+# Fails if either fails, or collects nothing (pytest's exit 5). docs/architecture.md "The test loop".
 TEST_LOG := .local/test-in-process.log
 test: $(STAMP) $(SDK_STAMP)
 	@mkdir -p .local; status=0; \
-	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" tests/unit tests/api \
-		> $(TEST_LOG) 2>&1 & inproc=$$!; \
+	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" -n 2 --dist loadfile \
+		tests/unit tests/api > $(TEST_LOG) 2>&1 & inproc=$$!; \
 	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" tests/integration || status=$$?; \
 	wait $$inproc; inproc_status=$$?; \
 	echo "---------------- in-process group (tests/unit, tests/api): exit $$inproc_status"; \
@@ -58,11 +59,13 @@ test: $(STAMP) $(SDK_STAMP)
 
 # The quick loop while changing code: ruff, the import contracts (lint-imports), then tests/unit
 # (the import-cycle test among them) and the in-process API tests on two workers (pytest-xdist,
-# one file per worker: module fixtures stay whole). No live server, no SDK virtualenv.
+# one file per worker: module fixtures stay whole). No live server, no SDK virtualenv. QUICK_CHECK=1
+# leaves out the tests marked `slow` and samples large parametrized tests (tests/conftest.py);
+# `make test` runs all of them.
 check: $(STAMP)
 	$(VENV)/bin/ruff check .
 	PYTHONPATH=. $(VENV)/bin/lint-imports
-	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" -n 2 --dist loadfile \
+	QUICK_CHECK=1 PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" -n 2 --dist loadfile \
 		tests/unit tests/api
 
 # The chaos run of `make test` as a longer soak: CHAOS_RUN_ROUNDS x 9 requests (default 120 x 9,

@@ -214,14 +214,39 @@ def pytest_configure(config):
                                        '`make test` (each says why)')
     config.addinivalue_line('markers', 'browser: needs Debian\'s chromium + chromium-driver; runs only when '
                                        'selected with -m browser (`make browser-test` installs them and does)')
+    config.addinivalue_line('markers', 'slow: left out of the quick loop (`make check`, QUICK_CHECK=1); '
+                                       '`make test` runs it')
 
 
 def pytest_collection_modifyitems(config, items):
     """Browser tests run only when the marker expression names them (`make browser-test`): they
-    are deselected, never skipped, elsewhere, and fail loudly when selected without a browser."""
-    if 'browser' in (config.getoption('markexpr') or ''):
-        return
-    dropped = [item for item in items if item.get_closest_marker('browser')]
+    are deselected, never skipped, elsewhere, and fail loudly when selected without a browser.
+
+    The quick loop (QUICK_CHECK=1, `make check`) also leaves out the tests marked ``slow`` and
+    samples large parametrized tests: of a test function with more than QUICK_CASES cases it
+    keeps an evenly spread QUICK_CASES (the auth matrix's route x caller sample, the registry's
+    per-family cases). `make test` runs every case (docs/architecture.md "The test loop")."""
+    keep = list(items)
+    if 'browser' not in (config.getoption('markexpr') or ''):
+        keep = [item for item in keep if not item.get_closest_marker('browser')]
+    if os.environ.get('QUICK_CHECK') == '1':
+        keep = _quick(keep)
+    kept = set(keep)
+    dropped = [item for item in items if item not in kept]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if not item.get_closest_marker('browser')]
+        items[:] = keep
+
+
+QUICK_CASES = 12
+
+
+def _quick(items: list) -> list:
+    groups: dict[tuple[str, str], list] = {}
+    for item in items:
+        groups.setdefault((item.nodeid.split('::')[0], getattr(item, 'originalname', item.name)), []).append(item)
+    chosen = set()
+    for group in groups.values():
+        step = max(1, -(-len(group) // QUICK_CASES))
+        chosen.update(id(item) for item in group[::step])
+    return [item for item in items if id(item) in chosen and not item.get_closest_marker('slow')]

@@ -2,6 +2,8 @@
 enclosing groups, errors as entries (never a 500), disabled rules skipped."""
 from __future__ import annotations
 
+import pytest
+
 from tests.support import create
 
 DATA = {'invoiceDate': '2026-01-02', 'invoice': {
@@ -56,6 +58,7 @@ def test_a_content_object_without_rules_validates_to_nothing(api, org_id, users)
     assert api.post('/api/content-objects/00000000-0000-0000-0000-000000000000/validate', {}).status == 404
 
 
+@pytest.mark.slow
 def test_a_validation_built_to_run_for_minutes_is_a_422_within_10_s(api, org_id):
     """Issue 24, finding 2: every instance x rule counts against the request's time budget."""
     import time

@@ -25,6 +25,8 @@ import pytest
 
 from tests.conftest import ADMIN_KEY
 
+pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
+
 ROOT = Path(__file__).resolve().parents[2]
 TS = ROOT / 'tests' / 'clients' / 'ts'
 PACKAGE = 'platform_api_client'

@@ -23,6 +23,8 @@ from moto import mock_aws
 
 from tests.conftest import ADMIN_KEY, Api
 
+pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
+
 EXAMPLES = int(os.environ.get('INDEX_PROPERTY_EXAMPLES', '25'))
 STATUSES = ('open', 'done', 'blocked', 'review')
 TYPES = ('chat', 'extraction', 'summary')

@@ -38,6 +38,8 @@ from chalicelib.kernel.query import And, Compare, IsNull, Not, Or, evaluate, par
 from chalicelib.kernel.registry import family as family_of
 from tests.conftest import ADMIN_KEY, Api
 
+pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
+
 SEED = int(os.environ.get('LIST_PROPERTY_SEED', '20261121'))
 EXAMPLES = int(os.environ.get('LIST_PROPERTY_EXAMPLES', '70'))
 

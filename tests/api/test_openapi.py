@@ -415,6 +415,7 @@ def _made(api, path, org_id, made):
     return made[path]
 
 
+@pytest.mark.slow
 def test_responses_of_every_family_conform_to_the_document(api, org_id, doc):
     made: dict = {}
     for fam in FAMILIES:

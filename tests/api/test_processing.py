@@ -185,6 +185,7 @@ def test_the_stream_delivered_twice_starts_one_execution(api, prj, work, upstrea
     assert len(executions_of(api, family['id'])) == 1 and len(upstream.seen) == 1
 
 
+@pytest.mark.slow
 def test_run_on_existing_content_processes_each_existing_family_once(api, prj, work, upstream, monkeypatch):
     from chalicelib.features.work import pipelines
     monkeypatch.setattr(pipelines, 'EXISTING_PAGE', 7)   # four pages: the cursor travels in the messages
@@ -217,6 +218,7 @@ def test_an_assistant_turned_active_runs_over_existing_content(api, prj, work, u
     assert execution['status'] == 'SUCCEEDED' and execution['metadata']['trigger'].startswith('existing:')
 
 
+@pytest.mark.slow
 def test_a_cancelled_execution_runs_no_further_step(api, prj, work, upstream):
     slow = steps(fail=True, attempts=3)
     slow[0]['executionPolicy'].update(backoffBaseSeconds=600)

@@ -174,6 +174,7 @@ def test_a_refused_request_writes_nothing(api, clock):
     assert _raw(f"RATE#{me['id']}", f'M#{T0 // 60}') == before
 
 
+@pytest.mark.slow
 def test_forty_keys_of_one_user_across_a_minute_boundary_keep_every_item_small(api, clock, monkeypatch):
     """Issue 27: 40 keys of one user in use, over two minutes and across their boundary: every
     request answered (no 5xx), the user's ACL item the same size before and after (roles and

@@ -67,6 +67,7 @@ def make_due(job_id):
     records.commit(records.update_ops(family('scheduled-jobs'), new, stored, principal=SERVICE))
 
 
+@pytest.mark.slow
 def test_twenty_concurrent_ticks_start_a_due_job_exactly_once(api, org_id, plan, work, monkeypatch):
     job = api.post('/api/scheduled-jobs', job_body(org_id, plan, options={'inputs': {'k': 1}})).json
     make_due(job['id'])

@@ -66,6 +66,7 @@ def test_team_matching_strict_and_soft(api, org_id, project):
     assert api.post(PATH, {'projectId': project['id'], 'teamId': other['id']}, key=key).status == 403
 
 
+@pytest.mark.slow
 def test_twenty_concurrent_callers_get_twenty_different_tasks(api, org_id, project, monkeypatch):
     from chalicelib.core.principal import Principal
     from chalicelib.features.work import service as work

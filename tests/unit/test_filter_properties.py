@@ -30,6 +30,8 @@ from chalicelib.kernel.query import (
     render,
 )
 
+pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
+
 SCHEMA = DictSchema(
     {'name': 'string', 'count': 'integer', 'score': 'number', 'active': 'boolean',
      'createdAt': 'datetime', 'tags': 'list', 'options': 'object',

@@ -32,6 +32,8 @@ from infra import app as app_stack
 from infra import iam, stack, usage_plan
 from infra.names import Names
 
+pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
+
 ROOT = Path(__file__).resolve().parents[2]
 STAGE = 'prod'
 XRAY_ACTIONS = {'xray:PutTraceSegments', 'xray:PutTelemetryRecords'}
