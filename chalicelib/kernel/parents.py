@@ -48,6 +48,12 @@ from chalicelib.kernel.store.repository import Op
 KIDS_PREFIX = 'KIDS#'
 GUARD_PREFIX = 'GUARD#'
 PARENTS = ('organizations', 'projects')
+# The organization's log: events records are written by the platform from the table stream
+# (features/events/outbox.py), after the write they tell of. They neither hold their
+# organization (nobody could delete it once its first event was recorded) nor are checked
+# against it (the stream records an organization's last events as it is deleted): they outlive
+# it as the record of what happened (docs/api/lifecycle.md).
+LOG_FAMILIES = ('events',)
 # Fixed, not COUNTER_SHARDS: a child must be uncounted from the shard it was counted in.
 KIDS_SHARDS = 4
 # Per parent family: a delete takes every shard in one transaction (at most 100 items, its own
@@ -65,8 +71,8 @@ def counted_in(family: Family, data: dict[str, Any]) -> list[tuple[str, str]]:
     """(parent family, parent id) of the parents a live record of ``family`` counts in."""
     if family.scope == 'project' and data.get('projectId'):
         return [('projects', data['projectId'])]
-    if family.scope == 'org' and family.path != 'memberships' and not data.get('builtIn') \
-            and data.get('organizationId'):
+    if family.scope == 'org' and family.path != 'memberships' and family.path not in LOG_FAMILIES \
+            and not data.get('builtIn') and data.get('organizationId'):
         return [('organizations', data['organizationId'])]
     return []
 
@@ -133,7 +139,7 @@ def create_checks(family: Family, org: str | None, ops: list[Op]) -> list[Op]:
     """Conditions of a client's create: its organization still exists, for organization-scoped
     families that do not count in its guard shards (memberships, built-in records written with
     the organization itself); the others' guard move is that condition."""
-    if family.scope != 'org' or org is None:
+    if family.scope != 'org' or org is None or family.path in LOG_FAMILIES:
         return []
     key = (table.entity_pk('organizations', org), table.ENTITY_SK)
     prefix = f'{GUARD_PREFIX}organizations#{org}#'
@@ -149,8 +155,8 @@ def held(family: Family, stored: table.Stored) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     if family.path == 'organizations':
         for child in FAMILIES:
-            if child.scope != 'org' or child.path == 'memberships':
-                continue   # memberships: the organization hook's own refusal
+            if child.scope != 'org' or child.path == 'memberships' or child.path in LOG_FAMILIES:
+                continue   # memberships: the organization hook's own refusal; the log outlives it
             n = table.count(child.path, stored.id)
             if child.path in ('roles', 'permissions') and n > 0:
                 n = sum(1 for r in table.query_tenant(child.path, stored.id) if not r.get('builtIn'))

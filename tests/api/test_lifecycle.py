@@ -194,3 +194,18 @@ def test_a_user_at_the_membership_cap_is_deleted_and_one_over_is_refused(api):
     assert api.delete(f"/api/users/{user['id']}").status == 204, 'the cap fits one transaction'
     for o in orgs:
         assert user['id'] not in {m['userId'] for m in _memberships_of(api, o['id'])}
+
+
+def test_an_organization_whose_events_were_recorded_is_deleted_and_its_log_outlives_it(api, work):
+    """The events records the stream writes (the organization's log) do not hold it
+    (kernel/parents.py LOG_FAMILIES): before, its first recorded event made it undeletable."""
+    org = make_org(api)
+    while work.stream.poll_once()['records']:
+        pass
+    logged = api.get(f"/api/events?filter=organizationId == '{org['id']}'").json['totalElements']
+    assert logged >= 1
+    r = api.delete(f"/api/organizations/{org['id']}")
+    assert r.status == 204, r.json
+    while work.stream.poll_once()['records']:
+        pass
+    assert api.get(f"/api/organizations/{org['id']}").status == 404
