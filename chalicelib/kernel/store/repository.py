@@ -327,8 +327,6 @@ def update_fields(family: str, id_: str, *, org: str | None, values: dict[str, A
     Throttling and internal errors are retried like ``commit``'s (a call that in fact applied
     and is retried applies the change again: the sequence moves twice, the fields are the same).
     """
-    from pynamodb.exceptions import UpdateError  # noqa: PLC0415 - lazy: only this path needs it
-
     model = configure()
     actions: list[Any] = [model.data[name].set(value) for name, value in values.items()]
     actions += [model.data[name].remove() for name in remove if name not in values]
@@ -342,24 +340,7 @@ def update_fields(family: str, id_: str, *, org: str | None, values: dict[str, A
     if org is not None:
         condition = condition & (model.org == org)
     item = model(entity_pk(family, id_), ENTITY_SK)
-
-    def apply() -> None:
-        try:
-            item.update(actions=actions, condition=condition)
-        except UpdateError as exc:
-            if _error_code(exc) == 'ConditionalCheckFailedException':
-                raise WriteConflict(None, 'ConditionalCheckFailed') from None
-            transient = _transient(exc)
-            if transient is not None:
-                raise transient from None
-            _invalid(exc)
-            raise
-
-    try:
-        _retrying(apply)
-    except WriteConflict:
-        return None
-    return stored_from(item)
+    return stored_from(item) if _update_one(item, actions, condition) else None
 
 
 def set_side_field(family: str, id_: str, name: str, value: Any) -> bool:
@@ -367,13 +348,19 @@ def set_side_field(family: str, id_: str, name: str, value: Any) -> bool:
     updatedOn and publishes no event: for a server-kept summary shown on the record (a document
     family's ``processing``, features/work/pipelines.py) that must not make a client's
     optimistic lock stale. False when the record is gone."""
-    from pynamodb.exceptions import UpdateError  # noqa: PLC0415 - lazy: only this path needs it
     model = configure()
     item = model(entity_pk(family, id_), ENTITY_SK)
+    return _update_one(item, [model.data[name].set(value)], model.pk.exists() & model.tpk.exists())
+
+
+def _update_one(item: Any, actions: list[Any], condition: Any) -> bool:
+    """One conditional UpdateItem of ``item``, retried like ``commit``'s writes: False when the
+    condition failed (the record is gone), InvalidItem when DynamoDB refused the values."""
+    from pynamodb.exceptions import UpdateError  # noqa: PLC0415 - lazy: only this path needs it
 
     def apply() -> None:
         try:
-            item.update(actions=[model.data[name].set(value)], condition=model.pk.exists() & model.tpk.exists())
+            item.update(actions=actions, condition=condition)
         except UpdateError as exc:
             if _error_code(exc) == 'ConditionalCheckFailedException':
                 raise WriteConflict(None, 'ConditionalCheckFailed') from None
