@@ -178,12 +178,94 @@ def is_gate(op: str, pk: str, sk: str) -> bool:
     return sk == 'ACL' and op == 'UpdateItem' or pk.startswith(('RATE#', 'GATE#'))
 
 
+def _kind_of(pk: str, sk: str) -> str:
+    """What a key names, without its ids: the first part of the partition key and the sort key's."""
+    head = pk.split('#', 1)[0]
+    return f"{'CNT' if head.startswith('CNT') else head}/{'n' if sk.isdigit() else sk.split('#', 1)[0]}"
+
+
+def shard_set(pk: str, sk: str) -> tuple[str, int] | None:
+    """(the set, its number of shards) when the item is one shard of a set: a counter's (any of
+    its partitions) or a parent's guard shards; None for a single item."""
+    from chalicelib.core.config import get_config
+    from chalicelib.kernel import parents
+    from chalicelib.kernel.store import table
+    if pk.startswith('CNT') and sk.isdigit():
+        return (table.counter_base_pk(pk), get_config().counter_shards)
+    if pk.startswith(parents.GUARD_PREFIX):
+        base, _, n = pk.rpartition('#')
+        family = base.split('#')[1]
+        if n.isdigit() and family in parents.GUARD_SHARDS:
+            return (base + '#*', parents.GUARD_SHARDS[family])
+    return None
+
+
+def hottest_held(held: collections.Counter, n_ops: int) -> dict[str, Any]:
+    """The item held by the largest share of operations (an item only one operation holds is
+    its own, no item two could conflict on, and is not counted). A shard of a set counts as the set's
+    touches spread over its shards (the expectation per shard: the issue's "for a set of shards,
+    per shard"); the small-sample maximum over shards is shown beside it."""
+    singles: collections.Counter = collections.Counter()
+    sets: collections.Counter = collections.Counter()
+    size: dict[str, int] = {}
+    worst_shard: collections.Counter = collections.Counter()
+    for (pk, sk), n in held.items():
+        found = shard_set(pk, sk)
+        if found is None:
+            if n > 1:   # held by one operation only: its own item (the task it creates), shared with none
+                singles['/'.join((pk, sk))] += n
+        else:
+            sets[found[0]] += n
+            size[found[0]] = found[1]
+            worst_shard[found[0]] = max(worst_shard[found[0]], n)
+    rows = [(n / n_ops, name, None) for name, n in singles.items()]
+    rows += [(n / n_ops / size[name], f'{name} (one of {size[name]} shards)', worst_shard[name] / n_ops)
+             for name, n in sets.items()]
+    if not rows:
+        return {'item': '-', 'per_op': 0.0}
+    per_op, name, sample_max = max(rows, key=lambda r: r[0])
+    out = {'item': name, 'per_op': per_op}
+    if sample_max is not None:
+        out['sample_max_per_op'] = sample_max
+    return out
+
+
+def partition_set(pk: str) -> tuple[str, int] | None:
+    """(the set, its number of keys) when ``pk`` is one of a set of partition keys spreading one
+    thing: a counter's partitions, a parent's guard shards."""
+    from chalicelib.kernel.store import table
+    if pk.startswith('CNT'):
+        return (table.counter_base_pk(pk), table.COUNTER_PARTITIONS)
+    found = shard_set(pk, '0')
+    return found
+
+
+def hottest_partition(written: collections.Counter, n_ops: int) -> dict[str, Any]:
+    """The partition key written by the largest share of operations; a key of a set counts as
+    the set's writes spread over its keys (as ``hottest_held``)."""
+    singles: collections.Counter = collections.Counter()
+    sets: collections.Counter = collections.Counter()
+    size: dict[str, int] = {}
+    for pk, n in written.items():
+        found = partition_set(pk)
+        if found is None:
+            singles[pk] += n
+        else:
+            sets[found[0]] += n
+            size[found[0]] = found[1]
+    rows = [(n / n_ops, pk) for pk, n in singles.items()]
+    rows += [(n / n_ops / size[name], f'{name} (one of {size[name]} keys)') for name, n in sets.items()]
+    per_op, pk = max(rows)
+    return {'pk': pk, 'per_op': per_op}
+
+
 def analyse(calls: list[dict[str, Any]], indexes, n_ops: int) -> dict[str, Any]:
     """Per-operation figures of one workload's calls (module docstring)."""
     held = collections.Counter()      # (pk, sk) -> transactions naming it
     written = collections.Counter()   # pk -> write requests touching it (not the gate's)
     gate_written = collections.Counter()
     index_units = collections.Counter()   # (index, key) -> WCU
+    by_kind = collections.Counter()       # 'table <pk kind>' / 'index <name>' -> WCU
     table_units = gsi_units = 0
     ops = collections.Counter()
     for call in calls:
@@ -210,8 +292,10 @@ def analyse(calls: list[dict[str, Any]], indexes, n_ops: int) -> dict[str, Any]:
                 held[key] += 1
             if kind == 'ConditionCheck':
                 table_units += factor * kb(item_size(old))
+                by_kind[f'check {_kind_of(*key)}'] += factor * kb(item_size(old))
                 continue
             table_units += factor * kb(max(item_size(old), item_size(new)))
+            by_kind[f'table {_kind_of(*key)}'] += factor * kb(max(item_size(old), item_size(new)))
             if is_gate(op, *key):
                 gate_written[key[0]] += 1
             else:
@@ -219,15 +303,11 @@ def analyse(calls: list[dict[str, Any]], indexes, n_ops: int) -> dict[str, Any]:
             for index, ipk, units in _gsi_writes(indexes, old, new):
                 gsi_units += units
                 index_units[(index, ipk)] += units
+                by_kind[f'index {index}'] += units
     out: dict[str, Any] = {'operations': n_ops, 'calls': dict(ops)}
-    if held:
-        (item, n), = held.most_common(1)
-        out['hottest_held'] = {'item': '/'.join(item), 'per_op': n / n_ops}
-    else:
-        out['hottest_held'] = {'item': '-', 'per_op': 0.0}
+    out['hottest_held'] = hottest_held(held, n_ops)
     if written:
-        (pk, n), = written.most_common(1)
-        out['hottest_partition'] = {'pk': pk, 'per_op': n / n_ops}
+        out['hottest_partition'] = hottest_partition(written, n_ops)
     if gate_written:
         (pk, n), = gate_written.most_common(1)
         out['gate_partition'] = {'pk': pk, 'per_op': n / n_ops}
@@ -239,6 +319,7 @@ def analyse(calls: list[dict[str, Any]], indexes, n_ops: int) -> dict[str, Any]:
     out['wcu_table_per_op'] = table_units / n_ops
     out['wcu_index_per_op'] = gsi_units / n_ops
     out['wcu_per_op'] = (table_units + gsi_units) / n_ops
+    out['wcu_by_kind_per_op'] = {k: round(v / n_ops, 2) for k, v in by_kind.most_common()}
     out['rate_at_10pct'] = conflict_rate(out['hottest_held']['per_op'])
     return out
 
@@ -379,6 +460,8 @@ def report(results: dict[str, Any]) -> str:
         lines.append(f"  {name}: held {r['hottest_held']['item']}; pk {r.get('hottest_partition', {}).get('pk')}; "
                      f"index {r['hottest_index']['index']} {r['hottest_index']['pk']}; "
                      f"gate item {r.get('gate_partition', {}).get('per_op', 0):.3f}/op; calls {r['calls']}")
+        lines.append('    WCU/op by what is written: '
+                     + ', '.join(f'{k} {v}' for k, v in r['wcu_by_kind_per_op'].items()))
     for caller in ('member', 'platform admin'):
         g = results[f'get ({caller})']
         lines.append(f"GET by id ({caller}): {g['calls']} calls in {g['rounds']} rounds: {', '.join(g['ops'])}")

@@ -128,7 +128,7 @@ def get_config() -> Config:
         jwt_issuer=env.get('AUTH_JWT_ISSUER') or None,
         jwt_audience=env.get('AUTH_JWT_AUDIENCE') or None,
         jwt_jwks_url=env.get('AUTH_JWT_JWKS_URL') or None,
-        counter_shards=_int('COUNTER_SHARDS', 128),   # docs/scale.md: one write in 128 per shard
+        counter_shards=_int('COUNTER_SHARDS', 144),   # docs/scale.md: one write in 144 per shard
         usage_plan_id=env.get('USAGE_PLAN_ID') or None,
         gateway_shared_key=env.get('GATEWAY_SHARED_USAGE_KEY') or None,
         egress_private_host_allowlist=_host_allowlist('BRIDGE_EGRESS_PRIVATE_HOST_ALLOWLIST'),

@@ -364,9 +364,14 @@ def delete(family: Family | str, id_: str, principal: Principal) -> None:
                     'deleteUserEmail': principal.email, 'deletedDate': now, 'updatedOn': now,
                     'changeSequence': stored.seq + 1}
         hook_for(family).before_delete(family, principal, stored)
+        closing = None
         try:
+            closing = parents.close_ahead(family, stored)   # the shards its transaction cannot hold
             records.commit(records.delete_ops(family, stored, principal, soft=soft) + referred)
-        except WriteConflict as exc:
+        except BaseException as exc:
+            parents.reopen(family, stored, closing)   # the delete did not happen: nothing stays closed
+            if not isinstance(exc, WriteConflict):
+                raise
             if _transient(exc):
                 raise writes.Again() from None
             if exc.op.tag.get('what') == 'entity':

@@ -36,10 +36,13 @@ parent: they do not hold it.
 """
 from __future__ import annotations
 
+import contextlib
+import time
+import uuid
 import zlib
 from typing import Any
 
-from chalicelib.core.errors import Conflict
+from chalicelib.core.errors import Conflict, ServiceUnavailable
 from chalicelib.kernel.registry import FAMILIES, Family
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
@@ -56,11 +59,26 @@ PARENTS = ('organizations', 'projects')
 LOG_FAMILIES = ('events',)
 # Fixed, not COUNTER_SHARDS: a child must be uncounted from the shard it was counted in.
 KIDS_SHARDS = 4
-# Per parent family: a delete takes every shard in one transaction (at most 100 items, its own
-# included: a project's delete writes ~6 more; an organization's 29 with its built-in roles, the
-# legacy counter checks and events, plus 4 per membership it takes along, up to
-# organizations.INLINE_MEMBERSHIPS: 29 + 7 x 4 + 32 = 89).
-GUARD_SHARDS = {'projects': 88, 'organizations': 32}
+# Guard layouts, by the version a record carries in ``gv`` (a child is uncounted from the shard
+# it was counted in, so a layout never changes: a new one gets a new version). Version 1 (88
+# project shards) was written before the two-step delete; version 2's 144 project shards let
+# one create in 144 hold a given shard: 1,000 creates a second per project at 10 % conflicts
+# (docs/scale.md).
+GUARD_LAYOUTS = {1: {'projects': 88, 'organizations': 32}, 2: {'projects': 144, 'organizations': 32}}
+GUARD_VERSION = 2
+GUARD_SHARDS = GUARD_LAYOUTS[GUARD_VERSION]
+# Per parent family, the shards its delete closes in its own transaction (at most 100 items, its
+# own included: a project's delete writes ~6 more; an organization's 29 with its built-in roles,
+# the legacy counter checks and events, plus 4 per membership it takes along, up to
+# organizations.INLINE_MEMBERSHIPS: 29 + 7 x 4 + 32 = 89). The others are closed just before, in
+# one transaction of their own (``close_ahead``), and reopened if the delete's fails.
+INLINE_GUARDS = {'projects': 88, 'organizations': 32}
+# A shard closed ahead by a delete whose transaction has not run for this long was left by a
+# delete that stopped between its two transactions (a timeout): the next create under the
+# still-living parent reopens it (``wait_if_closing``). Beyond any request's 29 s.
+CLOSING_SECONDS = 60
+# How long a create waits for a delete in flight to end (its two transactions), re-reading.
+CLOSING_WAIT_SECONDS = 2.0
 
 
 def kids_pk(parent_family: str, parent_id: str) -> str:
@@ -87,35 +105,38 @@ def shard_of(child_id: str) -> str:
     return str(zlib.crc32(child_id.encode()) % KIDS_SHARDS)
 
 
-def guard_shard(parent_family: str, child_id: str) -> int:
-    return zlib.crc32(child_id.encode()) % GUARD_SHARDS[parent_family]
+def guard_shard(parent_family: str, child_id: str, version: int = GUARD_VERSION) -> int:
+    return zlib.crc32(child_id.encode()) % GUARD_LAYOUTS[version][parent_family]
 
 
-def guard_of(parent_family: str, parent_id: str, child_id: str) -> str:
-    """The guard shard (its partition key) a child counts in."""
-    return repo.guard_pk(parent_family, parent_id, guard_shard(parent_family, child_id))
+def guard_of(parent_family: str, parent_id: str, child_id: str, version: int = GUARD_VERSION) -> str:
+    """The guard shard (its partition key) a child counts in, in guard layout ``version``."""
+    return repo.guard_pk(parent_family, parent_id, guard_shard(parent_family, child_id, version))
 
 
-def guards(family: Family, data: dict[str, Any]) -> list[str]:
+def guards(family: Family, data: dict[str, Any], version: int = GUARD_VERSION) -> list[str]:
     """The guard shards a live record of ``family`` counts in."""
-    return [guard_of(pf, pid, data['id']) for pf, pid in counted_in(family, data)]
+    return [guard_of(pf, pid, data['id'], version) for pf, pid in counted_in(family, data)]
 
 
-def moves(family: Family, records: list[dict[str, Any]], amount: int, *, guarded: bool = True) -> list[Op]:
+def moves(family: Family, records: list[dict[str, Any]], amount: int, *, guarded: bool | int = True) -> list[Op]:
     """Guard moves for creating (+1: only under an open shard) or deleting (-1) ``records``;
-    ``guarded=False``: a record written before guards, uncounted from its legacy counter."""
+    ``guarded``: True for the current layout, or the layout version the records count in (their
+    ``gv``); 0/False: records written before guards, uncounted from their legacy counter."""
+    version = GUARD_VERSION if guarded is True else int(guarded)
     by_shard: dict[str, int] = {}
     field: dict[str, tuple[str, str]] = {}
     for data in records:
         for pf, pid in counted_in(family, data):
-            key = guard_of(pf, pid, data['id']) if guarded else f'{kids_pk(pf, pid)}\x00{shard_of(data["id"])}'
+            key = guard_of(pf, pid, data['id'], version) if version else \
+                f'{kids_pk(pf, pid)}\x00{shard_of(data["id"])}'
             by_shard[key] = by_shard.get(key, 0) + amount
             field[key] = ('projectId' if pf == 'projects' else 'organizationId', pid)
     out = []
     for key, n in by_shard.items():
         if not n:
             continue
-        if guarded:
+        if version:
             name, value = field[key]
             out.append(repo.move_guard(key, n, what='reference', field=name, value=value))
         else:
@@ -131,8 +152,64 @@ def delete_checks(family: Family, stored: table.Stored) -> list[Op]:
         return []
     message = _message(family, None)
     return [repo.close_guard(repo.guard_pk(family.path, stored.id, n), what='holds', message=message)
-            for n in range(GUARD_SHARDS[family.path])] + \
+            for n in range(INLINE_GUARDS[family.path])] + \
         repo.check_counter_zero(kids_pk(family.path, stored.id), KIDS_SHARDS, what='holds', message=message)
+
+
+def close_ahead(family: Family, stored: table.Stored) -> str | None:
+    """Close the guard shards a parent's delete transaction cannot hold (past ``INLINE_GUARDS``),
+    each required to hold zero, in one transaction of their own, marked with a token naming this
+    delete and its time; the token (None: nothing to close). A ``WriteConflict`` tagged ``holds``
+    when one of them holds a child. The caller reopens them (``reopen``) if its transaction fails."""
+    if family.path not in PARENTS or GUARD_SHARDS[family.path] <= INLINE_GUARDS[family.path]:
+        return None
+    token = f'{int(time.time())}:{uuid.uuid4().hex}'
+    message = _message(family, None)
+    repo.commit([repo.close_guard_ahead(repo.guard_pk(family.path, stored.id, n), token, what='holds', message=message)
+                 for n in range(INLINE_GUARDS[family.path], GUARD_SHARDS[family.path])])
+    return token
+
+
+def reopen(family: Family, stored: table.Stored, token: str | None) -> None:
+    """Reopen the shards ``close_ahead`` closed with ``token`` (the delete did not happen). Shards
+    another writer reopened meanwhile are left (best effort: a shard still closed is reopened
+    by the next create that meets it, once ``CLOSING_SECONDS`` have passed)."""
+    if token is None:
+        return
+    ops = [repo.reopen_guard(repo.guard_pk(family.path, stored.id, n), token)
+           for n in range(INLINE_GUARDS[family.path], GUARD_SHARDS[family.path])]
+    try:
+        repo.commit(ops)
+    except repo.WriteConflict:
+        for op in ops:
+            with contextlib.suppress(repo.WriteConflict):
+                repo.commit([op])
+
+
+def wait_if_closing(op: Op) -> bool:
+    """A create's guard move ``op`` was refused (its shard is closed): True when that was a
+    delete in flight, now over or undone, so the create may be tried again; False when the
+    parent is gone (the refusal stands). Waits at most ``CLOSING_WAIT_SECONDS``; a shard closed
+    ahead by a delete that stopped midway (older than ``CLOSING_SECONDS``) is reopened, on
+    condition that the parent still lives. ``ServiceUnavailable`` when the delete outlasts the wait."""
+    pk = op.item.pk
+    parent_family, parent_id = pk[len(GUARD_PREFIX):].rsplit('#', 1)[0].split('#', 1)
+    deadline = time.monotonic() + CLOSING_WAIT_SECONDS
+    while True:
+        state = table.guard_state(pk)
+        if state is None or not state[0]:
+            return True   # reopened meanwhile
+        token = state[1]
+        if token is None or not table.alive(parent_family, parent_id):
+            return False  # closed by a delete that happened
+        if time.time() - int(token.split(':', 1)[0]) > CLOSING_SECONDS:
+            model_check = repo.check_exists(parent_family, parent_id, None, what='parent')
+            with contextlib.suppress(repo.WriteConflict):
+                repo.commit([model_check, repo.reopen_guard(pk, token)])
+            continue
+        if time.monotonic() >= deadline:
+            raise ServiceUnavailable('The parent is being deleted; nothing was changed, retry shortly', retry_after=1)
+        time.sleep(0.05)
 
 
 def create_checks(family: Family, org: str | None, ops: list[Op]) -> list[Op]:

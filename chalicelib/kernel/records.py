@@ -76,7 +76,7 @@ def indexed_values(family: Family, data: dict[str, Any]) -> dict[int, tuple[str,
 
 
 def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, listed: bool = True,
-           guarded: bool = True):
+           guarded: bool | int = True):
     """The entity item of a record; ``listed=False`` keeps it out of every list (soft delete);
     ``guarded``: it counts in its parents' guard shards, not their legacy counters (kernel/parents.py)."""
     keys = None
@@ -86,7 +86,7 @@ def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, l
                 for slot, (name, value) in indexed_values(family, data).items()}
     return repo.entity_item(family.path, data, seq=seq, org=org, tenant=tenant(family, org) if listed else None,
                             parent=_parent(family, data), name_value=data.get(family.name_field), value_keys=keys,
-                            guarded=guarded)
+                            guarded=parents.GUARD_VERSION if guarded is True else int(guarded))
 
 
 def _checked_fields() -> frozenset[tuple[str, str]]:
@@ -257,11 +257,25 @@ def delete_ops(family: Family, stored: Stored, principal: Principal, *, soft: di
 def commit(ops: list[Op]) -> None:
     """Run the operations as one write; an item DynamoDB refuses is the caller's data: 400, in
     our words (kernel/store/repository.py never passes DynamoDB's message on). A table that stays
-    throttled or failing is 503 with Retry-After (StoreUnavailable)."""
+    throttled or failing is 503 with Retry-After (StoreUnavailable). A create meeting a guard
+    shard that a parent's delete closed ahead of its transaction waits for that delete
+    (kernel/parents.py ``wait_if_closing``)."""
+    ops = merged(ops)
     try:
-        repo.commit(merged(ops))
+        try:
+            repo.commit(ops)
+        except repo.WriteConflict as exc:
+            # a guard shard closed by a parent's delete in flight (kernel/parents.py close_ahead):
+            # once that delete is over or undone, the same write again; else the refusal stands
+            if not (_is_guard_move(exc.op) and parents.wait_if_closing(exc.op)):
+                raise
+            repo.commit(ops)
     except InvalidItem as exc:
         raise BadRequest(f'The resource cannot be stored: {exc}') from None
+
+
+def _is_guard_move(op: Op | None) -> bool:
+    return op is not None and op.kind == 'add' and op.amount > 0 and op.item.pk.startswith(parents.GUARD_PREFIX)
 
 
 def merged(ops: list[Op]) -> list[Op]:

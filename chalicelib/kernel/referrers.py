@@ -58,8 +58,8 @@ def refuse_if_referred(family: Family, stored: table.Stored, orgs: list[str] | N
         for fam, name in _fields(family.path):
             if name in fam.indexed:
                 pk = table.value_counter_pk(fam.path, org, name, stored.id)
-                shards = table.counter_shards(pk)
-                n = sum(shards.values())
+                shards = table.counter_shards(pk)   # the shards under its own key, checked below
+                n = table.counter_total(pk)          # and what all its partitions hold
                 checks += repo.check_counter(pk, shards, what='holds', message=_message(family, None))
             else:
                 n = len(table.query_tenant_naming(fam.path, org, name, stored.id))

@@ -53,7 +53,7 @@ def guard_ops(item: Any) -> list[Op]:
     if not counted:
         return []
     model = configure()
-    ops = [Op('update', item=model(item.pk, item.sk), actions=[model.gv.set(1)],
+    ops = [Op('update', item=model(item.pk, item.sk), actions=[model.gv.set(parents.GUARD_VERSION)],
               condition=(model.seq == stored.seq) & model.gv.does_not_exist() & model.tpk.exists(),
               tag={'what': 'entity'})]
     for parent_family, parent_id in counted:

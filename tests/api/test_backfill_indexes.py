@@ -11,14 +11,16 @@ import pytest
 
 def _strip_to_legacy(task_ids: list[str], org_id: str) -> None:
     """Make items look written by the code before indexes: no x-slots, no ixv, no value counters."""
+    from chalicelib.kernel.store import table
     from chalicelib.kernel.store.model import configure
     from chalicelib.kernel.store.table import entity_pk
     model = configure()
     for id_ in task_ids:
         item = model.get(entity_pk('tasks', id_), '#')
         item.update(actions=[model.ixv.remove(), model.x1.remove()])
-    for counter in model.scan(model.pk.startswith(f'CNT#tasks#{org_id}#statusSlug=')):
-        counter.delete()
+    for counter in model.scan(model.pk.startswith('CNT')):   # every partition of the value counters
+        if table.counter_base_pk(counter.pk).startswith(f'CNT#tasks#{org_id}#statusSlug='):
+            counter.delete()
 
 
 def _total(api, org_id: str, status: str) -> int:

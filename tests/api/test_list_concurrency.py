@@ -110,10 +110,12 @@ def _create_concurrently(platform, org_id, n=N, threads=THREADS) -> list[BaseExc
 def _counts(api, org_id) -> tuple[int, int, int]:
     """(totalElements of the unfiltered list (the counter), of a filtered list (the index),
     the counter shards in use)."""
+    from chalicelib.kernel.store import table
     from chalicelib.kernel.store.model import configure
     counter = api.get('/api/labels?pageSize=1').json['totalElements']
     indexed = api.get("/api/labels?pageSize=1&filter=name=like='label *'").json['totalElements']
-    shards = list(configure().query(f'CNT#labels#{org_id}'))
+    shards = [s for p in range(table.COUNTER_PARTITIONS)
+              for s in configure().query(table.counter_partition_pk(f'CNT#labels#{org_id}', p))]
     return counter, indexed, len([s for s in shards if s.cnt])
 
 

@@ -47,6 +47,7 @@ from chalicelib.kernel.store.model import Item, configure
 from chalicelib.kernel.store.table import (
     ENTITY_SK,
     Stored,
+    counter_partition_pk,
     counter_pk,
     entity_pk,
     members_pk,
@@ -130,14 +131,14 @@ class Op:
 
 def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None, tenant: str | None,
                 parent: str | None, name_value: Any, value_keys: dict[int, str] | None = None,
-                guarded: bool = False) -> Item:
+                guarded: int = 0) -> Item:
     """The item of an entity; ``tenant`` None leaves it out of every list (soft delete).
     ``value_keys``: equality-index slot -> its partition key (kernel/store/table.py value_pk)."""
     model = configure()
     id_ = data['id']
     item = model(entity_pk(family, id_), ENTITY_SK, kind=family, data=data, seq=seq, org=org)
     if guarded:
-        item.gv = 1
+        item.gv = int(guarded)   # the guard layout it counts in (kernel/parents.py GUARD_LAYOUTS)
     if tenant is not None:
         item.tpk = tenant_pk(family, tenant)
         item.csk = f"{data['createdOn']}#{id_}"
@@ -248,11 +249,15 @@ def move_counter(family: str, tenant: str, amount: int) -> Op:
 
 def move_counter_at(pk: str, amount: int, *, checked: bool = False) -> Op:
     """Add ``amount`` to a random shard of the counter ``pk`` (kernel/store/table.py counter keys):
-    one of COUNTER_SHARDS (128 by default: one write in 128 holds a given shard, docs/scale.md),
-    or of CHECKED_COUNTER_SHARDS for a counter a transaction checks whole."""
+    one of COUNTER_SHARDS (144 by default: one write in 144 holds a given shard, docs/scale.md),
+    under the partition key of its shard (table.counter_partition_pk: one write in 16 per key),
+    or of CHECKED_COUNTER_SHARDS under ``pk`` itself for a counter a transaction checks whole."""
     model = configure()
-    shard = str(random.randrange(CHECKED_COUNTER_SHARDS if checked else get_config().counter_shards))
-    return Op('add', item=model(pk, shard), amount=amount, tag={'what': 'counter'})
+    if checked:   # all its shards under its own key: a transaction checks them whole
+        return Op('add', item=model(pk, str(random.randrange(CHECKED_COUNTER_SHARDS))), amount=amount,
+                  tag={'what': 'counter'})
+    shard = random.randrange(get_config().counter_shards)
+    return Op('add', item=model(counter_partition_pk(pk, shard), str(shard)), amount=amount, tag={'what': 'counter'})
 
 
 def move_counter_shard(pk: str, shard: str, amount: int) -> Op:
@@ -526,6 +531,25 @@ def move_guard(pk: str, amount: int, **tag: Any) -> Op:
     model = configure()
     condition = model.dead.does_not_exist() if amount > 0 else None
     return Op('add', item=model(pk, ENTITY_SK), amount=amount, condition=condition, tag=tag)
+
+
+def close_guard_ahead(pk: str, token: str, **tag: Any) -> Op:
+    """A parent's delete, ahead of its transaction (the shards past those it holds,
+    kernel/parents.py ``close_ahead``): as ``close_guard``, marked with the delete's ``token``
+    (``ref``) so that it can be reopened if that transaction fails."""
+    model = configure()
+    return Op('update', item=model(pk, ENTITY_SK),
+              actions=[model.dead.set(1), model.kind.set('guard'), model.ref.set(token),
+                       model.ttl.set(int(time.time()) + GUARD_TOMBSTONE_SECONDS)],
+              condition=model.cnt.does_not_exist() | (model.cnt == 0), tag=tag)
+
+
+def reopen_guard(pk: str, token: str, **tag: Any) -> Op:
+    """Undo ``close_guard_ahead`` of the delete ``token`` (its transaction failed)."""
+    model = configure()
+    return Op('update', item=model(pk, ENTITY_SK),
+              actions=[model.dead.remove(), model.ref.remove(), model.ttl.remove()],
+              condition=model.ref == token, tag=tag)
 
 
 def close_guard(pk: str, **tag: Any) -> Op:

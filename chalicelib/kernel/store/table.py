@@ -4,7 +4,7 @@
 |---------------|-----------------------------------------|-----------------------|----------------------------|
 | entity        | ``{family}#{id}``                       | ``#``                 | index keys: see below      |
 | unique value  | ``UQ#{family}#{scope}#{field}#{value}`` | ``#``                 | ``ref`` = owner id         |
-| counter shard | ``CNT#{family}#{tenant}``               | shard no.             | ``cnt``; summed on read    |
+| counter shard | ``CNT#{family}#{tenant}``, ``CNT{p}#…`` | shard no.             | ``cnt``; summed on read    |
 | member count  | ``MEMBERS#{orgId}``                     | ``#``                 | ``cnt``; unsharded         |
 | user ACL      | ``users#{userId}``                      | ``ACL``               | roles, live keys, subject  |
 | rate gate     | ``RATE#{userId}``                       | ``M#{minute}``        | counts, ttl: store/gate.py |
@@ -78,6 +78,30 @@ def counter_pk(family: str, tenant: str) -> str:
     return f'CNT#{tenant_pk(family, tenant)}'
 
 
+# A counter's shards spread over COUNTER_PARTITIONS partition keys (docs/scale.md "Counters"):
+# shard n lives under partition n % COUNTER_PARTITIONS, partition 0 being the counter's own key
+# ``CNT#…`` (where every shard lived before, so a count needs no migration) and partition p > 0
+# ``CNT{p}#…``. With 144 shards a given shard is held by one write in 144 and a partition key
+# written by one in 16: DynamoDB's 1,000 WCU/s per partition then takes 16,000 counted writes a
+# second per counter.
+COUNTER_PARTITIONS = 16
+
+
+def counter_partition_pk(pk: str, shard: int) -> str:
+    """The partition key of shard ``shard`` of the counter ``pk`` (``CNT#…``)."""
+    p = shard % COUNTER_PARTITIONS
+    return pk if p == 0 else f'CNT{p}#{pk[4:]}'
+
+
+def counter_base_pk(pk: str) -> str:
+    """The counter a partition key belongs to: ``CNT{p}#…`` -> ``CNT#…`` (others unchanged)."""
+    if pk.startswith('CNT') and not pk.startswith('CNT#'):
+        head, sep, rest = pk.partition('#')
+        if sep and head[3:].isdigit():
+            return 'CNT#' + rest
+    return pk
+
+
 def members_pk(org_id: str) -> str:
     """An organization's membership count (repository.move_members)."""
     return f'MEMBERS#{org_id}'
@@ -140,7 +164,7 @@ class Stored:
     seq: int
     org: str | None
     indexed: bool = False   # its indexed values are counted (``ixv``): a write may move them
-    guarded: bool = False   # it counts in its parents' guard shards (``gv``, kernel/parents.py)
+    guarded: int = 0   # the guard layout it counts in (``gv``, kernel/parents.py); 0: legacy counters
 
     @property
     def id(self) -> str:
@@ -154,7 +178,7 @@ def stored_from(item: Item | None) -> Stored | None:
     if data.get('deleted') is True:
         return None
     return Stored(family=item.kind, data=data, seq=int(item.seq or 0), org=item.org, indexed=item.ixv is not None,
-                  guarded=item.gv is not None)
+                  guarded=int(item.gv or 0))
 
 
 def get(family: str, id_: str, consistent: bool = True) -> Stored | None:
@@ -266,19 +290,70 @@ def walk_index(family: str, tenant: str, *, order: str, descending: bool, limit:
         page_size=min(limit, 2000))]
 
 
+_count_pool = None
+
+
+def _sum_counters(pks: list[str], *, consistent: bool = False) -> list[int]:
+    """The sums of the counters ``pks``: one Query per partition of each, all in flight at once
+    (one round; a partition holds at most 9 shards, plus in partition 0 the shards written
+    before partitions, ~1 RCU)."""
+    global _count_pool
+    parts = [(i, counter_partition_pk(pk, p)) for i, pk in enumerate(pks) for p in range(COUNTER_PARTITIONS)]
+    model = configure()
+
+    def one(part: str) -> int:
+        return sum(int(i.cnt or 0) for i in model.query(part, consistent_read=consistent))
+    if _count_pool is None:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 - lazy: only counts need it
+        _count_pool = ThreadPoolExecutor(max_workers=COUNTER_PARTITIONS, thread_name_prefix='count')
+    totals = [0] * len(pks)
+    for (i, _), n in zip(parts, _count_pool.map(one, [part for _, part in parts]), strict=True):
+        totals[i] += n
+    return totals
+
+
 def count(family: str, tenant: str) -> int:
-    """Records of ``family`` in a tenant: the sum of its counter shards (one Query)."""
-    return sum(int(i.cnt or 0) for i in configure().query(counter_pk(family, tenant)))
+    """Records of ``family`` in a tenant: the sum of its counter shards (one round of Queries)."""
+    return _sum_counters([counter_pk(family, tenant)])[0]
 
 
 def count_value(family: str, tenant: str, field_name: str, value: str) -> int:
-    """Records of ``family`` in a tenant holding ``value`` in an indexed field (one Query)."""
-    return sum(int(i.cnt or 0) for i in configure().query(value_counter_pk(family, tenant, field_name, value)))
+    """Records of ``family`` in a tenant holding ``value`` in an indexed field (one round)."""
+    return _sum_counters([value_counter_pk(family, tenant, field_name, value)])[0]
+
+
+def counter_total(pk: str) -> int:
+    """What the counter ``pk`` holds now, over all its partitions (strongly consistent)."""
+    return _sum_counters([pk], consistent=True)[0]
+
+
+def count_values(family: str, parts: list[tuple[str, str]], field_name: str) -> int:
+    """The records of ``family`` holding, in the indexed field, any of the (tenant, value) pairs
+    ``parts`` (one round for all of them)."""
+    return sum(_sum_counters([value_counter_pk(family, tenant, field_name, value) for tenant, value in parts]))
 
 
 def counter_shards(pk: str) -> dict[str, int]:
-    """The shards of one counter as they are now (strongly consistent Query): shard -> count."""
+    """The shards of one checked counter as they are now (strongly consistent Query): shard ->
+    count. A checked counter keeps its few shards under its own key (repository.move_counter_at)."""
     return {i.sk: int(i.cnt or 0) for i in configure().query(pk, consistent_read=True)}
+
+
+def guard_state(pk: str) -> tuple[bool, str | None] | None:
+    """A guard shard as it is now (consistent GetItem): (closed, the token of the delete that
+    closed it ahead of its transaction, if any); None when it does not exist (open, zero)."""
+    try:
+        item = configure().get(pk, ENTITY_SK, consistent_read=True)
+    except Item.DoesNotExist:
+        return None
+    return (item.dead is not None, item.ref)
+
+
+def alive(family: str, id_: str) -> bool:
+    """The entity exists and is not deleted (consistent GetItem of its keys and ``tpk`` only)."""
+    item = configure()._get_connection().get_item(entity_pk(family, id_), ENTITY_SK, consistent_read=True,
+                                                   attributes_to_get=['pk', 'tpk'])
+    return 'tpk' in (item.get('Item') or {})
 
 
 def walk_value(family: str, tenant: str, *, slot: int, field_name: str, value: str, order: str,
@@ -401,7 +476,8 @@ def _available(read):
     return wrapped
 
 
-for _name in ('get', 'batch_get', '_query_data', 'walk_index', 'count', 'count_value', 'counter_shards',
+for _name in ('get', 'batch_get', '_query_data', 'walk_index', 'count', 'count_value', 'count_values',
+              'counter_shards', 'counter_total', 'guard_state', 'alive',
               'walk_value', 'memberships_of', 'organizations', 'organization_statuses', 'unique_owner',
               'project_has'):
     globals()[_name] = _available(globals()[_name])
