@@ -112,14 +112,26 @@ def _value_counter_moves(family: Family, owner: str, before: dict[str, Any] | No
 
 def _value_moves(family: Family, owner: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[Op]:
     """The counter moves of ``_value_counter_moves``: narrow shards for a checked counter."""
+    return _counter_ops(family, _value_counter_moves(family, owner, before, after))
+
+
+def _counter_ops(family: Family, moves: dict[str, int]) -> list[Op]:
+    """One move per value counter (counter key -> amount): narrow shards for a checked counter."""
     global _CHECKED
     if _CHECKED is None:
         _CHECKED = _checked_fields()
-    checked = {table.value_counter_pk(family.path, owner, name, value)
-               for data in (before, after) if data is not None
-               for name, value in indexed_values(family, data).values() if (family.path, name) in _CHECKED}
-    return [repo.move_counter_at(counter, n, checked=counter in checked)
-            for counter, n in _value_counter_moves(family, owner, before, after).items()]
+    checked = {f'CNT#{family.path}#{name}' for path, name in _CHECKED if path == family.path}
+    return [repo.move_counter_at(counter, n, checked=_is_checked(counter, checked))
+            for counter, n in moves.items() if n]
+
+
+def _is_checked(counter: str, checked: set[str]) -> bool:
+    """``CNT#{family}#{tenant}#{field}={value}`` names a checked (family, field)."""
+    if not checked:
+        return False
+    family_path, _, rest = counter[len('CNT#'):].partition('#')
+    _, _, field_value = rest.partition('#')
+    return f'CNT#{family_path}#{field_value.split("=", 1)[0]}' in checked
 
 
 # Families whose writes publish no domain event: events themselves (the outbox publisher
@@ -198,10 +210,14 @@ def create_ops(family: Family, records: list[dict[str, Any]], principal: Princip
         ops += [repo.claim_unique(family.path, scope=scope, field_name=name, value=data[name], owner_id=data['id'])
                 for name in family.unique if data.get(name) is not None]
     by_tenant: dict[str, int] = {}
+    by_value: dict[str, int] = {}
     for data in records:
         key = tenant(family, record_org(family, data))
         by_tenant[key] = by_tenant.get(key, 0) + 1
-        ops += _value_moves(family, key, None, data)   # merged() sums moves of one shard
+        for counter, n in _value_counter_moves(family, key, None, data).items():
+            by_value[counter] = by_value.get(counter, 0) + n
+    # one move per counter for all the records (a batch of events records: one shard each)
+    ops += _counter_ops(family, by_value)
     ops += [repo.move_counter(family.path, key, n) for key, n in by_tenant.items()]
     ops += parents.moves(family, records, 1)   # guard shards (kernel/parents.py: no orphans)
     for data in records:

@@ -99,6 +99,43 @@ def test_the_stream_handler_publishes_and_records_events_once(api, org_id, work,
     assert api.get("/api/events?filter=eventType=='tasks.updated'").json['totalElements'] == 12
 
 
+def test_a_stream_batch_records_its_events_together_and_moves_each_counter_once(api, org_id, work):
+    """12 events of one kind in one stream batch: one transaction records them, with one move of
+    the family's counter and one of the kind's (docs/scale.md "Events records"), not 12 of each;
+    a redelivery of the batch is refused whole and then recorded event by event: still 12."""
+    from chalicelib.kernel.store import model
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
+    work.publish_outbox()
+    for n in range(12):
+        assert api.put(f"/api/tasks/{task['id']}", {'title': f't{n}'}).status == 200
+    client = model.configure()._get_connection().connection.client
+    seen: list[list[str]] = []
+
+    def capture(params, **_):
+        seen.append([next(iter(e.values()))['Key' if 'Key' in next(iter(e.values())) else 'Item']['pk']['S']
+                     for e in params['TransactItems']])
+    client.meta.events.register('provide-client-params.dynamodb.TransactWriteItems', capture)
+    try:
+        work.publish_outbox()
+    finally:
+        client.meta.events.unregister('provide-client-params.dynamodb.TransactWriteItems', capture)
+    batches = [pks for pks in seen if sum(pk.startswith('events#') for pk in pks) > 1]
+    assert batches, seen
+    records = sum(pk.startswith('events#') for pks in batches for pk in pks)
+    counters = [pk for pks in batches for pk in pks if pk.startswith('CNT')]
+    assert records == 12 and len(counters) <= 2 * len(batches), batches
+    assert api.get("/api/events?filter=eventType=='tasks.updated'").json['totalElements'] == 12
+    import app
+    from localdev.pollers import StreamReader
+    again = StreamReader(app.outbox_publisher, work.cfg.table_name, region='us-east-1', endpoint_url=None)
+    assert again.poll_once()['records'] > 0
+    assert api.get("/api/events?filter=eventType=='tasks.updated'").json['totalElements'] == 12
+    from chalicelib.ops import check_table
+    violations, snap = check_table.run()   # every counter equals the records it counts
+    assert not violations, check_table.report(violations, snap, check_table.CHECKS)
+
+
 def test_events_refused_by_eventbridge_are_retried_then_reported_as_the_batch_item_failure(api, org_id, work,
                                                                                          monkeypatch):
     from chalicelib.features.work import store as work_store
