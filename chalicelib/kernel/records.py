@@ -283,7 +283,7 @@ def commit(ops: list[Op]) -> None:
         except repo.WriteConflict as exc:
             # a guard shard closed by a parent's delete in flight (kernel/parents.py close_ahead):
             # once that delete is over or undone, the same write again; else the refusal stands
-            if not (_is_guard_move(exc.op) and parents.wait_if_closing(exc.op)):
+            if exc.code == 'TransactionConflict' or not (_is_guard_move(exc.op) and parents.wait_if_closing(exc.op)):
                 raise
             repo.commit(ops)
     except InvalidItem as exc:

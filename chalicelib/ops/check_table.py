@@ -325,7 +325,7 @@ def child_counts(snap: Snapshot) -> Iterator[Violation]:
         if row.cnt:
             actual[row.pk] += row.cnt
         if row.raw.get('dead') is not None and row.ref and \
-                time.time() - int(row.ref.split(':', 1)[0]) > parents.CLOSING_SECONDS:
+                time.time() - parents.closed_at(row.ref) > parents.CLOSING_SECONDS:
             family, parent_id = row.pk[len(parents.GUARD_PREFIX):].rsplit('#', 1)[0].split('#', 1)
             if snap.live_entity(family, parent_id) is not None:
                 yield Violation('child-counts', row.pk, f'closed ahead by a delete of {family} {parent_id} that '

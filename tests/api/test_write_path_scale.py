@@ -246,6 +246,9 @@ def test_a_shard_left_closed_by_a_delete_that_stopped_midway_is_reopened_by_the_
     shard = parents.guard_shard('projects', probe['id'])
     assert api.delete(f"/api/tasks/{probe['id']}").status == 204
     _close_ahead_at(project['id'], shard, time.time() - parents.CLOSING_SECONDS - 5)
+    from chalicelib.ops import check_table
+    violations, _ = check_table.run()
+    assert [v.check for v in violations if 'stopped midway' in v.message] == ['child-counts'], violations
     _task_in(api, project, {shard}, title='heals')
     assert shard not in _closed(project['id'])
 
