@@ -236,6 +236,22 @@ def users(api, org_id):
     return {role: make_user(api, org_id, role)[1] for role in ('MANAGE', 'MEMBER', 'VIEWER')}
 
 
+_GC_FROZEN = False
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    """After a process's first test, the objects alive then (the app, botocore's models, moto:
+    most of the heap, and never garbage) are moved out of the cyclic collector's sight
+    (gc.freeze): every full collection walked them again, several times a test. What a later
+    test makes is collected as before."""
+    global _GC_FROZEN
+    if not _GC_FROZEN:
+        import gc
+        _GC_FROZEN = True
+        gc.collect()
+        gc.freeze()
+
+
 def pytest_configure(config):
     config.addinivalue_line('markers', 'quarantine: a test with a known intermittent failure, left out of '
                                        '`make test` (each says why)')
