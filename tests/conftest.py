@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -266,9 +267,10 @@ def pytest_collection_modifyitems(config, items):
     are deselected, never skipped, elsewhere, and fail loudly when selected without a browser.
 
     The quick loop (QUICK_CHECK=1, `make check`) also leaves out the tests marked ``slow`` and
-    samples large parametrized tests: of a test function with more than QUICK_CASES cases it
-    keeps an evenly spread QUICK_CASES (the auth matrix's route x caller sample, the registry's
-    per-family cases). `make test` runs every case (docs/architecture.md "The test loop")."""
+    samples large parametrized tests: of a test function with more cases than QUICK_CASES (in
+    tests/unit) or QUICK_API_CASES (in tests/api) it keeps that many, evenly spread (the auth
+    matrix's route x caller sample, the registry's per-family cases). `make test` runs every
+    case (docs/architecture.md "The test loop")."""
     keep = list(items)
     if 'browser' not in (config.getoption('markexpr') or ''):
         keep = [item for item in keep if not item.get_closest_marker('browser')]
@@ -281,7 +283,8 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-QUICK_CASES = 12
+QUICK_CASES = 12       # a case of tests/unit takes milliseconds
+QUICK_API_CASES = 6    # a case of tests/api is requests to the app on moto: 0.2-0.7 s
 
 
 def _quick(items: list) -> list:
@@ -289,7 +292,11 @@ def _quick(items: list) -> list:
     for item in items:
         groups.setdefault((item.nodeid.split('::')[0], getattr(item, 'originalname', item.name)), []).append(item)
     chosen = set()
-    for group in groups.values():
-        step = max(1, -(-len(group) // QUICK_CASES))
-        chosen.update(id(item) for item in group[::step])
+    for (path, name), group in groups.items():
+        size = QUICK_API_CASES if path.startswith('tests/api/') else QUICK_CASES
+        step = max(1, -(-len(group) // size))
+        # each function starts its sample elsewhere (a stable hash: every xdist worker must
+        # collect the same): the registry's test functions meet different families
+        start = zlib.crc32(f'{path}::{name}'.encode()) % step
+        chosen.update(id(item) for item in group[start::step])
     return [item for item in items if id(item) in chosen and not item.get_closest_marker('slow')]

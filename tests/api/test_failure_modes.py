@@ -120,6 +120,7 @@ def test_a_user_has_one_ceiling_however_many_keys_they_hold(api, org_id, limits)
     assert third.get('/api/account/me').status == 200
 
 
+@pytest.mark.slow   # 100 requests (4 s), the per-key figure the quick loop checks in test_ratelimit.py
 def test_the_per_key_figure_still_binds_first_for_one_key(api, org_id, limits):
     _, key = make_user(api, org_id, 'VIEWER')
     one = api.as_key(key)
