@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +38,13 @@ def _share_botocore_models() -> None:
     """Every test's mock_aws starts fresh boto3 sessions, and each session's loader parsed the
     service models again (~70 JSON files, a third of a test's setup). The files never change
     during a run: parse each once for the process. (botocore shares a loaded model among the
-    clients of one session the same way, so nothing relies on a private copy; the one exception
-    is the endpoint table, which the endpoint resolver rewrites in place: it is parsed each time.)"""
+    clients of one session the same way, so nothing relies on a private copy.)
+
+    The endpoint table (1.25 MB, decoded by every new session's first client: 20-40 ms a test)
+    is parsed once too, but the endpoint resolver completes the entry of each region it resolves
+    in place (hostname filled in, defaults merged): a session is handed its own copy of the
+    entries, the rest shared (a third of the decoding's cost; a table as fresh as a parsed one:
+    tests/unit/test_endpoints_slim.py compares it with the DynamoDB slice, after other tests)."""
     import functools
 
     from botocore import loaders
@@ -48,12 +54,34 @@ def _share_botocore_models() -> None:
     def parsed(file_path):
         return real(loaders.JSONFileLoader(), file_path)
 
+    def own_entries(table):
+        return {**table, 'partitions': [
+            {**partition, 'services': {
+                name: {**service, 'endpoints': {region: dict(entry) for region, entry in service['endpoints'].items()}}
+                if 'endpoints' in service else service
+                for name, service in partition['services'].items()}}
+            for partition in table['partitions']]}
+
     def load_file(self, file_path):
         if file_path.endswith('endpoints'):
-            return real(self, file_path)
+            table = parsed(file_path)
+            return own_entries(table) if table is not None else None
         return parsed(file_path)
 
     loaders.JSONFileLoader.load_file = load_file
+
+    # Each session's loader also listed the data directories (~420 services, a stat of each)
+    # to know the services, for every model type a client loads: once per process too.
+    real_list = loaders.Loader.list_available_services
+    listed: dict[tuple[tuple[str, ...], str], list[str]] = {}
+
+    def list_available_services(self, type_name):
+        key = (tuple(self.search_paths), type_name)
+        if key not in listed:
+            listed[key] = real_list(self, type_name)
+        return listed[key]
+
+    loaders.Loader.list_available_services = list_available_services
 
 
 _share_botocore_models()
@@ -209,6 +237,22 @@ def users(api, org_id):
     return {role: make_user(api, org_id, role)[1] for role in ('MANAGE', 'MEMBER', 'VIEWER')}
 
 
+_GC_FROZEN = False
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    """After a process's first test, the objects alive then (the app, botocore's models, moto:
+    most of the heap, and never garbage) are moved out of the cyclic collector's sight
+    (gc.freeze): every full collection walked them again, several times a test. What a later
+    test makes is collected as before."""
+    global _GC_FROZEN
+    if not _GC_FROZEN:
+        import gc
+        _GC_FROZEN = True
+        gc.collect()
+        gc.freeze()
+
+
 def pytest_configure(config):
     config.addinivalue_line('markers', 'quarantine: a test with a known intermittent failure, left out of '
                                        '`make test` (each says why)')
@@ -223,9 +267,10 @@ def pytest_collection_modifyitems(config, items):
     are deselected, never skipped, elsewhere, and fail loudly when selected without a browser.
 
     The quick loop (QUICK_CHECK=1, `make check`) also leaves out the tests marked ``slow`` and
-    samples large parametrized tests: of a test function with more than QUICK_CASES cases it
-    keeps an evenly spread QUICK_CASES (the auth matrix's route x caller sample, the registry's
-    per-family cases). `make test` runs every case (docs/architecture.md "The test loop")."""
+    samples large parametrized tests: of a test function with more cases than QUICK_CASES (in
+    tests/unit) or QUICK_API_CASES (in tests/api) it keeps that many, evenly spread (the auth
+    matrix's route x caller sample, the registry's per-family cases). `make test` runs every
+    case (docs/architecture.md "The test loop")."""
     keep = list(items)
     if 'browser' not in (config.getoption('markexpr') or ''):
         keep = [item for item in keep if not item.get_closest_marker('browser')]
@@ -238,7 +283,8 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-QUICK_CASES = 12
+QUICK_CASES = 12       # a case of tests/unit takes milliseconds
+QUICK_API_CASES = 6    # a case of tests/api is requests to the app on moto: 0.2-0.7 s
 
 
 def _quick(items: list) -> list:
@@ -246,7 +292,11 @@ def _quick(items: list) -> list:
     for item in items:
         groups.setdefault((item.nodeid.split('::')[0], getattr(item, 'originalname', item.name)), []).append(item)
     chosen = set()
-    for group in groups.values():
-        step = max(1, -(-len(group) // QUICK_CASES))
-        chosen.update(id(item) for item in group[::step])
+    for (path, name), group in groups.items():
+        size = QUICK_API_CASES if path.startswith('tests/api/') else QUICK_CASES
+        step = max(1, -(-len(group) // size))
+        # each function starts its sample elsewhere (a stable hash: every xdist worker must
+        # collect the same): the registry's test functions meet different families
+        start = zlib.crc32(f'{path}::{name}'.encode()) % step
+        chosen.update(id(item) for item in group[start::step])
     return [item for item in items if id(item) in chosen and not item.get_closest_marker('slow')]

@@ -11,20 +11,24 @@ DLQ_MAX_RECEIVES = 3   # tests: a poison message reaches the DLQ after 3 receive
 
 
 def create_resources() -> None:
-    """Queue + DLQ (visibility 0: a failed message is visible again at once) and the bus."""
-    import boto3
+    """Queue + DLQ (visibility 0: a failed message is visible again at once) and the bus, made in
+    moto's backends directly (inside mock_aws): what CreateQueue and CreateEventBus would leave,
+    without two boto3 clients (each with a session decoding botocore's endpoint table) and four
+    calls through moto's HTTP layer per test, a third of a test's setup. The app's own calls
+    still go through boto3 and moto's HTTP layer."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.events.models import events_backends
+    from moto.sqs.models import sqs_backends
 
     from chalicelib.core.config import get_config
     from chalicelib.features.work import store as work_store
     cfg = get_config()
     work_store.reset()
-    sqs = boto3.client('sqs', region_name=cfg.region)
-    dlq = sqs.create_queue(QueueName=f'{cfg.activity_queue_name}-dlq')['QueueUrl']
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=['QueueArn'])['Attributes']['QueueArn']
-    sqs.create_queue(QueueName=cfg.activity_queue_name, Attributes={
-        'VisibilityTimeout': '0',
-        'RedrivePolicy': json.dumps({'deadLetterTargetArn': dlq_arn, 'maxReceiveCount': str(DLQ_MAX_RECEIVES)})})
-    boto3.client('events', region_name=cfg.region).create_event_bus(Name=cfg.event_bus_name)
+    sqs = sqs_backends[DEFAULT_ACCOUNT_ID][cfg.region]
+    dlq = sqs.create_queue(f'{cfg.activity_queue_name}-dlq')
+    sqs.create_queue(cfg.activity_queue_name, VisibilityTimeout='0', RedrivePolicy=json.dumps(
+        {'deadLetterTargetArn': dlq.queue_arn, 'maxReceiveCount': str(DLQ_MAX_RECEIVES)}))
+    events_backends[DEFAULT_ACCOUNT_ID][cfg.region].create_event_bus(name=cfg.event_bus_name)
 
 
 class Work:

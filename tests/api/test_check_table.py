@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import types
 
 import pytest
 
@@ -20,6 +21,17 @@ def world(api, org_id):
                                    'teamId': team['id'], 'assigneeId': user['id']}).json
     assert task.get('id'), task
     return {'project': project, 'team': team, 'user': user, 'task': task, 'org': org_id}
+
+
+@pytest.fixture
+def settle_waits(monkeypatch):
+    """The command's settle waits (a second read ``--settle-seconds`` after a first that found
+    something: 2 s by default), recorded instead of waited: in-process nothing is in flight to
+    settle meanwhile (test_a_write_in_flight_... below lands a write in that wait)."""
+    from chalicelib.ops import check_table
+    waits: list[float] = []
+    monkeypatch.setattr(check_table, 'time', types.SimpleNamespace(sleep=waits.append))
+    return waits
 
 
 def run():
@@ -94,11 +106,11 @@ def test_children_whose_parent_is_gone_and_references_to_missing_records(world):
     assert [v.message for v in found['references']] == [f"Task.teamId refers to a missing Team {world['team']['id']}"]
 
 
-def test_the_command_exits_1_with_a_readable_report(world, capsys):
+def test_the_command_exits_1_with_a_readable_report(world, capsys, settle_waits):
     from chalicelib.kernel.store import table
     from chalicelib.ops import check_table
     raw_delete(table.entity_pk('teams', world['team']['id']))
-    assert check_table.main([]) == 1
+    assert check_table.main([]) == 1 and settle_waits == [2]   # found twice, 2 s apart
     out = capsys.readouterr().out
     assert 'FAIL references: 1 violation(s)' in out and 'FAIL unique-values' in out and 'read ' in out
     assert check_table.main(['--only', 'orphans']) == 0
@@ -107,7 +119,7 @@ def test_the_command_exits_1_with_a_readable_report(world, capsys):
     assert bad.value.code == 2
 
 
-def test_a_module_in_the_checks_package_is_a_new_check(world, tmp_path, monkeypatch, capsys):
+def test_a_module_in_the_checks_package_is_a_new_check(world, tmp_path, monkeypatch, capsys, settle_waits):
     """The seam for other families' checks: drop a module in chalicelib/ops/checks/."""
     from chalicelib.ops import check_table, checks
     (tmp_path / 'outbox_example.py').write_text(textwrap.dedent('''

@@ -8,6 +8,7 @@ import pytest
 
 from chalicelib.ops import check_table
 from chalicelib.ops.checks import features  # noqa: F401 - registers the checks and their options
+from tests.api.test_check_table import settle_waits  # noqa: F401 - fixture
 from tests.api.test_documents_upload import bucket  # noqa: F401 - fixture
 from tests.support import create
 
@@ -150,7 +151,7 @@ def test_outbox_items_never_published(world, api, work, strict):
     assert [v.key for v in found('outbox-published')['outbox-published']] == [f"EVT#{recorded[0]['id']}"]
 
 
-def test_an_activity_left_pending_and_a_work_count_that_drifted(world, api, work, capsys):
+def test_an_activity_left_pending_and_a_work_count_that_drifted(world, api, work, capsys, settle_waits):  # noqa: F811
     project, plan = world['project'], world['plan']
     pending = api.post(f"/api/activity-plans/{plan['id']}/start", {'projectId': project['id'], 'inputs': {'amount': 1}})
     assert pending.status == 202

@@ -130,7 +130,7 @@ def test_body_over_the_front_door_limit_is_a_documented_413():
     from chalicelib.kernel.http.docs import document
     from localdev.server import MAX_BODY, serve
     server = serve(app, '127.0.0.1', 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True).start()  # quick shutdown
     try:
         with socket.create_connection(server.server_address, timeout=10) as s:
             s.sendall(b'PUT /api/projects/00000000-0000-0000-0000-000000000000 HTTP/1.1\r\nHost: x\r\n'

@@ -82,6 +82,7 @@ def test_a_fresh_organization_made_by_a_platform_admin_is_deleted_with_its_membe
     assert org['id'] not in {m['organizationId'] for m in me['memberships']}
 
 
+@pytest.mark.slow   # 9 s, 100+ requests; the quick loop keeps the small organization deletes above and below
 def test_an_organization_of_25_members_and_invitations_takes_them_and_their_access_with_it(api):
     org = make_org(api)
     keys = [make_user(api, org['id'], role)[1] for role in ('MANAGE', 'MEMBER', 'VIEWER') * 7]

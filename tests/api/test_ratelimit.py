@@ -278,6 +278,7 @@ def _second_app():
     return module.app
 
 
+@pytest.mark.slow   # 100 requests (5 s); the quick loop keeps the 101st-request test on one instance
 def test_the_counter_holds_across_two_app_instances(client, clock):
     from chalice.test import Client
 

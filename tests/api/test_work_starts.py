@@ -131,6 +131,7 @@ def test_a_poison_message_goes_to_the_dlq_and_the_rest_of_its_batch_is_processed
     assert counted.count('WorkerMessages') >= 3 + DLQ_MAX_RECEIVES
 
 
+@pytest.mark.slow   # waits out a real 1 s + 2 s backoff; the quick loop keeps the exhausted-policy tests
 def test_a_failing_step_is_retried_with_backoff_and_its_attempts_show(api, work, project):
     plan = make_plan(api, project, [{
         'name': 'flaky', 'stepType': 'SCRIPT', 'options': {'expression': '$error("upstream not ready")'},

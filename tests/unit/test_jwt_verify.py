@@ -102,7 +102,9 @@ class JwksServer:
                 pass
 
         self._httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # shutdown() waits for the loop's next poll: 0.5 s by default, on every test that closes one
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={'poll_interval': 0.05},
+                                        daemon=True)
         self._thread.start()
         self.url = f'http://127.0.0.1:{self._httpd.server_address[1]}/.well-known/jwks.json'
 
