@@ -115,7 +115,9 @@ def record_batch(events: list[dict[str, Any]]) -> set[str]:
     record). A chunk refused whole (one of its events already recorded: a redelivery; or a
     conflict) is left to ``record``, event by event."""
     done = {e['id'] for e in events if not _recordable(e)}
-    todo = [e for e in events if _recordable(e)]
+    # one event may come twice in a batch (its outbox item inserted, then changed): a transaction
+    # may hold an item once, so each id goes in once
+    todo = list({e['id']: e for e in reversed(events) if _recordable(e)}.values())[::-1]
     fam = family_of('events')
     for start in range(0, len(todo), RECORD_CHUNK):
         chunk = todo[start:start + RECORD_CHUNK]
@@ -124,7 +126,8 @@ def record_batch(events: list[dict[str, Any]]) -> set[str]:
         built = [_record_data(e) for e in chunk]
         try:
             records.commit(records.create_ops(fam, [data for data, _ in built], built[0][1]))
-        except WriteConflict:
+        except Exception as exc:  # noqa: BLE001 - each event is then recorded (or reported) on its own
+            log.info('events chunk of %d recorded one by one: %s', len(chunk), exc)
             continue
         done |= {e['id'] for e in chunk}
     return done
