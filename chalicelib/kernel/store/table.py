@@ -39,7 +39,7 @@ import functools
 import hashlib
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -458,6 +458,11 @@ def _available(read):
     503 with Retry-After (issue 16: under faults, never a 500)."""
     @functools.wraps(read)
     def wrapped(*args, **kwargs):
+        # an iterator argument (``batch_get``'s keys are often a generator) is read once, here:
+        # a retry handed the spent iterator would read nothing and answer "none of them exists"
+        # (a 400 "refers to a label that does not exist" under throttling, chaos run of 20c7b32)
+        args = tuple(list(a) if isinstance(a, Iterator) else a for a in args)
+        kwargs = {k: list(v) if isinstance(v, Iterator) else v for k, v in kwargs.items()}
         budget = get_config().store_retry_budget_seconds
         started = time.monotonic()
         attempt = 0
