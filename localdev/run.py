@@ -7,6 +7,7 @@ fail, and the rate is switched on (``POST /_chaos``, counters reset) just before
 serves."""
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ from pathlib import Path
 from localdev import chaos
 
 ROOT = Path(__file__).resolve().parent.parent
+SHUTDOWN_SECONDS = 20   # the longest a Ctrl-C may take (pollers 3 x 3 s, moto 5 s, margin)
 
 
 def _free_port() -> int:
@@ -152,6 +154,10 @@ def main() -> None:
         except KeyboardInterrupt:
             pass
         finally:
+            # Ctrl-C ends the process within SHUTDOWN_SECONDS whatever a thread is doing: past it,
+            # every thread's stack goes to stderr (the cause, for the next reader) and the process
+            # exits (a CI run of 748b007 waited over 60 s for one; not reproduced since)
+            faulthandler.dump_traceback_later(SHUTDOWN_SECONDS, exit=True)
             pollers.stop()
             server.server_close()
     finally:
