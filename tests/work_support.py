@@ -14,8 +14,8 @@ def create_resources() -> None:
     """Queue + DLQ (visibility 0: a failed message is visible again at once) and the bus, made in
     moto's backends directly (inside mock_aws): what CreateQueue and CreateEventBus would leave,
     without two boto3 clients (each with a session decoding botocore's endpoint table) and four
-    calls through moto's HTTP layer per test, a third of a test's setup. The app's own calls
-    still go through boto3 and moto's HTTP layer."""
+    calls through moto's HTTP layer per test, most of a test's setup before. The app's own
+    calls still go through boto3 and moto's HTTP layer."""
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.events.models import events_backends
     from moto.sqs.models import sqs_backends
