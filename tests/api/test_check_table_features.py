@@ -32,6 +32,8 @@ def world(api, org_id, bucket, work):  # noqa: F811
     m = model()
     for item in m.scan(m.pk.startswith('EVT#')):
         item.delete()   # the bootstrap's: written before `work` turned the stream on (on AWS it exists with the table)
+    for item in m.scan(m.obx.exists()):
+        item.update(actions=[m.obx.remove()])   # the same, carried on the bootstrap's records
     store = create(api, 'document-stores', org_id)
     session = api.post(f"/api/document-stores/{store['id']}/multipart-upload-request").json
     from chalicelib.core.config import get_config
@@ -126,29 +128,36 @@ def test_a_store_byte_counter_that_drifted(world):
     assert found_now['store-bytes'][0].message == "byte counter says 111, the store's uploaded families hold 104 bytes"
 
 
-def test_outbox_items_never_published(world, api, work, strict):
+def test_events_never_published(world, api, work, strict):
     # an events record lost after publishing
     recorded = api.get("/api/events?filter=eventType=='activity-plans.created'").json['content']
     assert len(recorded) == 1
     m = model()
     m(entity_pk('events', recorded[0]['id']), '#').delete()
-    # a write whose outbox item the stream has not delivered yet: fresh, then old
+    lost = entity_pk('activity-plans', world['plan']['id'])   # the plan carries its create's event
+    # a write whose event the stream has not delivered yet: fresh, then old. A create carries
+    # its event on its record (obx); a delete puts an outbox item
     task = api.post('/api/tasks', {'projectId': world['project']['id'], 'title': 't'}).json
+    gone = api.post('/api/tasks', {'projectId': world['project']['id'], 'title': 'gone'}).json
+    assert api.delete(f"/api/tasks/{gone['id']}").status == 204
     check_table.OPTIONS['outbox-minutes'] = 5
     assert found('outbox-published') == {}
     unpublished = [r for r in check_table.read_table().rows
-                   if r.kind == 'outbox' and r.data['resourceId'] == task['id']]
-    assert len(unpublished) == 1
-    m(unpublished[0].pk, '#').update(actions=[m.data['occurredOn'].set('2026-01-01T00:00:00.000000Z')])
+                   if r.kind == 'outbox' and r.data['resourceId'] == gone['id']]
+    assert [r.data['eventType'] for r in unpublished] == ['tasks.deleted']
+    carried = entity_pk('tasks', task['id'])
+    old = '2026-01-01T00:00:00.000000Z'
+    m(unpublished[0].pk, '#').update(actions=[m.data['occurredOn'].set(old)])
+    m(carried, '#').update(actions=[m.obx['occurredOn'].set(old)])
     keys = {v.key: v.message for v in found('outbox-published')['outbox-published']}
-    assert list(keys) == [unpublished[0].pk]
-    assert keys[unpublished[0].pk] == ('tasks.created of 2026-01-01T00:00:00.000000Z never published: '
-                                       'no events record after 5 minutes')
+    assert sorted(keys) == sorted([unpublished[0].pk, carried])
+    assert keys[unpublished[0].pk] == f'tasks.deleted of {old} never published: no events record after 5 minutes'
+    assert keys[carried] == f'tasks.created of {old} never published: no events record after 5 minutes'
     check_table.OPTIONS['outbox-minutes'] = 0
     assert sorted(v.key for v in found('outbox-published')['outbox-published']) == sorted(
-        [unpublished[0].pk, f"EVT#{recorded[0]['id']}"])
-    work.publish_outbox()   # the stream delivers the task's event: only the lost record is left
-    assert [v.key for v in found('outbox-published')['outbox-published']] == [f"EVT#{recorded[0]['id']}"]
+        [unpublished[0].pk, carried, lost])
+    work.publish_outbox()   # the stream delivers the tasks' events: only the lost record is left
+    assert [v.key for v in found('outbox-published')['outbox-published']] == [lost]
 
 
 def test_an_activity_left_pending_and_a_work_count_that_drifted(world, api, work, capsys, settle_waits):  # noqa: F811

@@ -1,5 +1,6 @@
-"""Domain events (issue 12): every service write puts an outbox item in its own transaction;
-the table-stream handler publishes them to EventBridge in batches and records them in the
+"""Domain events (issue 12): every service write carries its event in its own write (on the
+record's item, or an outbox item in its transaction: kernel/records.py ``outbox_ops``); the
+table-stream handler publishes them to EventBridge in batches and records them in the
 events family, once, whatever the redeliveries."""
 from __future__ import annotations
 
@@ -19,21 +20,43 @@ def outbox_items():
     return [i for i in tbl.scan()['Items'] if i['pk'].startswith('EVT#')]
 
 
-def test_every_write_puts_one_outbox_item_in_its_transaction(api, org_id):
+def entity_item(family, id_):
+    import boto3
+
+    from chalicelib.core.config import get_config
+    from chalicelib.kernel.store.table import ENTITY_SK, entity_pk
+    tbl = boto3.resource('dynamodb', region_name='us-east-1').Table(get_config().table_name)
+    return tbl.get_item(Key={'pk': entity_pk(family, id_), 'sk': ENTITY_SK}, ConsistentRead=True)['Item']
+
+
+def test_every_write_has_one_event_on_its_record_or_in_an_outbox_item(api, org_id, work):
+    """A create and a locked update carry their event on the record's own item (``obx``, in the
+    same transaction: no outbox item, 2 WCU less); a delete, whose item is gone, puts an outbox
+    item. The stream handler publishes and records all of them."""
     from chalicelib.core.clock import now_iso
     marker = now_iso()
+    before = len(outbox_items())
     project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
     task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
+    created = entity_item('tasks', task['id'])['obx']
+    assert created['eventType'] == 'tasks.created' and created['resourceId'] == task['id']
     api.put(f"/api/tasks/{task['id']}", {'title': 'u', 'description': 'd', 'changeSequence': task['changeSequence']})
-    api.delete(f"/api/tasks/{task['id']}")
-    events = events_since(marker)
-    items = outbox_items()
-    assert [e['eventType'] for e in events] == ['projects.created', 'tasks.created', 'tasks.updated', 'tasks.deleted']
-    updated = events[2]
+    updated = entity_item('tasks', task['id'])['obx']
+    assert updated['eventType'] == 'tasks.updated' and updated['id'] != created['id']
     assert updated['resourceId'] == task['id'] and updated['organizationId'] == org_id
     assert updated['projectId'] == project['id'] and updated['changedFields'] == ['description', 'title']
     assert updated['actorId'] and updated['correlationId'] and updated['family'] == 'tasks'
-    assert all(int(i['ttl']) > 0 and i['kind'] == 'outbox' for i in items)
+    assert len(outbox_items()) == before
+    api.delete(f"/api/tasks/{task['id']}")
+    assert [e['eventType'] for e in events_since(marker)] == ['tasks.deleted']
+    assert all(int(i['ttl']) > 0 and i['kind'] == 'outbox' for i in outbox_items())
+    work.publish_outbox()
+    mine = {project['id'], task['id']}
+    recorded = [e for e in api.get('/api/events?pageSize=100').json['content']
+                if e['payload'].get('resourceId') in mine]
+    assert [e['eventType'] for e in sorted(recorded, key=lambda e: e['occurredOn'])] == [
+        'projects.created', 'tasks.created', 'tasks.updated', 'tasks.deleted']
+    assert {e['id'] for e in recorded} >= {created['id'], updated['id']}
 
 
 def test_an_unlocked_put_carries_its_event_on_the_same_update(api, org_id):
@@ -59,12 +82,13 @@ def test_an_unlocked_put_carries_its_event_on_the_same_update(api, org_id):
 def test_a_write_that_fails_leaves_no_outbox_item(api, org_id):
     project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
     task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
-    before = len(outbox_items())
+    before, carried = len(outbox_items()), entity_item('tasks', task['id'])['obx']
     stale = api.put(f"/api/tasks/{task['id']}", {'title': 'x', 'changeSequence': 99})
     assert stale.status == 409
     bad_ref = api.put(f"/api/tasks/{task['id']}", {'teamId': '00000000-0000-4000-8000-000000000000'})
     assert bad_ref.status == 400
     assert len(outbox_items()) == before
+    assert entity_item('tasks', task['id'])['obx'] == carried   # still the create's event
 
 
 def test_the_stream_handler_publishes_and_records_events_once(api, org_id, work, monkeypatch):
@@ -175,7 +199,8 @@ def test_actions_publish_their_own_names(api, org_id, work):
     assert api.put(f"/api/tasks/{task['id']}/status", {'statusSlug': 'open'}).status == 200
     assert api.post(f"/api/executions/{execution['id']}/cancel").status == 200
     assert api.post('/api/tasks/take-next', {'projectId': project['id']}).status == 200
-    assert [e['eventType'] for e in events_since(marker)] == ['tasks.statusChanged', 'executions.cancelled',
-                                                              'tasks.taken']
-    work.publish_outbox()
+    work.publish_outbox()   # the events ride on the records' own items (obx): published from the stream
+    recorded = [e for e in api.get('/api/events?pageSize=100').json['content'] if e['occurredOn'] >= marker]
+    assert [e['eventType'] for e in sorted(recorded, key=lambda e: e['occurredOn'])] == [
+        'tasks.statusChanged', 'executions.cancelled', 'tasks.taken']
     assert api.get("/api/events?filter=eventType=='tasks.taken'").json['totalElements'] == 1

@@ -1,5 +1,7 @@
-"""Outbox items: the domain event of a write, put in the write's own transaction and read
-back from the table stream (features/events/outbox.py publishes it).
+"""Outbox items: the domain event of a write that has no record item to carry it (a delete, a
+write of several records), put in the write's own transaction and read back from the table
+stream (features/events/outbox.py publishes it). A create or update carries its event on the
+record's own item instead (``obx``: kernel/records.py ``outbox_ops``, kernel/unlocked.py).
 
 | item          | pk                 | sk   | notes                                             |
 |---------------|--------------------|------|---------------------------------------------------|
@@ -27,8 +29,9 @@ def outbox_op(event: dict[str, Any]) -> Op:
 
 def outbox_event(image: dict[str, Any], old_image: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The domain event of a table stream record (DynamoDB JSON images): an outbox item's
-    (INSERT), or the ``obx`` event a one-UpdateItem write put on a record (kernel/unlocked.py),
-    when it is new in this change. None for anything else."""
+    (INSERT), or the ``obx`` event a write put on a record (a transaction's put of the entity,
+    kernel/records.py; a one-UpdateItem write, kernel/unlocked.py), when it is new in this
+    change. None for anything else."""
     pk = (image.get('pk') or {}).get('S', '')
     if pk.startswith('EVT#') and (image.get('kind') or {}).get('S') == 'outbox':
         raw = image['data']

@@ -12,7 +12,8 @@ activities stuck or miscounted, outbox items never published, schedule entries.
   was lost or ended in the DLQ (5 receives x 30 s visibility) leaves an activity PENDING that long.
 * ``activity-work``: a RUNNING activity whose ``ACTWORK#{id}`` ``remaining`` count differs from
   its executions not yet ended (status not SUCCEEDED / FAILED / CANCELLED / TIMED_OUT).
-* ``outbox-published``: an outbox item (``EVT#{eventId}``) whose event ``occurredOn`` is older
+* ``outbox-published``: a domain event, in an outbox item (``EVT#{eventId}``) or carried on a
+  record (``obx``: the record's last write's event), whose ``occurredOn`` is older
   than ``--outbox-minutes`` (5) and which has no ``events`` record of the same id (events the
   publisher only publishes, without recording, are not checked: no organization, or
   ``organizations.deleted``).
@@ -31,6 +32,7 @@ from datetime import timedelta
 from chalicelib.core import clock
 from chalicelib.features.documents import blobs
 from chalicelib.features.work import store as work_store
+from chalicelib.kernel.store import table
 from chalicelib.ops.check_table import OPTIONS, Snapshot, Violation, check, option
 
 option('stuck-minutes', 15, 'activities-stuck: minutes an activity may stay PENDING')
@@ -118,20 +120,33 @@ def activity_work(snap: Snapshot) -> Iterator[Violation]:
                             f'but {unfinished.get(activity, 0)} of its executions have not ended')
 
 
+def _carried(snap: Snapshot) -> Iterator[tuple[str, dict]]:
+    """(key, event) of the domain events carried on records (``obx``: kernel/records.py
+    ``outbox_ops``, kernel/unlocked.py): the last write's event of each record."""
+    for row in snap.rows:
+        raw = row.raw.get('obx')
+        if raw is not None and row.is_entity:
+            yield row.pk, table.plain(raw.as_dict() if hasattr(raw, 'as_dict') else raw)
+
+
 @check('outbox-published')
 def outbox_published(snap: Snapshot) -> Iterator[Violation]:
+    """Each domain event has its events record within ``--outbox-minutes``: the outbox items
+    (``EVT#``) and the events the records carry (``obx``) alike."""
     minutes = OPTIONS['outbox-minutes']
     cutoff = _before(minutes)
+    pending: list[tuple[str, dict]] = []
     for row in snap.items_with_prefix('EVT#'):
-        event = row.data or {}
         if row.kind != 'outbox':
             yield Violation('outbox-published', row.pk, f'EVT# item of kind {row.kind!r}, not an outbox item')
             continue
+        pending.append((row.pk, row.data or {}))
+    for key, event in [*pending, *_carried(snap)]:
         if not event.get('organizationId') or event.get('eventType') == 'organizations.deleted':
-            continue   # published, never recorded (services/outbox.record): nothing to compare
+            continue   # published, never recorded (features/events/outbox.py record): nothing to compare
         occurred = event.get('occurredOn') or ''
-        if occurred < cutoff and snap.entity('events', row.pk.split('#', 1)[1]) is None:
-            yield Violation('outbox-published', row.pk,
+        if occurred < cutoff and snap.entity('events', str(event.get('id'))) is None:
+            yield Violation('outbox-published', key,
                             f'{event.get("eventType")} of {occurred or "(no occurredOn)"} never published: no events '
                             f'record after {minutes:g} minutes')
 
