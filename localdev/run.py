@@ -149,6 +149,10 @@ def main() -> None:
                   'switch it with POST /_chaos on that server', flush=True)
         print(f'platform API on http://127.0.0.1:{port}  (storage: {os.environ["AWS_ENDPOINT_URL"]})', flush=True)
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        # SIGINT stops the server however it was started: a shell starts a background job
+        # (`make run &`, a CI script's `... &`) with SIGINT ignored, and Python then never turns
+        # it into KeyboardInterrupt (the Ctrl-C test hung for 60 s in such a run)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
@@ -156,7 +160,7 @@ def main() -> None:
         finally:
             # Ctrl-C ends the process within SHUTDOWN_SECONDS whatever a thread is doing: past it,
             # every thread's stack goes to stderr (the cause, for the next reader) and the process
-            # exits (a CI run of 748b007 waited over 60 s for one; not reproduced since)
+            # exits
             faulthandler.dump_traceback_later(SHUTDOWN_SECONDS, exit=True)
             pollers.stop()
             server.server_close()
