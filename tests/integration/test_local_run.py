@@ -42,14 +42,13 @@ def _call(base, method, path, body=None, key=None, raw=None, headers=None):
         return err.code, dict(err.headers), json.loads(payload) if payload else None
 
 
-@pytest.fixture(scope='module')
-def server(tmp_path_factory):
+def _start(state_dir) -> tuple[subprocess.Popen, int, int, str | None]:
+    """`make run`'s process on free ports, read up to its ready line: (process, port, moto port,
+    the generated admin key)."""
     port, moto_port = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith('AWS_')}
-    env.update(PORT=str(port), MOTO_PORT=str(moto_port), PYTHONPATH=str(ROOT),
-               LOCAL_STATE_DIR=str(tmp_path_factory.mktemp('state')),
+    env.update(PORT=str(port), MOTO_PORT=str(moto_port), PYTHONPATH=str(ROOT), LOCAL_STATE_DIR=str(state_dir),
                RATE_LIMIT_PER_MINUTE='100000', RATE_LIMIT_BURST_PER_SECOND='100000')
-    started = time.time()
     proc = subprocess.Popen([sys.executable, '-m', 'localdev.run'], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     key = None
@@ -59,12 +58,20 @@ def server(tmp_path_factory):
         if 'platform API on' in line:
             break
     assert proc.poll() is None, 'server exited during start-up'
+    return proc, port, moto_port, key
+
+
+@pytest.fixture(scope='module')
+def server(tmp_path_factory):
+    started = time.time()
+    state = tmp_path_factory.mktemp('state')
+    proc, port, moto_port, key = _start(state)
     ready = time.time() - started
     output: list[str] = []   # keep reading: a full pipe would block the server's log writes
     drain = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
     drain.start()
     yield {'base': f'http://127.0.0.1:{port}', 'key': key, 'proc': proc, 'ready': ready,
-           'moto_port': moto_port, 'state': env['LOCAL_STATE_DIR'], 'output': output}
+           'moto_port': moto_port, 'state': str(state), 'output': output}
     if proc.poll() is None:
         proc.kill()
 
@@ -146,3 +153,26 @@ def test_ctrl_c_stops_the_server_and_moto(server):
     assert proc.wait(timeout=60) is not None
     with socket.socket() as s:
         assert s.connect_ex(('127.0.0.1', server['moto_port'])) != 0
+
+
+def _closed(port: int, seconds: float) -> bool:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(('127.0.0.1', port)) != 0:
+                return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_killed_server_leaves_no_moto_server_behind(tmp_path):
+    """kill -9 of `make run` (a test's teardown, an OOM kill) gives it no chance to stop its moto
+    server: the kernel does (PR_SET_PDEATHSIG, localdev/run.py start_moto)."""
+    proc, _, moto_port, _ = _start(tmp_path)
+    try:
+        proc.kill()
+        proc.wait(timeout=10)
+        assert _closed(moto_port, 10), 'the moto server outlived its make run'
+    finally:
+        if proc.poll() is None:
+            proc.kill()
