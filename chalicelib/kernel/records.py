@@ -56,8 +56,8 @@ def unique_scope(family: Family, data: dict[str, Any], org: str | None) -> str:
 
 
 def _parent(family: Family, data: dict[str, Any]) -> str | None:
-    if family.scope == 'project':
-        return table.project_pk(family.path, data['projectId'])
+    if family.scope == 'project':   # spread by the record's id (kernel/store/table.py INDEX_SHARDS)
+        return table.spread_pk(table.project_pk(family.path, data['projectId']), data['id'])
     if family.path == 'memberships':
         return table.member_pk(data['userId'])
     return None
@@ -75,6 +75,13 @@ def indexed_values(family: Family, data: dict[str, Any]) -> dict[int, tuple[str,
     return out
 
 
+def value_keys(family: Family, data: dict[str, Any], owner: str) -> dict[int, str]:
+    """Equality-index slot -> the partition key a record is written under: its value's key,
+    spread by the record's id (kernel/store/table.py INDEX_SHARDS)."""
+    return {slot: table.spread_pk(table.value_pk(family.path, owner, name, value), data['id'])
+            for slot, (name, value) in indexed_values(family, data).items()}
+
+
 def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, listed: bool = True,
            guarded: bool | int = True):
     """The entity item of a record; ``listed=False`` keeps it out of every list (soft delete);
@@ -82,8 +89,7 @@ def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, l
     keys = None
     if listed and family.indexed:
         owner = tenant(family, org)
-        keys = {slot: table.value_pk(family.path, owner, name, value)
-                for slot, (name, value) in indexed_values(family, data).items()}
+        keys = value_keys(family, data, owner)
     return repo.entity_item(family.path, data, seq=seq, org=org, tenant=tenant(family, org) if listed else None,
                             parent=_parent(family, data), name_value=data.get(family.name_field), value_keys=keys,
                             guarded=parents.GUARD_VERSION if guarded is True else int(guarded))

@@ -44,13 +44,15 @@ def backfill(*, state: Path | None = None, page_size: int = 500, out=print) -> d
                     or item.data is None:
                 continue
             data = item.data.as_dict()
+            item_id = item.pk.split('#', 1)[1]
             owner = records.tenant(family, item.org)
             values = records.indexed_values(family, data)
             if item.ixv is not None:   # counted: only slots declared since it was written are new
                 values = {slot: nv for slot, nv in values.items() if getattr(item, f'x{slot}', None) is None}
                 if not values:
                     continue
-            keys = {slot: table.value_pk(family.path, owner, name, value) for slot, (name, value) in values.items()}
+            keys = {slot: table.spread_pk(table.value_pk(family.path, owner, name, value), item_id)
+                    for slot, (name, value) in values.items()}
             ops = [repo.key_values(item, int(item.seq or 0), keys) if item.ixv is None
                    else repo.key_new_values(item, int(item.seq or 0), keys)]
             checked = records._checked_fields()   # a checked counter keeps its narrow shards

@@ -10,6 +10,10 @@ Reads the whole table (an operator tool: Scan is fine here), page by page:
   while the shard is open), and marked ``gv``; on condition that it is still the version read,
   still listed and still unmarked. A record its parent's delete raced is skipped (the guard
   shard is closed: the checker reports it as an orphan, as before).
+* **index keys**: a listed entity whose index partition keys (``tpk``, a project's ``ppk``,
+  ``x1``..``x5``) were written before they were spread is moved to the shards its id picks
+  (kernel/store/table.py INDEX_SHARDS), on condition that it is still the version read. Reads
+  ask every shard, the unspread key among them, so lists are right before, during and after.
 * **the rate gate's legacy ACL attributes**: the old per-second counters on each ACL item
   (``users#{id}`` / ``ACL``) are removed, a few names per UpdateItem
   (kernel/store/gate.py ``legacy_cleanup_ops``; the gate now counts in expiring items).
@@ -62,6 +66,28 @@ def guard_ops(item: Any) -> list[Op]:
     return ops
 
 
+def spread_op(item: Any) -> Op | None:
+    """The update moving a listed entity's index keys (``tpk``, a project's ``ppk``, ``x1``..``x5``)
+    to the shards its id picks (kernel/store/table.py INDEX_SHARDS), only while it is still the
+    version read and still listed; None when they are there already (or it is not listed)."""
+    if item.sk != table.ENTITY_SK or item.kind not in BY_PATH or item.tpk is None or item.pk.count('#') != 1:
+        return None
+    id_ = item.pk.split('#', 1)[1]
+    model = configure()
+    wanted = {'tpk': table.spread_pk(table.index_base_pk(item.tpk), id_)}
+    if item.ppk is not None and BY_PATH[item.kind].scope == 'project':
+        wanted['ppk'] = table.spread_pk(table.index_base_pk(item.ppk), id_)
+    for slot in range(1, 6):
+        key = getattr(item, f'x{slot}', None)
+        if key is not None:
+            wanted[f'x{slot}'] = table.spread_pk(table.index_base_pk(key), id_)
+    moves = {name: key for name, key in wanted.items() if getattr(item, name) != key}
+    if not moves:
+        return None
+    return Op('update', item=model(item.pk, item.sk), actions=[getattr(model, n).set(k) for n, k in moves.items()],
+              condition=(model.seq == int(item.seq or 0)) & model.tpk.exists(), tag={'what': 'entity'})
+
+
 def _acl_hook():
     """Removes the old rate counters (``rs..``, ``rk_..``) from one ACL item: they are not model
     attributes, so the item is read raw and ``gate.legacy_cleanup_ops`` says what to remove."""
@@ -78,7 +104,7 @@ def _acl_hook():
 
 def migrate(*, state: Path | None = None, page_size: int = 500, out=print) -> dict[str, int]:
     start: dict[str, Any] | None = json.loads(state.read_text()) if state and state.exists() else None
-    totals = {'scanned': 0, 'guarded': 0, 'skipped': 0, 'acl': 0}
+    totals = {'scanned': 0, 'guarded': 0, 'spread': 0, 'skipped': 0, 'acl': 0}
     acl_hook = _acl_hook()
     while True:
         items, start = table.scan_page(start, limit=page_size)
@@ -89,13 +115,21 @@ def migrate(*, state: Path | None = None, page_size: int = 500, out=print) -> di
                 totals['acl'] += 1
                 continue
             ops = guard_ops(item)
-            if not ops:
+            if ops:
+                try:
+                    repo.commit(ops)
+                    totals['guarded'] += 1
+                except WriteConflict:
+                    totals['skipped'] += 1   # changed meanwhile, or its parent is being deleted: next run
+                    continue
+            spread = spread_op(item)
+            if spread is None:
                 continue
             try:
-                repo.commit(ops)
-                totals['guarded'] += 1
+                repo.commit([spread])
+                totals['spread'] += 1
             except WriteConflict:
-                totals['skipped'] += 1   # changed meanwhile, or its parent is being deleted: next run
+                totals['skipped'] += 1   # written meanwhile: that write spread its keys
         if state is not None:
             state.write_text(json.dumps(start) if start else 'null')
         out(', '.join(f'{k} {v}' for k, v in totals.items()))

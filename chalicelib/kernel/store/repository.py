@@ -52,6 +52,7 @@ from chalicelib.kernel.store.table import (
     entity_pk,
     members_pk,
     name_sort_key,
+    spread_pk,
     stored_from,
     tenant_pk,
     unique_key,
@@ -140,7 +141,7 @@ def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None,
     if guarded:
         item.gv = int(guarded)   # the guard layout it counts in (kernel/parents.py GUARD_LAYOUTS)
     if tenant is not None:
-        item.tpk = tenant_pk(family, tenant)
+        item.tpk = spread_pk(tenant_pk(family, tenant), id_)
         item.csk = f"{data['createdOn']}#{id_}"
         item.usk = f"{data['updatedOn']}#{id_}"
         item.nsk = name_sort_key(name_value, id_)

@@ -15,6 +15,8 @@
 Entity index attributes (removed when an entity is soft-deleted, so it leaves every list):
   tpk  ``{family}#{tenant}``  tenant partition: organization id, or ``ALL`` for global families
   ppk  ``{family}#P#{projectId}`` (project-scoped) or ``memberships#U#{userId}`` (memberships)
+  tpk, a project's ppk and x1..x5 are spread over INDEX_SHARDS keys by the record's id:
+  ``~{s}#{key}`` for shard s > 0, the key itself for shard 0 (``spread_pk``; reads merge all)
   csk  ``{createdOn}#{id}``   usk ``{updatedOn}#{id}``   nsk ``name_sort_key(name, id)``
 
   x1..x5  ``{family}#{tenant}#{field}={value}``: the equality-indexed fields of the family's
@@ -39,6 +41,7 @@ import functools
 import hashlib
 import random
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -100,6 +103,41 @@ def counter_base_pk(pk: str) -> str:
         if sep and head[3:].isdigit():
             return 'CNT#' + rest
     return pk
+
+
+# Every index partition key an entity carries (``tpk``, a project's ``ppk``, ``x1``..``x5``) is
+# spread over INDEX_SHARDS keys by the entity's id (docs/scale.md "Index partitions"): shard 0 is
+# the key itself (where every entry lived before, so nothing needs moving for reads to be
+# right), shard s > 0 is ``~{s}#{key}`` (no key of the table starts with ``~``, so a shard
+# cannot be mistaken for a value). One project's task writes then land on 16 partitions of
+# by_parent, not one: at 2 WCU per entry, 1/8 WCU per operation on each. A read asks all 16
+# shards at once (one round) and merges them in the index's order.
+INDEX_SHARDS = 16
+
+
+def index_shard(id_: str) -> int:
+    """The index shard of a record: a stable function of its id (crc32, spread evenly)."""
+    return zlib.crc32(id_.encode('utf-8', 'surrogatepass')) % INDEX_SHARDS
+
+
+def spread_pk(key: str, id_: str) -> str:
+    """The shard of index partition ``key`` the record ``id_`` is written under."""
+    shard = index_shard(id_)
+    return key if shard == 0 else f'~{shard}#{key}'
+
+
+def spread_keys(key: str) -> list[str]:
+    """Every shard of index partition ``key`` (what a read of it asks)."""
+    return [key, *(f'~{shard}#{key}' for shard in range(1, INDEX_SHARDS))]
+
+
+def index_base_pk(key: str) -> str:
+    """The index partition a shard key belongs to: ``~{s}#{key}`` -> ``key`` (others unchanged)."""
+    if key.startswith('~'):
+        head, sep, rest = key.partition('#')
+        if sep and head[1:].isdigit():
+            return rest
+    return key
 
 
 def members_pk(org_id: str) -> str:
@@ -218,19 +256,36 @@ def plain(value: Any) -> Any:
     return value
 
 
+_index_pool = None
+
+
+def _each_shard(key: str, read) -> list[Any]:
+    """``read(shard key)`` for every shard of index partition ``key``, all in flight at once
+    (one round), in shard order. Its own pool: never called from inside itself."""
+    global _index_pool
+    if _index_pool is None:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 - lazy: only lists need it
+        _index_pool = ThreadPoolExecutor(max_workers=INDEX_SHARDS, thread_name_prefix='index')
+    return list(_index_pool.map(read, spread_keys(key)))
+
+
 def _query_data(index: str, key_attr: str, key: str, condition) -> list[dict[str, Any]]:
+    """Every item of index partition ``key`` (all its shards) that ``condition`` keeps."""
     from boto3.dynamodb.conditions import Key  # noqa: PLC0415 - lazy: boto3 only for lists
-    kwargs: dict[str, Any] = {'IndexName': index, 'KeyConditionExpression': Key(key_attr).eq(key)}
-    if condition is not None:
-        kwargs['FilterExpression'] = condition
-    out: list[dict[str, Any]] = []
     tbl = boto3_table()
-    while True:
-        page = tbl.query(**kwargs)
-        out.extend(plain(i['data']) for i in page.get('Items', []) if 'data' in i)
-        if 'LastEvaluatedKey' not in page:
-            return out
-        kwargs['ExclusiveStartKey'] = page['LastEvaluatedKey']
+
+    def one(shard: str) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {'IndexName': index, 'KeyConditionExpression': Key(key_attr).eq(shard)}
+        if condition is not None:
+            kwargs['FilterExpression'] = condition
+        out: list[dict[str, Any]] = []
+        while True:
+            page = tbl.query(**kwargs)
+            out.extend(plain(i['data']) for i in page.get('Items', []) if 'data' in i)
+            if 'LastEvaluatedKey' not in page:
+                return out
+            kwargs['ExclusiveStartKey'] = page['LastEvaluatedKey']
+    return [item for part in _each_shard(key, one) for item in part]
 
 
 def _has_field(name: str):
@@ -262,32 +317,64 @@ def query_project(family: str, project_id: str, condition=None) -> list[dict[str
 def query_project_page(family: str, project_id: str, *, start: dict[str, Any] | None = None,
                        limit: int = 100) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """One page (at most ``limit`` items read) of a project's listed records of ``family``
-    (by_parent), and where the next page starts (None: the end). The key is plain strings, so
-    a caller may carry it in a message and resume there (features/work/pipelines.py)."""
+    (by_parent, its shards one after the other), and where the next page starts (None: the
+    end). The key is plain strings (the shard's number under ``shard``), so a caller may carry
+    it in a message and resume there (features/work/pipelines.py)."""
     from boto3.dynamodb.conditions import Key  # noqa: PLC0415 - lazy: boto3 only for lists
-    kwargs: dict[str, Any] = {'IndexName': 'by_parent', 'Limit': max(1, int(limit)),
-                              'KeyConditionExpression': Key('ppk').eq(project_pk(family, project_id))}
-    if start:
-        kwargs['ExclusiveStartKey'] = start
-    page = boto3_table().query(**kwargs)
-    items = [plain(i['data']) for i in page.get('Items', []) if 'data' in i]
-    following = page.get('LastEvaluatedKey')
-    return items, ({k: str(v) for k, v in following.items()} if following else None)
+    shards = spread_keys(project_pk(family, project_id))
+    start = dict(start or {})
+    shard = int(start.pop('shard', 0) or 0)
+    if not 0 <= shard < len(shards):
+        return [], None
+    limit = max(1, int(limit))
+    items: list[dict[str, Any]] = []
+    read = 0
+    while True:   # on through the following shards while the page has room
+        kwargs: dict[str, Any] = {'IndexName': 'by_parent', 'Limit': limit - read,
+                                  'KeyConditionExpression': Key('ppk').eq(shards[shard])}
+        if start:
+            kwargs['ExclusiveStartKey'] = start
+        page = boto3_table().query(**kwargs)
+        read += page.get('Count', 0)
+        items += [plain(i['data']) for i in page.get('Items', []) if 'data' in i]
+        following = page.get('LastEvaluatedKey')
+        if following:
+            return items, {**{k: str(v) for k, v in following.items()}, 'shard': str(shard)}
+        shard, start = shard + 1, {}
+        if shard == len(shards):
+            return items, None
+        if read >= limit:
+            return items, {'shard': str(shard)}
 
 
 def project_has(family: str, project_id: str) -> bool:
     """Whether a project holds at least one listed record of a project-scoped ``family``
-    (one Query of by_parent, one item)."""
-    return next(iter(configure().by_parent.query(project_pk(family, project_id), limit=1)), None) is not None
+    (one Query of one item per shard of by_parent, in one round)."""
+    index = configure().by_parent
+    return any(_each_shard(project_pk(family, project_id),
+                           lambda shard: next(iter(index.query(shard, limit=1)), None) is not None))
+
+
+def _merged(key: str, index_name: str, attr: str, *, descending: bool, limit: int | None) -> list[tuple[str, str]]:
+    """(sort key, id) of the first ``limit`` entries (all when None) of index partition ``key``
+    in the index's order: each shard's first ``limit``, merged. Keys only, never the items."""
+    index = getattr(configure(), index_name)
+    kwargs: dict[str, Any] = {'scan_index_forward': not descending}
+    if limit is not None:
+        kwargs.update(limit=limit, page_size=min(limit, 2000))
+
+    def one(shard: str) -> list[tuple[str, str]]:
+        return [(getattr(k, attr), k.pk.split('#', 1)[1]) for k in index.query(shard, **kwargs)]
+    merged = sorted((entry for part in _each_shard(key, one) for entry in part), reverse=descending)
+    return merged if limit is None else merged[:limit]
 
 
 def walk_index(family: str, tenant: str, *, order: str, descending: bool, limit: int) -> list[str]:
     """Ids of the first ``limit`` records of a tenant in ``order`` ('createdOn', 'updatedOn' or
     'name'), read from a KEYS_ONLY index: keys only, never the items."""
-    index = getattr(configure(), WALKABLE[order])
-    return [k.pk.split('#', 1)[1] for k in index.query(
-        tenant_pk(family, tenant), scan_index_forward=not descending, limit=limit,
-        page_size=min(limit, 2000))]
+    attr = {'createdOn': 'csk', 'updatedOn': 'usk', 'name': 'nsk'}[order]
+    return [id_ for _, id_ in _merged(tenant_pk(family, tenant), WALKABLE[order], attr,
+                                      descending=descending, limit=limit)]
 
 
 _count_pool = None
@@ -360,13 +447,9 @@ def walk_value(family: str, tenant: str, *, slot: int, field_name: str, value: s
                descending: bool, limit: int | None) -> list[tuple[str, str]]:
     """(sort key, id) of the first ``limit`` records (all when None) holding ``value`` in the
     indexed field of ``slot``, in ``order`` ('createdOn' or 'updatedOn'): keys only."""
-    index = getattr(configure(), f'x{slot}_{"created" if order == "createdOn" else "updated"}')
-    attr = 'csk' if order == 'createdOn' else 'usk'
-    kwargs: dict[str, Any] = {'scan_index_forward': not descending}
-    if limit is not None:
-        kwargs.update(limit=limit, page_size=min(limit, 2000))
-    return [(getattr(k, attr), k.pk.split('#', 1)[1])
-            for k in index.query(value_pk(family, tenant, field_name, value), **kwargs)]
+    created = order == 'createdOn'
+    return _merged(value_pk(family, tenant, field_name, value), f'x{slot}_{"created" if created else "updated"}',
+                   'csk' if created else 'usk', descending=descending, limit=limit)
 
 
 # ----------------------------------------------------------------------------- operator tools
