@@ -282,7 +282,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--sizes', default='100,1000,10000')
     parser.add_argument('--repeat', type=int, default=15, help='timed repetitions of the cheap requests')
+    parser.add_argument('--local-moto', action='store_true',
+                        help="moto as make run's server patches it (localdev/moto_server.py patch_moto)")
     args = parser.parse_args(argv)
+    if args.local_moto:
+        from localdev.moto_server import patch_moto
+        patch_moto()
     sizes = [int(s) for s in args.sizes.split(',')]
     import logging
     logging.getLogger('werkzeug').setLevel(logging.ERROR)
@@ -294,7 +299,8 @@ def main(argv: list[str] | None = None) -> None:
         results.append(run_size(n, args.repeat if n <= 1000 else max(3, args.repeat // 3)))
         print(f'# N={n:,} measured in {time.perf_counter() - t0:.0f} s', file=sys.stderr, flush=True)
     print(report(results))
-    print(f'\n(total {time.perf_counter() - started:.0f} s, moto in-process, Python {sys.version.split()[0]})')
+    flavour = "moto in-process, patched as make run's" if args.local_moto else 'moto in-process'
+    print(f'\n(total {time.perf_counter() - started:.0f} s, {flavour}, Python {sys.version.split()[0]})')
 
 
 if __name__ == '__main__':

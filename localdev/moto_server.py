@@ -1,7 +1,8 @@
 """moto's server for the local stack: `python -m localdev.moto_server -H HOST -p PORT`.
 
-Two fixes over `python -m moto.server`, both about moto's TransactWriteItems, which the API
-uses for every write:
+Three fixes over `python -m moto.server`: two about moto's TransactWriteItems, which the API
+uses for every write, and one about its Query (``narrow_queries``: a Query's candidates are
+its partition, not the whole table sorted):
 
 * one request at a time. moto's backends are not thread-safe and its server is threaded:
   concurrent transactions fail with "dictionary changed size during iteration" (the API then
@@ -114,6 +115,45 @@ def patch_moto() -> None:
 
     models.DynamoDBBackend.transact_write_items = transact_write_items
     idempotent_transactions()
+    narrow_queries()
+
+
+def narrow_queries() -> None:
+    """A Query reads only what it can match, as DynamoDB does. moto gathers a Query's candidates
+    from ``all_items()``: every item of the table, sorted, for each call; it then keeps those of
+    the asked partition and sorts them again by the key asked. Here, inside a Query, that list is
+    the asked partition's bucket for a table Query, and the table's items unsorted for an index
+    Query (moto sorts what it keeps, by the index's keys). The answer is the same; the cost of
+    a table Query no longer grows with the table, and an index Query skips an O(N log N) sort of
+    Python-level comparisons (an index read asks 16 shards: kernel/store/table.py INDEX_SHARDS)."""
+    import inspect
+
+    from moto.dynamodb.models.table import Table
+    real_all_items, real_query = Table.all_items, Table.query
+    signature = inspect.signature(real_query)
+
+    def all_items(self):
+        asked = getattr(_state, 'query', None)
+        if asked is None or asked[0] is not self:
+            return real_all_items(self)
+        if asked[1] is None:   # an index Query: every item, in any order
+            buckets = list(self.items.values())
+        else:                  # a table Query: the partition's bucket (no defaultdict entry made)
+            buckets = [self.items[asked[1]]] if asked[1] in self.items else []
+        if self.range_key_attr:
+            return [item for bucket in buckets for item in bucket.values()]
+        return buckets
+
+    def query(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        before = getattr(_state, 'query', None)
+        _state.query = (self, None if bound.arguments.get('index_name') else bound.arguments.get('hash_key'))
+        try:
+            return real_query(self, *args, **kwargs)
+        finally:
+            _state.query = before
+
+    Table.all_items, Table.query = all_items, query
 
 
 IDEMPOTENCY_WINDOW = 600.0   # seconds, as DynamoDB's ClientRequestToken window
