@@ -102,3 +102,27 @@ def test_records_written_unspread_are_listed_and_the_migration_spreads_them(api,
     assert listed() == (walk, pinned, value)            # the same lists after the move
     assert migrate_scale.migrate(out=lambda line: None)['spread'] == 0   # idempotent
     assert check_table.run()[0] == []
+
+
+@pytest.mark.parametrize('descending', [False, True])
+@pytest.mark.parametrize('limit', [1, 5, 10, 24, 60, 200])
+def test_a_walk_is_exact_when_one_shard_holds_most_of_the_page(api, limit, descending):
+    """The walk asks each shard for its share first, then more of the shards that could still
+    hold part of the page: with 40 of the 120 first keys in one shard (far more than its share),
+    every page is still exactly the first ``limit`` keys in order."""
+    import uuid
+
+    from chalicelib.kernel.store import model, table
+    tenant = str(uuid.uuid4())
+    ids = [str(uuid.uuid4()) for _ in range(2000)]
+    crowded = [i for i in ids if table.index_shard(i) == 5][:40]
+    others = [i for i in ids if table.index_shard(i) != 5][:80]
+    order = crowded[:30] + others[:40] + crowded[30:] + others[40:]   # shard 5 holds the head
+    rows = [(f'2026-01-01T00:00:{n // 1000:02d}.{n % 1000:03d}000Z#{id_}', id_) for n, id_ in enumerate(order)]
+    with model.configure().batch_write() as batch:
+        for csk, id_ in rows:
+            batch.save(model.configure()(table.entity_pk('tasks', id_), '#', kind='tasks',
+                                         tpk=table.spread_pk(table.tenant_pk('tasks', tenant), id_), csk=csk))
+    want = sorted(rows, reverse=descending)[:limit]
+    assert table.walk_index('tasks', tenant, order='createdOn', descending=descending, limit=limit) == \
+        [id_ for _, id_ in want]

@@ -259,14 +259,19 @@ def plain(value: Any) -> Any:
 _index_pool = None
 
 
-def _each_shard(key: str, read) -> list[Any]:
-    """``read(shard key)`` for every shard of index partition ``key``, all in flight at once
-    (one round), in shard order. Its own pool: never called from inside itself."""
+def _pool():
+    """The index reads' own pool (never used from inside itself)."""
     global _index_pool
     if _index_pool is None:
         from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 - lazy: only lists need it
         _index_pool = ThreadPoolExecutor(max_workers=INDEX_SHARDS, thread_name_prefix='index')
-    return list(_index_pool.map(read, spread_keys(key)))
+    return _index_pool
+
+
+def _each_shard(key: str, read) -> list[Any]:
+    """``read(shard key)`` for every shard of index partition ``key``, all in flight at once
+    (one round), in shard order."""
+    return list(_pool().map(read, spread_keys(key)))
 
 
 def _query_data(index: str, key_attr: str, key: str, condition) -> list[dict[str, Any]]:
@@ -355,18 +360,54 @@ def project_has(family: str, project_id: str) -> bool:
                            lambda shard: next(iter(index.query(shard, limit=1)), None) is not None))
 
 
+def _first_round(limit: int) -> int:
+    """Entries asked of each shard first, for the first ``limit`` of a partition: its share with
+    room to spare (1.5 x limit / 16 + 2), never more than ``limit``."""
+    return min(limit, -(-limit * 3 // (2 * INDEX_SHARDS)) + 2)
+
+
 def _merged(key: str, index_name: str, attr: str, *, descending: bool, limit: int | None) -> list[tuple[str, str]]:
     """(sort key, id) of the first ``limit`` entries (all when None) of index partition ``key``
-    in the index's order: each shard's first ``limit``, merged. Keys only, never the items."""
-    index = getattr(configure(), index_name)
-    kwargs: dict[str, Any] = {'scan_index_forward': not descending}
-    if limit is not None:
-        kwargs.update(limit=limit, page_size=min(limit, 2000))
+    in the index's order, merged from its shards. Keys only, never the items.
 
-    def one(shard: str) -> list[tuple[str, str]]:
-        return [(getattr(k, attr), k.pk.split('#', 1)[1]) for k in index.query(shard, **kwargs)]
-    merged = sorted((entry for part in _each_shard(key, one) for entry in part), reverse=descending)
-    return merged if limit is None else merged[:limit]
+    Each shard is asked for its share first (``_first_round``), all at once. The merge is exact
+    when no shard that has more could hold an entry before the ``limit``-th merged one; a shard
+    that could (its last entry comes before it, or too few were found) is asked, in a second
+    round, for as many more as the page could still take from it. About 1.5 x ``limit`` + 32
+    keys read, not 16 x ``limit``; a second round when one shard holds far more than its share
+    of the page (~5 % of 10-item first pages)."""
+    index = getattr(configure(), index_name)
+    forward = not descending
+
+    def read(shard: str, count: int | None, start=None) -> tuple[list[tuple[str, str]], Any]:
+        kwargs: dict[str, Any] = {'scan_index_forward': forward}
+        if count is not None:
+            kwargs.update(limit=count, page_size=min(count, 2000))
+        if start is not None:
+            kwargs['last_evaluated_key'] = start
+        found = index.query(shard, **kwargs)
+        entries = [(getattr(k, attr), k.pk.split('#', 1)[1]) for k in found]
+        more = count is not None and len(entries) == count and found.last_evaluated_key is not None
+        return entries, (found.last_evaluated_key if more else None)
+
+    if limit is not None and limit <= 0:
+        return []
+    if limit is None:
+        parts = _each_shard(key, lambda shard: read(shard, None)[0])
+        return sorted((e for part in parts for e in part), reverse=descending)
+    shards = spread_keys(key)
+    first = _first_round(limit)
+    got = dict(zip(shards, _each_shard(key, lambda shard: read(shard, first)), strict=True))
+    merged = sorted((e for entries, _ in got.values() for e in entries), reverse=descending)
+    bound = merged[limit - 1] if len(merged) >= limit else None
+
+    def before_bound(entry: tuple[str, str]) -> bool:
+        return bound is None or (entry < bound if forward else entry > bound)
+    again = [s for s, (entries, start) in got.items() if start is not None and before_bound(entries[-1])]
+    if again:
+        more = _pool().map(lambda s: read(s, limit - len(got[s][0]), got[s][1])[0], again)
+        merged = sorted(merged + [e for part in more for e in part], reverse=descending)
+    return merged[:limit]
 
 
 def walk_index(family: str, tenant: str, *, order: str, descending: bool, limit: int) -> list[str]:
