@@ -27,6 +27,9 @@ Built-in checks (each a function registered with ``@check``):
 * ``child-counts``: each parent's guard shards (``GUARD#...``) and legacy child counter (``KIDS#...``,
   kernel/parents.py) equal its
   live children.
+* ``index-keys``: a listed record's index partition keys (``tpk``, a project's ``ppk``, the
+  slots ``x{n}``) name its own tenant and project, in the shard its id picks or in shard 0
+  (kernel/store/table.py INDEX_SHARDS).
 * ``orphans``: a live record whose organization or project is gone (or soft-deleted).
 * ``references``: a live record whose reference field (``>family`` in the registry) names a
   record that does not exist (audit records of read-only families excepted: the history of a
@@ -343,6 +346,29 @@ def child_counts(snap: Snapshot) -> Iterator[Violation]:
         if actual.get(key, 0) != expected.get(key, 0):
             yield Violation('child-counts', key,
                             f'child counter says {actual.get(key, 0)}, the parent holds {expected.get(key, 0)} records')
+
+
+@check('index-keys')
+def index_keys(snap: Snapshot) -> Iterator[Violation]:
+    """A listed record's index partition keys name its own tenant, project and values, in the
+    shard its id picks or in shard 0 (written before keys were spread; migrate_scale moves it):
+    kernel/store/table.py INDEX_SHARDS, docs/scale.md "Index partitions"."""
+    for family in FAMILIES:
+        for row in snap.live(family.path):
+            id_ = row.data['id']
+            wanted = {'tpk': table.tenant_pk(family.path, records.tenant(family, row.org))}
+            if family.scope == 'project' and row.data.get('projectId'):
+                wanted['ppk'] = table.project_pk(family.path, row.data['projectId'])
+            for name, base in wanted.items():
+                found = row.raw.get(name)
+                spread = table.spread_pk(base, id_)
+                if found not in (base, spread):
+                    yield Violation('index-keys', row.pk, f'{name} is {found!r}, expected {spread!r} (or {base!r})')
+            for slot, key in row.slots.items():
+                base = table.index_base_pk(key)
+                if key not in (base, table.spread_pk(base, id_)):
+                    yield Violation('index-keys', row.pk, f'index slot x{slot} {key!r} is in a shard its id does '
+                                                          f'not pick ({table.spread_pk(base, id_)!r})')
 
 
 @check('orphans')

@@ -126,3 +126,25 @@ def test_a_walk_is_exact_when_one_shard_holds_most_of_the_page(api, limit, desce
     want = sorted(rows, reverse=descending)[:limit]
     assert table.walk_index('tasks', tenant, order='createdOn', descending=descending, limit=limit) == \
         [id_ for _, id_ in want]
+
+
+def test_the_checker_reports_index_keys_of_another_tenant_or_shard(api, org_id, project_tasks):
+    from chalicelib.kernel.store import model, table
+    from chalicelib.ops import check_table
+    project, tasks = project_tasks
+    assert [v for v in check_table.run()[0] if v.check == 'index-keys'] == []
+    moved = next(t for t in tasks if table.index_shard(t['id']) not in (0, 3))
+    other = api.post('/api/organizations', {'name': 'other', 'slug': 'other-spread'}).json['id']
+    client, name = model.client(), model.configure().Meta.table_name
+    key = {'pk': {'S': table.entity_pk('tasks', moved['id'])}, 'sk': {'S': '#'}}
+    client.update_item(TableName=name, Key=key, UpdateExpression='SET ppk = :p',
+                       ExpressionAttributeValues={':p': {'S': f"~3#tasks#P#{project['id']}"}})
+    found = [v for v in check_table.run()[0] if v.check == 'index-keys']
+    assert [v.key for v in found] == [table.entity_pk('tasks', moved['id'])] and 'ppk' in found[0].message
+    client.update_item(TableName=name, Key=key, UpdateExpression='SET ppk = :p, tpk = :t', ExpressionAttributeValues={
+        ':p': {'S': f"tasks#P#{project['id']}"}, ':t': {'S': table.spread_pk(f'tasks#{other}', moved['id'])}})
+    found = [v for v in check_table.run()[0] if v.check == 'index-keys']
+    assert len(found) == 1 and 'tpk' in found[0].message and other in found[0].message
+    client.update_item(TableName=name, Key=key, UpdateExpression='SET tpk = :t',
+                       ExpressionAttributeValues={':t': {'S': f'tasks#{org_id}'}})   # unspread: accepted
+    assert [v for v in check_table.run()[0] if v.check == 'index-keys'] == []
