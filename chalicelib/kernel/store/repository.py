@@ -134,7 +134,8 @@ def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None,
                 parent: str | None, name_value: Any, value_keys: dict[int, str] | None = None,
                 guarded: int = 0) -> Item:
     """The item of an entity; ``tenant`` None leaves it out of every list (soft delete).
-    ``value_keys``: equality-index slot -> its partition key (kernel/store/table.py value_pk)."""
+    ``value_keys``: equality-index slot -> its partition key (kernel/store/table.py value_pk,
+    spread by the record's id: kernel/records.py value_keys); ``tpk`` is spread here."""
     model = configure()
     id_ = data['id']
     item = model(entity_pk(family, id_), ENTITY_SK, kind=family, data=data, seq=seq, org=org)
