@@ -202,9 +202,15 @@ def run_size(n: int, repeat: int) -> dict[str, Any]:
                     path = '/api/tasks?' + urllib.parse.urlencode(params)
                     recorder.calls = []
                     started = time.perf_counter()
-                    body = get(path)
+                    r = client.http.get(path, headers=headers)
                     first_ms = (time.perf_counter() - started) * 1000
                     calls = list(recorder.calls)
+                    if r.status_code == 422 and b'workBudget' in r.body:   # moto too slow for the budget: shown
+                        out['rows'][label] = {'calls': len(calls), 'items': sum(read for _, read in calls),
+                                              'ms': first_ms, 'total': '422 (work budget)', 'ops': calls}
+                        continue
+                    assert r.status_code == 200, (path, r.status_code, r.body[:300])
+                    body = json.loads(r.body)
                     assert not [op for op, _ in calls if op == 'Scan']
                     heavy = sum(read for _, read in calls) > 2000  # timed once: the counted call
                     ms = first_ms if heavy else median_ms(lambda p=path: get(p), repeat)
