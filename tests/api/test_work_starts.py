@@ -276,3 +276,30 @@ def test_an_attempt_whose_worker_died_counts_as_failed_when_its_message_returns(
     work.send({'type': 'execution.attempt', 'executionId': execution['id'], 'attempt': 2})   # a duplicate
     work.drain()
     assert api.get(f"/api/executions/{execution['id']}").json['changeSequence'] == execution['changeSequence']
+
+
+def test_an_attempt_whose_worker_failed_after_the_claim_is_not_left_running(api, work, project, monkeypatch):
+    """The worker claims attempt 1 (RUNNING), then fails before writing its outcome (a store
+    error: the message is redelivered at once here, as a short visibility timeout does). The
+    redelivery finds the attempt RUNNING and still within its time: it must not consume the
+    message and leave the attempt RUNNING for good, but check back when the attempt's time is up,
+    find it interrupted and run attempt 2 (chaos run, CI of cb3b7c5+)."""
+    from chalicelib.core.errors import ServiceUnavailable
+    from chalicelib.features.work import service
+    monkeypatch.setattr(service, 'INTERRUPTED_AFTER_SECONDS', 0)
+    plan = make_plan(api, project, [{'name': 's', 'stepType': 'SCRIPT', 'options': {'expression': '7'},
+                                     'executionPolicy': {'maxAttempts': 2, 'timeoutSeconds': 1}}])
+    activity = api.post(f"/api/activity-plans/{plan['id']}/start", {'projectId': project['id']}).json
+    real, failures = service._run_step, []
+
+    def fails_once(*args, **kwargs):
+        if not failures:
+            failures.append(1)
+            raise ServiceUnavailable('the table is busy')
+        return real(*args, **kwargs)
+    monkeypatch.setattr(service, '_run_step', fails_once)
+    work.drain(seconds=15)
+    (execution,) = api.get(f"/api/executions?filter=activityId=='{activity['id']}'").json['content']
+    assert failures and execution['status'] == 'SUCCEEDED' and execution['attempts'] == 2, execution
+    assert any('interrupted' in m['message'] for m in execution['statusMessages'])
+    assert api.get(f"/api/activities/{activity['id']}").json['status'] == 'COMPLETED'

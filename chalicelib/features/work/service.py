@@ -371,10 +371,16 @@ def run_attempt(execution_id: str, attempt: int, *, deadline: float | None = Non
         return 'retry message sent again'
     if attempt == made and status == 'RUNNING' and not (data.get('metadata') or {}).get('waitingFor'):
         # the same message again: a duplicate while the attempt runs, or the attempt's worker died
-        # (its message came back after the visibility timeout, far beyond the step's deadline)
+        # or failed after the claim (an outcome write refused under throttling; its message came
+        # back after the visibility timeout, which may be shorter than the attempt's time).
+        # Consuming it would leave a dead attempt RUNNING for good: a check-back message (the
+        # same attempt) comes when the attempt's time is up and finds it ended, or interrupted.
         idle = (clock.now() - clock.parse_instant(data['updatedOn'])).total_seconds()
-        if idle < policy['timeoutSeconds'] + INTERRUPTED_AFTER_SECONDS:
-            return 'duplicate (attempt in progress)'
+        left = policy['timeoutSeconds'] + INTERRUPTED_AFTER_SECONDS - idle
+        if left > 0:
+            wait = min(int(left) + 1, step_rules.MAX_DELAY_SECONDS)
+            _send_attempts([(execution_id, attempt, wait)])
+            return f'attempt in progress: checked again in {wait} s'
         return _after_failure(stored, attempt, policy, _Outcome(False, reason='the attempt was interrupted'))
     if attempt != made + 1 or status not in ('PENDING', 'RUNNING'):
         return 'duplicate'
