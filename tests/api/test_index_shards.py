@@ -31,7 +31,11 @@ def _unspread(family: str, id_: str) -> None:
 
 
 @pytest.fixture()
-def project_tasks(api, org_id):
+def project_tasks(api):
+    """24 tasks in a project of an organization of their own: the lists below read whole tenants,
+    and a test's platform may hold records of the tests before it (tests/conftest.py ``platform``)."""
+    import uuid
+    org_id = api.post('/api/organizations', {'name': 'spread', 'slug': f'spread-{uuid.uuid4().hex[:8]}'}).json['id']
     project = api.post('/api/projects', {'name': 'spread', 'organizationId': org_id}).json
     tasks = [api.post('/api/tasks', {'projectId': project['id'], 'title': f'task {n:02d}',
                                      'statusSlug': 'open' if n % 2 else 'done'}).json for n in range(24)]
@@ -39,9 +43,10 @@ def project_tasks(api, org_id):
     return project, tasks
 
 
-def test_a_projects_tasks_are_spread_and_every_list_finds_each_once_in_order(api, org_id, project_tasks):
+def test_a_projects_tasks_are_spread_and_every_list_finds_each_once_in_order(api, project_tasks):
     from chalicelib.kernel.store import table
     project, tasks = project_tasks
+    org = f"organizationId == '{project['organizationId']}'"
     keys = {_raw('tasks', t['id'])['ppk']['S'] for t in tasks}
     assert len(keys) > 8 and {table.index_base_pk(k) for k in keys} == {f"tasks#P#{project['id']}"}
     for key in keys:
@@ -50,9 +55,9 @@ def test_a_projects_tasks_are_spread_and_every_list_finds_each_once_in_order(api
     by_created = api.get(f"/api/tasks?filter=projectId == '{project['id']}'&pageSize=100").json
     assert [t['id'] for t in by_created['content']] == ids and by_created['totalElements'] == 24
     walked = [t['id'] for n in range(5)
-              for t in api.get(f'/api/tasks?pageSize=5&page={n}&sort=title:desc').json['content']]
+              for t in api.get(f'/api/tasks?pageSize=5&page={n}&sort=title:desc&filter={org}').json['content']]
     assert walked == ids[::-1]
-    done = api.get("/api/tasks?filter=statusSlug == 'done'&pageSize=4&page=1&sort=createdOn:desc").json
+    done = api.get(f"/api/tasks?filter=statusSlug == 'done' and {org}&pageSize=4&page=1&sort=createdOn:desc").json
     assert [t['id'] for t in done['content']] == [t['id'] for t in tasks if t['statusSlug'] == 'done'][::-1][4:8]
     assert done['totalElements'] == 12
 
@@ -74,19 +79,21 @@ def test_a_paged_walk_of_a_project_crosses_its_shards(api, project_tasks):
     assert not table.project_has('tasks', tasks[0]['id'])   # no project by that id
 
 
-def test_records_written_unspread_are_listed_and_the_migration_spreads_them(api, org_id, project_tasks):
+def test_records_written_unspread_are_listed_and_the_migration_spreads_them(api, project_tasks):
     from chalicelib.kernel.store import table
     from chalicelib.ops import check_table, migrate_scale
     project, tasks = project_tasks
+    org_id = project['organizationId']
+    org = f"organizationId == '{org_id}'"
     for task in tasks:
         _unspread('tasks', task['id'])
     assert {_raw('tasks', t['id'])['ppk']['S'] for t in tasks} == {f"tasks#P#{project['id']}"}
     ids = sorted(t['id'] for t in tasks)
 
     def listed() -> tuple[list[str], list[str], list[str]]:
-        walk = api.get('/api/tasks?pageSize=100&sort=title').json['content']
+        walk = api.get(f'/api/tasks?pageSize=100&sort=title&filter={org}').json['content']
         pinned = api.get(f"/api/tasks?filter=projectId == '{project['id']}'&pageSize=100").json['content']
-        value = api.get("/api/tasks?filter=statusSlug == 'open'&pageSize=100").json['content']
+        value = api.get(f"/api/tasks?filter=statusSlug == 'open' and {org}&pageSize=100").json['content']
         return [t['id'] for t in walk], sorted(t['id'] for t in pinned), sorted(t['id'] for t in value)
     walk, pinned, value = listed()
     assert sorted(walk) == pinned == ids and value == sorted(t['id'] for t in tasks if t['statusSlug'] == 'open')
@@ -128,10 +135,11 @@ def test_a_walk_is_exact_when_one_shard_holds_most_of_the_page(api, limit, desce
         [id_ for _, id_ in want]
 
 
-def test_the_checker_reports_index_keys_of_another_tenant_or_shard(api, org_id, project_tasks):
+def test_the_checker_reports_index_keys_of_another_tenant_or_shard(api, project_tasks):
     from chalicelib.kernel.store import model, table
     from chalicelib.ops import check_table
     project, tasks = project_tasks
+    org_id = project['organizationId']
     assert [v for v in check_table.run()[0] if v.check == 'index-keys'] == []
     moved = next(t for t in tasks if table.index_shard(t['id']) not in (0, 3))
     other = api.post('/api/organizations', {'name': 'other', 'slug': 'other-spread'}).json['id']
