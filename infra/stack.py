@@ -12,6 +12,7 @@ of them. Names come from infra/names.py; the app stack (infra/app.py) imports th
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -32,7 +33,26 @@ def _key_schema(keys: list[dict[str, str]]) -> list[dict[str, str]]:
     return sorted(keys, key=lambda k: order[k['KeyType']])
 
 
-def _table(name: str) -> dict[str, Any]:
+# Indexes the code no longer reads, kept in the template only while a stage moves off them
+# (``KEEP_RETIRED_INDEXES=tenant_all,by_parent make package``): CloudFormation creates or deletes
+# one GSI per stack update, so a stage goes parent_keys added (old ones kept), the app deployed,
+# then one retired index dropped per update (docs/operations/deploy.md "Index changes").
+RETIRED_INDEXES: dict[str, tuple[str, str]] = {
+    'tenant_all': ('tpk', 'csk'),    # ALL projection of by_created's keys (docs/scale.md "Projections")
+    'by_parent': ('ppk', 'csk'),     # ALL projection of parent_keys' keys
+}
+
+
+def _retired(names: tuple[str, ...]) -> list[dict[str, Any]]:
+    unknown = [n for n in names if n not in RETIRED_INDEXES]
+    if unknown:
+        raise ValueError(f'not a retired index: {", ".join(unknown)} (known: {", ".join(RETIRED_INDEXES)})')
+    return [{'IndexName': n, 'KeySchema': [{'AttributeName': h, 'KeyType': 'HASH'},
+                                           {'AttributeName': r, 'KeyType': 'RANGE'}],
+             'Projection': {'ProjectionType': 'ALL'}} for n, (h, r) in RETIRED_INDEXES.items() if n in names]
+
+
+def _table(name: str, keep_retired: tuple[str, ...] = ()) -> dict[str, Any]:
     schema = Item._get_schema()
     if TTL_ATTRIBUTE not in Item.get_attributes():
         raise ValueError(f'the model has no {TTL_ATTRIBUTE!r} attribute for the table TTL')
@@ -40,7 +60,7 @@ def _table(name: str) -> dict[str, Any]:
         'IndexName': g['index_name'],
         'KeySchema': _key_schema(g['key_schema']),
         'Projection': g['projection'],
-    } for g in schema['global_secondary_indexes']]
+    } for g in schema['global_secondary_indexes']] + _retired(keep_retired)
     return {
         'Type': 'AWS::DynamoDB::Table',
         'DeletionPolicy': 'Retain',
@@ -146,10 +166,14 @@ def _alarms(n: Names, resources: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def template(stage: str = 'prod') -> dict[str, Any]:
+def template(stage: str = 'prod', keep_retired: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The data stack of ``stage``; ``keep_retired`` (default: ``KEEP_RETIRED_INDEXES``, comma
+    separated) names retired indexes still to be kept (``RETIRED_INDEXES``)."""
+    if keep_retired is None:
+        keep_retired = tuple(n for n in os.environ.get('KEEP_RETIRED_INDEXES', '').split(',') if n.strip())
     n = Names(stage)
     resources: dict[str, Any] = {
-        'Table': _table(n.table),
+        'Table': _table(n.table, tuple(k.strip() for k in keep_retired)),
         'Documents': _bucket(n.bucket),
         'DocumentsPolicy': _tls_only('Documents'),
         'ActivityStartsDLQ': _queue(n.queue_dlq),

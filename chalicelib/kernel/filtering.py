@@ -1,7 +1,8 @@
 """Bridges the filter language (chalicelib/kernel/query) to a family's list: the registry as the
 filter schema, related records for references (``project.name``) and collections
-(``memberTask.statusSlug``), and the split into a DynamoDB FilterExpression plus an
-in-memory residual.
+(``memberTask.statusSlug``), and the plan a list decides with (evaluated on the records it
+reads: no index projects records, so nothing is filtered inside DynamoDB; docs/scale.md
+"Projections").
 
 A reference path resolves only a record the caller may see (the same rule as a GET of it:
 kernel/crud.py ``visible``); any other behaves as missing, so a filter can never read a
@@ -21,10 +22,7 @@ from chalicelib.kernel.query import (
     And,
     Compare,
     FilterError,
-    Not,
-    Or,
     Resolved,
-    compile_filter,
     evaluate,
     parse,
 )
@@ -115,8 +113,6 @@ class RelatedRecords:
 @dataclass
 class FilterPlan:
     node: Any = None
-    condition: Any = None
-    residual: Any = None
     context: Any = None
 
     @property
@@ -126,12 +122,11 @@ class FilterPlan:
     def bind(self, context: RelatedRecords) -> None:
         self.context = context
 
-    def matches(self, item: dict[str, Any], pushed_down: bool = True) -> bool:
-        """Does the item pass? ``pushed_down``: DynamoDB already applied ``condition``."""
-        node = self.residual if pushed_down else self.node
-        if node is None:
+    def matches(self, item: dict[str, Any]) -> bool:
+        """Does the item pass the filter?"""
+        if self.node is None:
             return True
-        return evaluate(node, item, self.context)
+        return evaluate(self.node, item, self.context)
 
     def only_pins(self, name: str) -> bool:
         """Is the whole filter one ``name == '...'`` comparison (redundant once pinned)?"""
@@ -159,25 +154,4 @@ def plan_for(family: Family, filters: list[str]) -> FilterPlan:
         except FilterError as exc:
             where = f' (filter #{index + 1})' if len(filters) > 1 else ''
             raise BadRequest(f'Invalid filter{where}: {exc}') from None
-    node = make_and(nodes)
-    # DynamoDB refuses a document path nested deeper than 32 levels (ValidationException; moto
-    # does not check). Stored data is never that deep, so such a conjunct is left in memory.
-    conjuncts = node.items if isinstance(node, And) else (node,)
-    deep = [c for c in conjuncts if _depth(c) > MAX_DOCUMENT_DEPTH - 1]  # -1: the 'data' root
-    pushable = [c for c in conjuncts if _depth(c) <= MAX_DOCUMENT_DEPTH - 1]
-    condition, residual = compile_filter(make_and(pushable), schema, root='data') if pushable else (None, None)
-    if deep:
-        residual = make_and(([residual] if residual is not None else []) + deep)
-    return FilterPlan(node=node, condition=condition, residual=residual)
-
-
-MAX_DOCUMENT_DEPTH = 32
-
-
-def _depth(node) -> int:
-    """The longest field path in ``node``."""
-    if isinstance(node, (And, Or)):
-        return max(_depth(child) for child in node.items)
-    if isinstance(node, Not):
-        return _depth(node.item)
-    return len(node.path)
+    return FilterPlan(node=make_and(nodes))

@@ -23,11 +23,12 @@ Plans, cheapest first:
                O(page * size) keys + size items per partition, whatever the tenant's size.
                With other conditions, a query or another sort: read the value's entries (keys,
                then the items) and finish in memory. Cost: the records holding the value.
-  tenant read  anything else: Query the tenant's (or the pinned project's) ALL-projection
-               index with the part of the filter DynamoDB can express as FilterExpression,
-               finish the filter, text query and sort in memory, slice the page. Cost: the
-               whole tenant (or project) partition is read (FilterExpression saves transfer,
-               not reads); other sorts are always done this way.
+  tenant read  anything else: the tenant's (or the pinned project's) keys from a KEYS_ONLY
+               index (by_created, parent_keys), then its records (BatchGetItem), filter,
+               text query and sort in memory, slice the page. Cost: the whole tenant (or
+               project) is read; other sorts are always done this way. No index projects
+               records (a write then moves keys only: docs/scale.md "Projections"), so no
+               filter is decided inside DynamoDB.
 
 Order (the same in memory and in the by_name/by_created/by_updated indexes): missing, null
 and empty values first, strings case-insensitively (table.name_sort_key's normalisation),
@@ -169,15 +170,15 @@ def _list(family: Family, principal: Principal, req: ListRequest) -> dict[str, A
         served = _value_index(family, tenants, plan, req)
         if served is not None:
             return served
-    items, pushed_down = _read_candidates(family, principal, tenants, project=project, plan=plan)
-    items = _matching(family, items, plan, req.query, pushed_down)
+    items = _read_candidates(family, principal, tenants, project=project)
+    items = _matching(family, items, plan, req.query)
     items.sort(key=_sort_key(family, req.sort))
     start = req.page * req.size
     return envelope(items[start:start + req.size], len(items), req)
 
 
-def _matching(family: Family, items: list[dict[str, Any]], plan: FilterPlan, query: str | None,
-              pushed_down: bool) -> list[dict[str, Any]]:
+def _matching(family: Family, items: list[dict[str, Any]], plan: FilterPlan,
+              query: str | None) -> list[dict[str, Any]]:
     """The items the filter and the search keep, checking the request's time budget as it goes
     (core/budget.py: a 422 naming how far it got, docs/api/limits.md)."""
     kept = []
@@ -185,7 +186,7 @@ def _matching(family: Family, items: list[dict[str, Any]], plan: FilterPlan, que
         if n % 256 == 0:
             budget.check(f'filtering {len(items):,} {family.path} in memory stopped after {n:,}; '
                          'narrow the filter (an indexed field, a project)')
-        if plan.matches(item, pushed_down) and _text_match(family, item, query):
+        if plan.matches(item) and _text_match(family, item, query):
             kept.append(item)
     return kept
 
@@ -309,7 +310,7 @@ def _value_index(family: Family, tenants: list[str], plan: FilterPlan, req: List
         family.path, tenant, slot=slot, field_name=name, value=value, order='createdOn', descending=False,
         limit=None)]
     items = [s.data for s in table.batch_get((family.path, i) for i in ids).values()]
-    items = _matching(family, items, plan, req.query, pushed_down=False)
+    items = _matching(family, items, plan, req.query)
     items.sort(key=_sort_key(family, req.sort))
     start = req.page * req.size
     return envelope(items[start:start + req.size], len(items), req)
@@ -347,24 +348,20 @@ def _is_pin(leaf, name: str) -> bool:
     return isinstance(leaf, Compare) and leaf.op == '==' and leaf.path == (name,) and isinstance(leaf.value, str)
 
 
-def _read_candidates(family: Family, principal: Principal, tenants, *, project: str | None,
-                     plan: FilterPlan) -> tuple[list[dict[str, Any]], bool]:
-    """(candidate items, whether the DynamoDB part of the filter was applied to them)."""
+def _read_candidates(family: Family, principal: Principal, tenants, *,
+                     project: str | None) -> list[dict[str, Any]]:
+    """Every record the list may cover (the filter is decided on them afterwards)."""
     if tenants == 'member-orgs':
         orgs = table.batch_get(('organizations', o) for o in principal.org_ids).values()
-        return [s.data for s in orgs if s.data.get('organizationStatus') != access.SUSPENDED], False
+        return [s.data for s in orgs if s.data.get('organizationStatus') != access.SUSPENDED]
     if tenants == 'members':
         user_ids = {principal.user_id}
         for org in access.usable_orgs(principal, principal.org_ids):
             user_ids |= table.member_user_ids(org)
-        return [s.data for s in table.batch_get(('users', u) for u in user_ids).values()], False
+        return [s.data for s in table.batch_get(('users', u) for u in user_ids).values()]
     if project is not None:
-        items = table.query_project(family.path, project, plan.condition)
-        return [i for i in items if i.get('organizationId') in tenants], True
-    out: list[dict[str, Any]] = []
-    for tenant in tenants:
-        out.extend(table.query_tenant(family.path, tenant, plan.condition))
-    return out, True
+        return [i for i in table.query_project(family.path, project) if i.get('organizationId') in tenants]
+    return [item for tenant in tenants for item in table.query_tenant(family.path, tenant)]
 
 
 # ----------------------------------------------------------------------------- matching and order

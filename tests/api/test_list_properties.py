@@ -15,7 +15,7 @@ created records:
   page    zero-based slices of ``pageSize``; a page past the end is empty with the same totals
 
 This covers every plan of kernel/listing.py: the index walk (unfiltered, indexed sorts),
-the tenant read with push-down + residual, the pinned-project read.
+the tenant read (keys, then the records), the pinned-project read.
 """
 from __future__ import annotations
 

@@ -2,19 +2,15 @@
 
 * Random filter ASTs, rendered to text with random (but equivalent) spellings, parse back to
   filters that evaluate the same on random data sets.
-* Pushing the compiled condition down to a real (moto) DynamoDB table and evaluating the
-  residual in memory selects exactly the items the in-memory evaluation selects.
 """
 from __future__ import annotations
 
 import random
 from decimal import Decimal
 
-import boto3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from moto import mock_aws
 
 from chalicelib.core.clock import normalize_instant
 from chalicelib.kernel.query import (
@@ -24,7 +20,6 @@ from chalicelib.kernel.query import (
     IsNull,
     Not,
     Or,
-    compile_filter,
     evaluate,
     parse,
     render,
@@ -259,64 +254,6 @@ def test_spelled_filter_parses_to_an_equivalent_filter(node, data, rng):
     assert matching(parsed, items, ctx) == matching(node, items, ctx), text
     # The canonical rendering is a fixed point of parse.
     assert parse(render(parsed), SCHEMA) == parsed
-
-
-# --- (2) DynamoDB push-down + residual == in-memory ----------------------------------------
-
-@pytest.fixture(scope='module')
-def table():
-    """One moto table for the module; each example loads its items and removes them after."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv('AWS_ENDPOINT_URL', raising=False)
-        patch.delenv('AWS_ENDPOINT_URL_DYNAMODB', raising=False)
-        patch.setenv('AWS_DEFAULT_REGION', 'us-east-1')
-        patch.setenv('AWS_ACCESS_KEY_ID', 'testing')
-        patch.setenv('AWS_SECRET_ACCESS_KEY', 'testing')
-        patch.delenv('AWS_SESSION_TOKEN', raising=False)
-        patch.delenv('AWS_PROFILE', raising=False)
-        with mock_aws():
-            yield boto3.resource('dynamodb', region_name='us-east-1').create_table(
-                TableName='filter-properties',
-                KeySchema=[{'AttributeName': 'pk', 'KeyType': 'HASH'}],
-                AttributeDefinitions=[{'AttributeName': 'pk', 'AttributeType': 'S'}],
-                BillingMode='PAY_PER_REQUEST')
-
-
-def scan(table, condition, residual):
-    kwargs = {} if condition is None else {'FilterExpression': condition}
-    if residual is None:
-        kwargs['ProjectionExpression'] = 'pk'  # only ids needed: cheaper moto responses
-    found = []
-    while True:
-        page = table.scan(**kwargs)
-        found.extend(page['Items'])
-        if 'LastEvaluatedKey' not in page:
-            return found
-        kwargs['ExclusiveStartKey'] = page['LastEvaluatedKey']
-
-
-def pushed_down(table, node, ctx):
-    condition, residual = compile_filter(node, SCHEMA)
-    return {item['pk'] for item in scan(table, condition, residual)
-            if evaluate(residual, item, ctx, root='data')}
-
-
-@settings(max_examples=150, deadline=None)
-@given(nodes=st.lists(filters(), min_size=1, max_size=3), data=datasets(),
-       rng=st.randoms(use_true_random=False))
-def test_dynamodb_push_down_matches_in_memory_evaluation(table, nodes, data, rng):
-    items, ctx = data
-    with table.batch_writer() as batch:
-        for item in items:
-            batch.put_item(Item=item)
-    try:
-        for node in nodes:
-            parsed = parse(spell(rng, node), SCHEMA)
-            assert pushed_down(table, parsed, ctx) == matching(parsed, items, ctx), render(parsed)
-    finally:
-        with table.batch_writer() as batch:
-            for item in items:
-                batch.delete_item(Key={'pk': item['pk']})
 
 
 def test_spellings_of_instants_are_equivalent():

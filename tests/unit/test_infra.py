@@ -14,11 +14,11 @@ def test_table_template_has_every_index_of_the_model():
     props = template('prod')['Resources']['Table']['Properties']
     names = {g['IndexName'] for g in props['GlobalSecondaryIndexes']}
     slots = {f'x{n}_{order}' for n in range(1, 6) for order in ('created', 'updated')}   # equality indexes
-    assert names == {'by_created', 'by_updated', 'by_name', 'tenant_all', 'by_parent'} | slots
+    assert names == {'by_created', 'by_updated', 'by_name', 'parent_keys'} | slots
     assert len(names) <= 20   # DynamoDB's limit of GSIs per table
     projections = {g['IndexName']: g['Projection']['ProjectionType'] for g in props['GlobalSecondaryIndexes']}
-    assert projections['by_created'] == 'KEYS_ONLY' and projections['tenant_all'] == 'ALL'
-    assert all(projections[s] == 'KEYS_ONLY' for s in slots)
+    # no index projects records: a write moves keys only (docs/scale.md "Projections")
+    assert set(projections.values()) == {'KEYS_ONLY'}
     for g in props['GlobalSecondaryIndexes']:
         assert [k['KeyType'] for k in g['KeySchema']] == ['HASH', 'RANGE']
     assert props['TimeToLiveSpecification'] == {'AttributeName': 'ttl', 'Enabled': True}
@@ -27,6 +27,25 @@ def test_table_template_has_every_index_of_the_model():
     used = {k['AttributeName'] for g in props['GlobalSecondaryIndexes'] for k in g['KeySchema']}
     assert used | {'pk', 'sk'} == defined
     assert Item.Meta.billing_mode == 'PAY_PER_REQUEST' == props['BillingMode']
+
+
+def test_retired_indexes_are_kept_only_when_asked_one_step_at_a_time():
+    """A stage moves off tenant_all / by_parent one GSI per stack update
+    (docs/operations/deploy.md "Index changes")."""
+    import pytest
+
+    def names(**kw):
+        return {g['IndexName']: g for g in template('prod', **kw)['Resources']['Table']['Properties']
+                ['GlobalSecondaryIndexes']}
+    final = names(keep_retired=())
+    both = names(keep_retired=('tenant_all', 'by_parent'))
+    one = names(keep_retired=('by_parent',))
+    assert 'tenant_all' not in final and 'by_parent' not in final and 'parent_keys' in final
+    assert set(both) - set(final) == {'tenant_all', 'by_parent'} and set(one) - set(final) == {'by_parent'}
+    assert both['tenant_all']['Projection'] == {'ProjectionType': 'ALL'}
+    assert [k['AttributeName'] for k in both['by_parent']['KeySchema']] == ['ppk', 'csk']
+    with pytest.raises(ValueError, match='not a retired index'):
+        names(keep_retired=('by_created',))
 
 
 def test_chalice_stages_name_the_template_resources():

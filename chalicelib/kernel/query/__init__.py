@@ -1,14 +1,14 @@
-"""The list filter language: ``parse`` -> AST -> ``compile_filter`` (DynamoDB) + ``evaluate``.
+"""The list filter language: ``parse`` -> AST -> ``evaluate``.
 
 Typical use by a list endpoint::
 
     node = parse(filter_text, schema)                  # FilterError -> 400
-    condition, residual = compile_filter(node, schema)  # condition -> FilterExpression
-    items = [i for i in returned_items
-             if residual is None or evaluate(residual, i, ctx, root='data')]
+    items = [i for i in records if evaluate(node, i, ctx)]
+
+Filters are decided on the records a list reads, never inside DynamoDB: no index projects
+records (docs/scale.md "Projections"), and BatchGetItem takes no FilterExpression.
 """
 from chalicelib.kernel.query.ast import And, Compare, IsNull, Node, Not, Or
-from chalicelib.kernel.query.dynamo import compile_filter
 from chalicelib.kernel.query.errors import FilterError
 from chalicelib.kernel.query.evaluate import evaluate
 from chalicelib.kernel.query.parser import MAX_DEPTH, MAX_LENGTH, parse
@@ -25,5 +25,5 @@ from chalicelib.kernel.query.schema import (
 __all__ = [
     'And', 'Compare', 'DictSchema', 'FilterContext', 'FilterError', 'FilterSchema', 'IsNull',
     'MAX_DEPTH', 'MAX_LENGTH', 'NULL_CONTEXT', 'Node', 'Not', 'NullContext', 'Or', 'Resolved',
-    'compile_filter', 'evaluate', 'parse', 'render',
+    'evaluate', 'parse', 'render',
 ]

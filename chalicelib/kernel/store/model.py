@@ -14,9 +14,9 @@ One client style per purpose:
   accounting, ``ReturnValues``/``ReturnValuesOnConditionCheckFailure``) and the BatchGetItem
   read beside it (kernel/store/gate.py), both on every request's hot path, and raw-item reads that
   skip pynamodb's deserialisation;
-* **the boto3 Table resource** (``boto3_table()``) for list queries only: the filter language
-  compiles to boto3 condition objects (chalicelib/kernel/query/dynamo.py), which only the resource
-  API accepts as FilterExpression. It is created on the first list, never at import.
+* **the boto3 Table resource** (``boto3_table()``) for operator tools, benches and tests that
+  want boto3's plain values; no request path uses it (lists read keys with the low-level
+  client: kernel/store/table.py). It is created on first use, never at import.
 
 All three share the endpoint, region and timeouts of the configuration (short timeouts and
 bounded retries: a request must fail inside API Gateway's 29 s, never hang).
@@ -26,7 +26,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from pynamodb.attributes import MapAttribute, NumberAttribute, UnicodeAttribute
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
+from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from chalicelib.core.config import get_config
@@ -38,10 +38,11 @@ MAX_ATTEMPTS = 3
 MAX_POOL = 64
 
 
-def _index(name: str, hash_attr: str, range_attr: str, keys_only: bool):
+def _index(name: str, hash_attr: str, range_attr: str):
+    """A KEYS_ONLY GSI (every index of the table is: docs/scale.md "Projections")."""
     class Meta:
         index_name = name
-        projection = KeysOnlyProjection() if keys_only else AllProjection()
+        projection = KeysOnlyProjection()
     attrs = {
         'Meta': Meta,
         hash_attr: UnicodeAttribute(hash_key=True),
@@ -86,26 +87,29 @@ class Item(Model):
     dead = NumberAttribute(null=True)  # a guard shard of a deleted parent (kernel/parents.py)
     obx = MapAttribute(null=True)      # the domain event of the last one-UpdateItem write (kernel/unlocked.py)
 
-    by_created = _index('by_created', 'tpk', 'csk', keys_only=True)
-    by_updated = _index('by_updated', 'tpk', 'usk', keys_only=True)
-    by_name = _index('by_name', 'tpk', 'nsk', keys_only=True)
-    tenant_all = _index('tenant_all', 'tpk', 'csk', keys_only=False)
-    by_parent = _index('by_parent', 'ppk', 'csk', keys_only=False)
+    # Every index is KEYS_ONLY (docs/scale.md "Projections"): an entry is the record's keys, so a
+    # write that changes no index key writes no index entry, and a new one costs 1 WCU, whatever
+    # the record's size. Reads take the keys, then BatchGet the records they need. (tenant_all
+    # and by_parent, ALL projections of the same keys, were dropped: 2 WCU per entry per write.)
+    by_created = _index('by_created', 'tpk', 'csk')
+    by_updated = _index('by_updated', 'tpk', 'usk')
+    by_name = _index('by_name', 'tpk', 'nsk')
+    parent_keys = _index('parent_keys', 'ppk', 'csk')
     # one pair per equality-index slot: the records with one value of one field, by createdOn
     # and by updatedOn (KEYS_ONLY: a page walks keys, then BatchGets the page)
-    x1_created = _index('x1_created', 'x1', 'csk', keys_only=True)
-    x1_updated = _index('x1_updated', 'x1', 'usk', keys_only=True)
-    x2_created = _index('x2_created', 'x2', 'csk', keys_only=True)
-    x2_updated = _index('x2_updated', 'x2', 'usk', keys_only=True)
-    x3_created = _index('x3_created', 'x3', 'csk', keys_only=True)
-    x3_updated = _index('x3_updated', 'x3', 'usk', keys_only=True)
-    x4_created = _index('x4_created', 'x4', 'csk', keys_only=True)
-    x4_updated = _index('x4_updated', 'x4', 'usk', keys_only=True)
-    x5_created = _index('x5_created', 'x5', 'csk', keys_only=True)
-    x5_updated = _index('x5_updated', 'x5', 'usk', keys_only=True)
+    x1_created = _index('x1_created', 'x1', 'csk')
+    x1_updated = _index('x1_updated', 'x1', 'usk')
+    x2_created = _index('x2_created', 'x2', 'csk')
+    x2_updated = _index('x2_updated', 'x2', 'usk')
+    x3_created = _index('x3_created', 'x3', 'csk')
+    x3_updated = _index('x3_updated', 'x3', 'usk')
+    x4_created = _index('x4_created', 'x4', 'csk')
+    x4_updated = _index('x4_updated', 'x4', 'usk')
+    x5_created = _index('x5_created', 'x5', 'csk')
+    x5_updated = _index('x5_updated', 'x5', 'usk')
 
 
-INDEXES = ('by_created', 'by_updated', 'by_name', 'tenant_all', 'by_parent',
+INDEXES = ('by_created', 'by_updated', 'by_name', 'parent_keys',
            *(f'x{n}_{order}' for n in range(1, INDEX_SLOTS + 1) for order in ('created', 'updated')))
 
 

@@ -26,10 +26,12 @@ Entity index attributes (removed when an entity is soft-deleted, so it leaves ev
        this code; items written before equality indexes existed lack it until
        ``python -m chalicelib.ops.backfill_indexes`` has keyed and counted them)
 
-GSIs (kernel/store/model.py): by_created / by_updated / by_name are KEYS_ONLY (deep pages walk keys,
-then BatchGet the page); tenant_all and by_parent project everything (filtered lists read
-items there); x{n}_created / x{n}_updated are KEYS_ONLY, one pair per slot: the records holding
-one value of one field, by createdOn or updatedOn. Being keys of the entity item, these entries
+GSIs (kernel/store/model.py), all KEYS_ONLY (a write moves only its entries' keys, never a copy of
+the record: docs/scale.md "Projections"): by_created / by_updated / by_name (a tenant's records
+in an order: pages walk keys, then BatchGet the page; a filtered read of a tenant takes all its
+by_created keys, then the records), parent_keys (a project's records, a user's memberships),
+x{n}_created / x{n}_updated, one pair per slot: the records holding one value of one field, by
+createdOn or updatedOn. Being keys of the entity item, these entries
 are written, moved and removed by DynamoDB with the entity itself (nothing to keep in step).
 
 Reads are named for what they serve (``query_tenant``, ``walk_index``, ``memberships_of``...):
@@ -49,7 +51,7 @@ from typing import Any
 
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ServiceUnavailable, aws_unavailable
-from chalicelib.kernel.store.model import Item, boto3_table, configure, create_table
+from chalicelib.kernel.store.model import Item, client, configure, create_table, table_name
 
 ENTITY_SK = '#'
 UNIQUE_VALUE_BYTES = 1024  # longer unique values are keyed by their SHA-256
@@ -68,12 +70,12 @@ def tenant_pk(family: str, tenant: str) -> str:
 
 
 def project_pk(family: str, project_id: str) -> str:
-    """Partition of one project's records of a project-scoped family (by_parent)."""
+    """Partition of one project's records of a project-scoped family (parent_keys)."""
     return f'{family}#P#{project_id}'
 
 
 def member_pk(user_id: str) -> str:
-    """Partition of one user's memberships (by_parent)."""
+    """Partition of one user's memberships (parent_keys)."""
     return f'memberships#U#{user_id}'
 
 
@@ -110,7 +112,7 @@ def counter_base_pk(pk: str) -> str:
 # the key itself (where every entry lived before, so nothing needs moving for reads to be
 # right), shard s > 0 is ``~{s}#{key}`` (no key of the table starts with ``~``, so a shard
 # cannot be mistaken for a value). One project's task writes then land on 16 partitions of
-# by_parent, not one: at 2 WCU per entry, 1/8 WCU per operation on each. A read asks all 16
+# parent_keys, not one: one in 16 of its writes on each. A read asks all 16
 # shards at once (one round) and merges them in the index's order.
 INDEX_SHARDS = 16
 
@@ -274,88 +276,119 @@ def _each_shard(key: str, read) -> list[Any]:
     return list(_pool().map(read, spread_keys(key)))
 
 
-def _query_data(index: str, key_attr: str, key: str, condition) -> list[dict[str, Any]]:
-    """Every item of index partition ``key`` (all its shards) that ``condition`` keeps."""
-    from boto3.dynamodb.conditions import Key  # noqa: PLC0415 - lazy: boto3 only for lists
-    tbl = boto3_table()
+def _key_query(index: str, key_attr: str, key: str) -> dict[str, Any]:
+    """The low-level Query arguments reading index partition (shard) ``key``."""
+    return {'TableName': table_name(), 'IndexName': index, 'KeyConditionExpression': '#k = :k',
+            'ExpressionAttributeNames': {'#k': key_attr}, 'ExpressionAttributeValues': {':k': {'S': key}}}
 
-    def one(shard: str) -> list[dict[str, Any]]:
-        kwargs: dict[str, Any] = {'IndexName': index, 'KeyConditionExpression': Key(key_attr).eq(shard)}
-        if condition is not None:
-            kwargs['FilterExpression'] = condition
-        out: list[dict[str, Any]] = []
+
+def _partition_pks(index: str, key_attr: str, key: str) -> list[str]:
+    """The entity keys (``pk``) of every entry of index partition ``key``, all its shards asked
+    in one round (KEYS_ONLY: ~150 bytes an entry, ~7,000 a 1 MB page), in shard then sort order."""
+    def one(shard: str) -> list[str]:
+        kwargs = _key_query(index, key_attr, shard)
+        out: list[str] = []
         while True:
-            page = tbl.query(**kwargs)
-            out.extend(plain(i['data']) for i in page.get('Items', []) if 'data' in i)
+            page = client().query(**kwargs)
+            out.extend(i['pk']['S'] for i in page.get('Items', []))
             if 'LastEvaluatedKey' not in page:
                 return out
             kwargs['ExclusiveStartKey'] = page['LastEvaluatedKey']
-    return [item for part in _each_shard(key, one) for item in part]
+    return [pk for part in _each_shard(key, one) for pk in part]
 
 
-def _has_field(name: str):
-    from boto3.dynamodb.conditions import Attr  # noqa: PLC0415 - lazy: boto3 only for lists
-    return Attr(f'data.{name}').exists()
+BATCH_GET = 100   # keys per BatchGetItem (DynamoDB's limit)
 
 
-def query_tenant(family: str, tenant: str, condition=None, *, has_field: str | None = None) -> list[dict[str, Any]]:
-    """Every listed record of ``family`` in one tenant (tenant_all), filtered by ``condition``
-    (a boto3 condition on ``data.*``, from chalicelib.kernel.query) and/or the presence of a field."""
+def _records(pks: list[str]) -> list[dict[str, Any]]:
+    """The records of entity keys ``pks``, in that order (BatchGetItem calls of 100, eventually
+    consistent like the index they were listed from, in flight together); missing and
+    soft-deleted ones are left out."""
+    model = configure()
+    chunks = [[(pk, ENTITY_SK) for pk in pks[at:at + BATCH_GET]] for at in range(0, len(pks), BATCH_GET)]
+
+    def one(chunk: list[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for item in model.batch_get(chunk, consistent_read=False):
+            stored = stored_from(item)
+            if stored is not None:
+                found[item.pk] = stored.data
+        return found
+    got: dict[str, dict[str, Any]] = {}
+    for part in (_pool().map(one, chunks) if len(chunks) > 1 else map(one, chunks)):
+        got.update(part)
+    return [got[pk] for pk in pks if pk in got]
+
+
+def _listed(index: str, key_attr: str, key: str, keep=None) -> list[dict[str, Any]]:
+    """Every listed record of index partition ``key`` that ``keep`` (a test of the record's body)
+    accepts: the partition's keys from its KEYS_ONLY index, then the records. No index projects
+    records (docs/scale.md "Projections"): a write moves only the keys of its entries, and a
+    filter is decided here, on the records, not in DynamoDB."""
+    records = _records(_partition_pks(index, key_attr, key))
+    return records if keep is None else [r for r in records if keep(r)]
+
+
+def query_tenant(family: str, tenant: str, keep=None, *, has_field: str | None = None) -> list[dict[str, Any]]:
+    """Every listed record of ``family`` in one tenant (by_created's keys, then the records),
+    those ``keep`` accepts and (``has_field``) holding a value in that field."""
     if has_field is not None:
-        extra = _has_field(has_field)
-        condition = extra if condition is None else condition & extra
-    return _query_data('tenant_all', 'tpk', tenant_pk(family, tenant), condition)
+        wanted = keep
+
+        def keep(record: dict[str, Any]) -> bool:
+            return record.get(has_field) is not None and (wanted is None or wanted(record))
+    return _listed('by_created', 'tpk', tenant_pk(family, tenant), keep)
 
 
 def query_tenant_naming(family: str, tenant: str, field_name: str, value: str) -> list[dict[str, Any]]:
-    """The listed records of ``family`` in one tenant whose ``field_name`` is ``value`` (one Query of
-    tenant_all with a filter: for a field that has no equality index)."""
-    from boto3.dynamodb.conditions import Attr  # noqa: PLC0415 - lazy: boto3 only for lists
-    return query_tenant(family, tenant, Attr(f'data.{field_name}').eq(value))
+    """The listed records of ``family`` in one tenant whose ``field_name`` is ``value`` (the
+    tenant's records, tested here: for a field that has no equality index)."""
+    return query_tenant(family, tenant, lambda record: record.get(field_name) == value)
 
 
-def query_project(family: str, project_id: str, condition=None) -> list[dict[str, Any]]:
-    """Every listed record of a project-scoped ``family`` in one project (by_parent)."""
-    return _query_data('by_parent', 'ppk', project_pk(family, project_id), condition)
+def query_project(family: str, project_id: str, keep=None) -> list[dict[str, Any]]:
+    """Every listed record of a project-scoped ``family`` in one project (parent_keys' keys,
+    then the records), those ``keep`` accepts."""
+    return _listed('parent_keys', 'ppk', project_pk(family, project_id), keep)
 
 
 def query_project_page(family: str, project_id: str, *, start: dict[str, Any] | None = None,
                        limit: int = 100) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """One page (at most ``limit`` items read) of a project's listed records of ``family``
-    (by_parent, its shards one after the other), and where the next page starts (None: the
-    end). The key is plain strings (the shard's number under ``shard``), so a caller may carry
-    it in a message and resume there (features/work/pipelines.py)."""
-    from boto3.dynamodb.conditions import Key  # noqa: PLC0415 - lazy: boto3 only for lists
+    """One page (at most ``limit`` entries read) of a project's listed records of ``family``
+    (parent_keys, its shards one after the other, then the page's records), and where the next
+    page starts (None: the end). The key is plain strings (the shard's number under ``shard``),
+    so a caller may carry it in a message and resume there (features/work/pipelines.py)."""
     shards = spread_keys(project_pk(family, project_id))
     start = dict(start or {})
     shard = int(start.pop('shard', 0) or 0)
     if not 0 <= shard < len(shards):
         return [], None
     limit = max(1, int(limit))
-    items: list[dict[str, Any]] = []
-    read = 0
+    pks: list[str] = []
+    following: dict[str, Any] | None = None
     while True:   # on through the following shards while the page has room
-        kwargs: dict[str, Any] = {'IndexName': 'by_parent', 'Limit': limit - read,
-                                  'KeyConditionExpression': Key('ppk').eq(shards[shard])}
+        kwargs = {**_key_query('parent_keys', 'ppk', shards[shard]), 'Limit': limit - len(pks)}
         if start:
-            kwargs['ExclusiveStartKey'] = start
-        page = boto3_table().query(**kwargs)
-        read += page.get('Count', 0)
-        items += [plain(i['data']) for i in page.get('Items', []) if 'data' in i]
-        following = page.get('LastEvaluatedKey')
-        if following:
-            return items, {**{k: str(v) for k, v in following.items()}, 'shard': str(shard)}
+            kwargs['ExclusiveStartKey'] = {k: {'S': str(v)} for k, v in start.items()}
+        page = client().query(**kwargs)
+        pks += [i['pk']['S'] for i in page.get('Items', [])]
+        last = page.get('LastEvaluatedKey')
+        if last:
+            following = {**{k: v['S'] for k, v in last.items()}, 'shard': str(shard)}
+            break
         shard, start = shard + 1, {}
         if shard == len(shards):
-            return items, None
-        if read >= limit:
-            return items, {'shard': str(shard)}
+            break
+        if len(pks) >= limit:
+            following = {'shard': str(shard)}
+            break
+    return _records(pks), following
 
 
 def project_has(family: str, project_id: str) -> bool:
     """Whether a project holds at least one listed record of a project-scoped ``family``
-    (one Query of one item per shard of by_parent, in one round)."""
-    index = configure().by_parent
+    (one Query of one key per shard of parent_keys, in one round)."""
+    index = configure().parent_keys
     return any(_each_shard(project_pk(family, project_id),
                            lambda shard: next(iter(index.query(shard, limit=1)), None) is not None))
 
@@ -513,14 +546,10 @@ INVITED = 'INVITED'   # a membership the user has not accepted yet grants nothin
 
 
 def memberships_of(user_id: str, *, invited: bool = False) -> list[dict[str, Any]]:
-    """A user's membership records, from their membership partition (one Query): the active
-    ones, or (``invited``) the invitations they have not answered."""
-    out = []
-    for item in configure().by_parent.query(member_pk(user_id)):
-        data = item.data.as_dict() if item.data is not None else {}
-        if item.org and data.get('role') and (data.get('status') == INVITED) == invited:
-            out.append(data)
-    return out
+    """A user's membership records, from their membership partition (its keys, then the
+    records): the active ones, or (``invited``) the invitations they have not answered."""
+    return [data for data in _records([k.pk for k in configure().parent_keys.query(member_pk(user_id))])
+            if data.get('organizationId') and data.get('role') and (data.get('status') == INVITED) == invited]
 
 
 def member_user_ids(org_id: str) -> set[str]:
@@ -605,7 +634,7 @@ def _available(read):
     return wrapped
 
 
-for _name in ('get', 'batch_get', '_query_data', 'walk_index', 'count', 'count_value', 'count_values',
+for _name in ('get', 'batch_get', '_partition_pks', '_records', 'walk_index', 'count', 'count_value', 'count_values',
               'counter_shards', 'counter_total', 'guard_state', 'alive',
               'walk_value', 'memberships_of', 'organizations', 'organization_statuses', 'unique_owner',
               'project_has'):
