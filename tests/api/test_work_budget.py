@@ -26,6 +26,27 @@ def test_filtering_in_memory_past_the_budget_is_a_422(api, org_id, monkeypatch):
     assert api.get("/api/projects?filter=name=='alpha'").json['totalElements'] == 1
 
 
+def test_reading_a_whole_tenant_past_the_budget_is_a_422(api, org_id, monkeypatch):
+    """A filter no index serves reads the tenant's records in rounds of 16 BatchGetItems
+    (kernel/store/table.py ``_records``); the budget is checked between rounds, before the
+    filtering, so a tenant too large for it stops while reading (here: one record a call)."""
+    from chalicelib.core.config import get_config, reset_config
+    from chalicelib.kernel.store import table
+    for n in range(table.INDEX_SHARDS + 1):
+        create(api, 'projects', org_id, name=f'wave {n}')
+    monkeypatch.setattr(table, 'BATCH_GET', 1)
+    monkeypatch.setenv('REQUEST_BUDGET_SECONDS', '0')
+    reset_config()
+    get_config()   # read now: requests run with the stage's variables patched in
+    r = api.get("/api/projects?filter=name=='wave 3'")
+    monkeypatch.delenv('REQUEST_BUDGET_SECONDS')
+    reset_config()
+    get_config()
+    assert r.status == 422, r.json
+    assert r.json['limit'] == 'workBudget' and 'records stopped after 16' in r.json['message'], r.json
+    assert api.get("/api/projects?filter=name=='wave 3'").json['totalElements'] == 1
+
+
 def test_a_batch_past_the_budget_reports_each_write_not_made(api, org_id, bucket, monkeypatch):  # noqa: F811
     project = create(api, 'projects', org_id)
     fam = api.post('/api/document-families', {'projectId': project['id'], 'path': 'a.pdf', 'labels': ['keep']}).json

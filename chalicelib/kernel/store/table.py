@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from chalicelib.core import budget
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ServiceUnavailable, aws_unavailable
 from chalicelib.kernel.store.model import Item, client, configure, create_table, table_name
@@ -302,8 +303,9 @@ BATCH_GET = 100   # keys per BatchGetItem (DynamoDB's limit)
 
 def _records(pks: list[str]) -> list[dict[str, Any]]:
     """The records of entity keys ``pks``, in that order (BatchGetItem calls of 100, eventually
-    consistent like the index they were listed from, in flight together); missing and
-    soft-deleted ones are left out."""
+    consistent like the index they were listed from, 16 in flight at a time, the unit of work's
+    budget checked between those rounds: core/budget.py); missing and soft-deleted ones are
+    left out."""
     model = configure()
     chunks = [[(pk, ENTITY_SK) for pk in pks[at:at + BATCH_GET]] for at in range(0, len(pks), BATCH_GET)]
 
@@ -315,8 +317,13 @@ def _records(pks: list[str]) -> list[dict[str, Any]]:
                 found[item.pk] = stored.data
         return found
     got: dict[str, dict[str, Any]] = {}
-    for part in (_pool().map(one, chunks) if len(chunks) > 1 else map(one, chunks)):
-        got.update(part)
+    for wave in range(0, len(chunks), INDEX_SHARDS):   # 16 calls in flight, then the budget's word
+        if wave:
+            budget.check(f'reading {len(pks):,} records stopped after {wave * BATCH_GET:,}; narrow the '
+                         'filter (an indexed field, a project)')
+        todo = chunks[wave:wave + INDEX_SHARDS]
+        for part in (_pool().map(one, todo) if len(todo) > 1 else map(one, todo)):
+            got.update(part)
     return [got[pk] for pk in pks if pk in got]
 
 
@@ -616,7 +623,7 @@ def _available(read):
         # (a 400 "refers to a label that does not exist" under throttling, chaos run of 20c7b32)
         args = tuple(list(a) if isinstance(a, Iterator) else a for a in args)
         kwargs = {k: list(v) if isinstance(v, Iterator) else v for k, v in kwargs.items()}
-        budget = get_config().store_retry_budget_seconds
+        retry_budget = get_config().store_retry_budget_seconds
         started = time.monotonic()
         attempt = 0
         while True:
@@ -626,7 +633,7 @@ def _available(read):
                 if not aws_unavailable(exc):   # the table cannot answer now
                     raise
                 delay = random.uniform(0, min(0.8, 0.05 * 2 ** attempt))
-                if time.monotonic() - started + delay > budget:
+                if time.monotonic() - started + delay > retry_budget:
                     raise ReadUnavailable() from None
                 attempt += 1
                 time.sleep(delay)
