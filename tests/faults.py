@@ -96,3 +96,22 @@ def inject(rule: Rule, clients: list[Any] | None = None, service: str = 'dynamod
 
 def transaction_size(params: dict[str, Any]) -> int:
     return len(params.get('TransactItems') or [])
+
+
+def lands_then_lost(ops: tuple[str, ...], *, when=lambda params: True) -> Rule:
+    """A rule: the first call of ``ops`` that ``when`` accepts is carried out (sent to moto by a
+    client of its own), then every such call answers ``timeout()``: a write that landed while
+    its answer, and every retry's, was lost (the store then gives up: StoreUnavailable)."""
+    import boto3
+    state = {'applied': False}
+
+    def rule(op: str, params: dict[str, Any]) -> Exception | None:
+        if op not in ops or not when(params):
+            return None
+        if not state['applied']:
+            state['applied'] = True
+            call = {k: v for k, v in params.items() if k != '_path'}
+            method = ''.join('_' + c.lower() if c.isupper() else c for c in op).lstrip('_')
+            getattr(boto3.client('dynamodb', region_name='us-east-1'), method)(**call)
+        return timeout()
+    return rule

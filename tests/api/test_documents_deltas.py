@@ -3,6 +3,8 @@ DynamoDB leave the document as it was with no referenced orphan. The 20-parallel
 runs against the real local server: tests/integration/test_documents_local.py."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from chalicelib.features.documents import deltas
@@ -173,6 +175,28 @@ def test_dynamodb_failing_leaves_the_document_as_it_was_and_no_orphan(api, famil
     assert answered and r.status in (400, 503) and p.status in (400, 503), (r.json, p.json)
     assert _state(api, bucket, family) == before   # same pointer, no new object anywhere
     assert _doc(api, family)['nodes'][1]['id'] == 'l1'
+
+
+@pytest.mark.parametrize('op', ['PutItem', 'TransactWriteItems'])
+def test_a_version_whose_write_landed_but_whose_answer_was_lost_keeps_its_object(api, family, bucket,  # noqa: F811
+                                                                                  monkeypatch, op):
+    """A delta's write landed, its answers were lost (chaos run of cc4faf9): the family names
+    the new version, so its object stays and the delta is applied once."""
+    from chalicelib.core.config import get_config, reset_config
+    monkeypatch.setenv('STORE_RETRY_BUDGET_SECONDS', '0.2')
+    reset_config()
+    get_config()
+    assert _put(api, family, 0, TREE).status == 200
+
+    def write_of_the_family(params):
+        return 'document-families#' in json.dumps(params)
+    with faults.inject(faults.lands_then_lost((op,), when=write_of_the_family)) as answered:
+        r = _put(api, family, 1, TREE[:1]) if op == 'PutItem' else _delta(api, family, {'op': 'delete', 'id': 'l1'})
+    assert answered, r.json
+    version, key, objects = _state(api, bucket, family)
+    assert version == 2 and key in objects, (r.status, r.json, version, key, objects)
+    assert r.status in (200, 201), r.json
+    assert len(_doc(api, family)['nodes']) == (1 if op == 'PutItem' else 2)
 
 
 def test_a_lost_race_is_applied_again_on_the_newer_version(api, family, bucket, monkeypatch):  # noqa: F811

@@ -218,6 +218,46 @@ def test_a_failing_table_at_complete_deletes_the_object_and_leaves_no_family(api
     assert r.status == 400   # the upload is gone with its object: start a new session
 
 
+def test_an_upload_whose_write_landed_but_whose_answer_was_lost_is_done(api, store, bucket, monkeypatch):
+    """The table kept failing after the family's transaction had landed (chaos run of cc4faf9:
+    the object was deleted under a stored family): the family is read back, and the upload is
+    done, its object kept."""
+    from chalicelib.core.config import get_config, reset_config
+    monkeypatch.setenv('STORE_RETRY_BUDGET_SECONDS', '0.2')
+    reset_config()
+    get_config()   # read now: chalice's test client swaps os.environ during requests
+    rule = faults.lands_then_lost(('TransactWriteItems',), when=lambda params: faults.transaction_size(params) > 2)
+    with faults.inject(rule) as answered:
+        r = api.call('POST', f"/api/document-stores/{store['id']}/upload?path=lost.bin", raw=b'payload',
+                     headers={'content-type': 'application/octet-stream'})
+    assert answered and r.status == 201, r.json
+    assert api.get(f"/api/document-families/{r.json['id']}").status == 200
+    assert _objects(bucket) == [r.json['storageKey']]
+    assert _read_back(api, bucket, r.json) == b'payload'
+
+
+def test_an_upload_the_table_cannot_confirm_keeps_its_object(api, store, bucket, monkeypatch):
+    """Neither the write nor the read-back answers: whether the family exists is unknown, so the
+    object is kept (a family never names an object that is gone) and the answer is 503."""
+    from chalicelib.core.config import get_config, reset_config
+    monkeypatch.setenv('STORE_RETRY_BUDGET_SECONDS', '0.2')
+    reset_config()
+    get_config()
+    seen: list[str] = []
+
+    def rule(op, params):   # the write, then every read after it, unanswered
+        if op == 'TransactWriteItems' or (seen and op in ('GetItem', 'BatchGetItem')):
+            seen.append(op)
+            return faults.timeout()
+        return None
+    with faults.inject(rule):
+        r = api.call('POST', f"/api/document-stores/{store['id']}/upload?path=unknown.bin", raw=b'payload',
+                     headers={'content-type': 'application/octet-stream'})
+    assert r.status == 503 and 'GetItem' in seen, (r.json, seen)
+    assert api.get('/api/document-families').json['totalElements'] == 0
+    assert len(_objects(bucket)) == 1
+
+
 def test_a_failing_s3_at_complete_leaves_the_session_usable(api, store, bucket):
     from chalicelib.features.documents import blobs
     session = _request(api, store)

@@ -30,7 +30,7 @@ from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, uploads
-from chalicelib.features.documents.service import family_folder
+from chalicelib.features.documents.service import family_folder, family_landed
 from chalicelib.kernel import access, records, writes
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel.registry import family as family_of
@@ -314,11 +314,19 @@ def _save_version(family: Stored, nodes: list[dict[str, Any]], principal: Princi
     ops = records.update_ops(FAMILIES, new, family, principal=principal) + extra_ops(version)
     try:
         records.commit(ops)
-    except WriteConflict as exc:
-        _forget(key)
-        if exc.code == 'TransactionConflict' or (exc.op is not None and exc.op.tag.get('what') == 'entity'):
-            raise _Stale() from None
-        raise
+    except Exception as exc:
+        # A failure may hide a write that landed: the table failing past its retries, or a
+        # one-item write retried after its answer was lost, which then meets itself as a stale
+        # sequence. The object goes only when the family does not name it (service.family_landed).
+        landed = family_landed(family.id, key=('documentKey', key))
+        if not landed:   # None (cannot tell): the object stays; the family's delete sweeps its folder
+            if landed is False:
+                _forget(key)
+            if isinstance(exc, WriteConflict) and (exc.code == 'TransactionConflict' or (
+                    exc.op is not None and exc.op.tag.get('what') == 'entity')):
+                raise _Stale() from None
+            raise
+        log.warning('version %s of family %s landed though its write reported a failure', version, family.id)
     except BaseException:
         _forget(key)
         raise

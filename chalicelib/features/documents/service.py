@@ -589,10 +589,30 @@ def _store_new_family(store: Stored, principal: Principal, *, key: str, path: st
                 return _lost_claim(upload_id, principal) if upload_id else writes.busy()
             raise writes.busy() from None
         except Exception:
-            _discard(key, on_failure)
-            raise
+            landed = family_landed(family_id)
+            if landed:   # the write landed and only its answer was lost: the upload is done
+                log.warning('upload of family %s landed though its write reported a failure', family_id)
+                return family
+            if landed is False:
+                _discard(key, on_failure)
+            raise   # landed None (cannot tell): the object stays; no family without its object
     _discard(key, on_failure)
     raise writes.busy()
+
+
+def family_landed(family_id: str, *, key: tuple[str, str] | None = None) -> bool | None:
+    """After a write failed in a way that does not say whether it landed (the table kept failing
+    or timing out past its retries, the transaction's token notwithstanding): does the family
+    exist now (``key``: with that field holding that value)? None when the table cannot say
+    either. An object is deleted only when the answer is no: a family must never name an
+    object that is gone (the invariant checker's ``document-objects``; chaos run of cc4faf9)."""
+    try:
+        stored = table.get(FAMILIES.path, family_id)
+    except Exception:  # noqa: BLE001 - unknown: the caller keeps the object
+        return None
+    if stored is None:
+        return False
+    return key is None or stored.data.get(key[0]) == key[1]
 
 
 def _discard(key: str, on_failure) -> None:
