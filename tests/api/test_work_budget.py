@@ -11,16 +11,23 @@ from tests.api.test_documents_upload import _objects, bucket  # noqa: F401 - fix
 from tests.support import create
 
 
-def test_filtering_in_memory_past_the_budget_is_a_422(api, org_id, monkeypatch):
-    create(api, 'projects', org_id, name='alpha')
+def _without_budget(api, monkeypatch, path: str):
+    """GET ``path`` with a request budget of 0 s (the stage's variable patched for that request)."""
     from chalicelib.core.config import get_config, reset_config
     monkeypatch.setenv('REQUEST_BUDGET_SECONDS', '0')
     reset_config()
     get_config()   # read now: requests run with the stage's variables patched in
-    r = api.get("/api/projects?filter=name=='alpha'")
-    monkeypatch.delenv('REQUEST_BUDGET_SECONDS')
-    reset_config()
-    get_config()   # read now: requests run with the stage's variables patched in
+    try:
+        return api.get(path)
+    finally:
+        monkeypatch.delenv('REQUEST_BUDGET_SECONDS')
+        reset_config()
+        get_config()
+
+
+def test_filtering_in_memory_past_the_budget_is_a_422(api, org_id, monkeypatch):
+    create(api, 'projects', org_id, name='alpha')
+    r = _without_budget(api, monkeypatch, "/api/projects?filter=name=='alpha'")
     assert r.status == 422, r.json
     assert r.json['limit'] == 'workBudget' and 'filtering 1 projects in memory stopped after 0' in r.json['message']
     assert api.get("/api/projects?filter=name=='alpha'").json['totalElements'] == 1
@@ -30,18 +37,11 @@ def test_reading_a_whole_tenant_past_the_budget_is_a_422(api, org_id, monkeypatc
     """A filter no index serves reads the tenant's records in rounds of 16 BatchGetItems
     (kernel/store/table.py ``_records``); the budget is checked between rounds, before the
     filtering, so a tenant too large for it stops while reading (here: one record a call)."""
-    from chalicelib.core.config import get_config, reset_config
     from chalicelib.kernel.store import table
     for n in range(table.INDEX_SHARDS + 1):
         create(api, 'projects', org_id, name=f'wave {n}')
     monkeypatch.setattr(table, 'BATCH_GET', 1)
-    monkeypatch.setenv('REQUEST_BUDGET_SECONDS', '0')
-    reset_config()
-    get_config()   # read now: requests run with the stage's variables patched in
-    r = api.get("/api/projects?filter=name=='wave 3'")
-    monkeypatch.delenv('REQUEST_BUDGET_SECONDS')
-    reset_config()
-    get_config()
+    r = _without_budget(api, monkeypatch, "/api/projects?filter=name=='wave 3'")
     assert r.status == 422, r.json
     assert r.json['limit'] == 'workBudget' and 'records stopped after 16' in r.json['message'], r.json
     assert api.get("/api/projects?filter=name=='wave 3'").json['totalElements'] == 1
