@@ -125,8 +125,10 @@ def _space(rng: random.Random) -> str:
     return rng.choice(['', ' ', '  ', '\t', '\n'])
 
 
-def spell_literal(rng, value) -> str:
-    if isinstance(value, str) and value in INSTANT_SPELLINGS and rng.random() < 0.7:
+def spell_literal(rng, value, type_: str) -> str:
+    # another spelling of an instant is the same value only where the field is a datetime (an
+    # object or untyped field compares the text as it is)
+    if type_ == 'datetime' and isinstance(value, str) and value in INSTANT_SPELLINGS and rng.random() < 0.7:
         value = rng.choice(INSTANT_SPELLINGS[value])
     if isinstance(value, bool):
         return _case(rng, 'true' if value else 'false')
@@ -152,10 +154,10 @@ def spell(rng: random.Random, node) -> str:
         path = '.'.join(node.path)
         op = node.op if node.op not in ('=like=', '=in=') else _case(rng, node.op)
         if node.op == '=in=':
-            items = (',' + _space(rng)).join(spell_literal(rng, v) for v in node.value)
+            items = (',' + _space(rng)).join(spell_literal(rng, v, node.target.type) for v in node.value)
             text = f'{path}{_space(rng)}{op}{_space(rng)}({items})'
         else:
-            text = f'{path}{_space(rng)}{op}{_space(rng)}{spell_literal(rng, node.value)}'
+            text = f'{path}{_space(rng)}{op}{_space(rng)}{spell_literal(rng, node.value, node.target.type)}'
     if rng.random() < 0.1:
         text = f'({text})'
     return text
