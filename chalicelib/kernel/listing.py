@@ -253,7 +253,8 @@ def _index_walk(family: Family, tenant: str, req: ListRequest) -> dict[str, Any]
     total = table.count(family.path, tenant)
     if req.page * req.size >= total:
         return envelope([], total, req)
-    page_ids = table.walk_index(family.path, tenant, order=order, descending=desc, limit=want)
+    page_ids = table.walk_index(family.path, tenant, order=order, descending=desc, limit=want,
+                                sparse_updated=family.sparse_updated)
     page_ids = page_ids[req.page * req.size:want]
     found = table.batch_get((family.path, i) for i in page_ids)
     return envelope([found[i].data for i in page_ids if i in found], total, req)
@@ -301,7 +302,7 @@ def _value_index(family: Family, tenants: list[str], plan: FilterPlan, req: List
         keys: list[tuple[str, str]] = []
         for tenant, value in parts:
             keys += table.walk_value(family.path, tenant, slot=slot, field_name=name, value=value, order=order,
-                                     descending=desc, limit=want)
+                                     descending=desc, limit=want, sparse_updated=family.sparse_updated)
         keys.sort(reverse=desc)   # '{instant}#{id}': text order is (instant, id), as the list's order
         page_ids = [id_ for _, id_ in keys[start:want]]
         records = table.batch_get((family.path, i) for i in page_ids)

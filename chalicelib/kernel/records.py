@@ -90,9 +90,12 @@ def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, l
     if listed and family.indexed:
         owner = tenant(family, org)
         keys = value_keys(family, data, owner)
+    if family.path in parents.LOG_FAMILIES:
+        guarded = 0   # counts in no parent (kernel/parents.py): no layout to remember
     return repo.entity_item(family.path, data, seq=seq, org=org, tenant=tenant(family, org) if listed else None,
                             parent=_parent(family, data), name_value=data.get(family.name_field), value_keys=keys,
-                            guarded=parents.GUARD_VERSION if guarded is True else int(guarded))
+                            guarded=parents.GUARD_VERSION if guarded is True else int(guarded),
+                            sparse_updated=family.sparse_updated)
 
 
 def _checked_fields() -> frozenset[tuple[str, str]]:
@@ -223,16 +226,7 @@ def create_ops(family: Family, records: list[dict[str, Any]], principal: Princip
         scope = unique_scope(family, data, org)
         ops += [repo.claim_unique(family.path, scope=scope, field_name=name, value=data[name], owner_id=data['id'])
                 for name in family.unique if data.get(name) is not None]
-    by_tenant: dict[str, int] = {}
-    by_value: dict[str, int] = {}
-    for data in records:
-        key = tenant(family, record_org(family, data))
-        by_tenant[key] = by_tenant.get(key, 0) + 1
-        for counter, n in _value_counter_moves(family, key, None, data).items():
-            by_value[counter] = by_value.get(counter, 0) + n
-    # one move per counter for all the records (a batch of events records: one shard each)
-    ops += _counter_ops(family, by_value)
-    ops += [repo.move_counter(family.path, key, n) for key, n in by_tenant.items()]
+    ops += count_ops(family, records, 1)
     ops += parents.moves(family, records, 1)   # guard shards (kernel/parents.py: no orphans)
     for data in records:
         ops += hook.extra_create_ops(family, principal, data)
@@ -240,6 +234,22 @@ def create_ops(family: Family, records: list[dict[str, Any]], principal: Princip
     ops += outbox_ops(family, 'created', records, principal, [k for k in records[0] if k not in BOOKKEEPING]
                       if records else [], carrier=ops[0] if ops else None)
     return ops
+
+
+def count_ops(family: Family, records: list[dict[str, Any]], amount: int) -> list[Op]:
+    """Counter moves for ``records`` entering (1) or leaving (-1) their family: one move per
+    counter for all of them (a transaction may touch a counter shard once), its family total per
+    tenant and each indexed value's. A create's transaction holds them; domain events' records
+    are counted from the stream, a batch at a time (features/events/counting.py)."""
+    by_tenant: dict[str, int] = {}
+    by_value: dict[str, int] = {}
+    for data in records:
+        key = tenant(family, record_org(family, data))
+        by_tenant[key] = by_tenant.get(key, 0) + amount
+        for counter, n in _value_counter_moves(family, key, None, data).items():
+            by_value[counter] = by_value.get(counter, 0) + n * amount
+    return _counter_ops(family, by_value) + \
+        [repo.move_counter(family.path, key, n) for key, n in by_tenant.items() if n]
 
 
 def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal: Principal) -> list[Op]:

@@ -54,6 +54,11 @@ class Family:
     indexed: Mapping[str, int] = field(default_factory=dict)
     # declared fields only the server writes (shown in responses, ignored in request bodies)
     server: tuple[str, ...] = ()
+    # An append-mostly family (events): a record never changed has no updatedOn index key, its
+    # createdOn key serves updatedOn order (the two are equal); a changed one carries both, its
+    # createdOn key marked (kernel/store/table.py CHANGED). One or more index entries fewer per
+    # record written (docs/scale.md "Events records").
+    sparse_updated: bool = False
 
     def slot_of(self, name: str) -> int:
         """The equality-index slot of an indexed field (its x{slot} attribute and GSI pair)."""
@@ -260,7 +265,7 @@ FAMILIES: tuple[Family, ...] = (
     _f('events', 'Event', 'org',
        'name description eventType! source payload:object occurredOn:datetime? userEmail clientIpHash',
        name_field='eventType', hook='events',
-       indexed={'eventType': 1}),
+       indexed={'eventType': 1}, sparse_updated=True),
     _f('linked-deltas', 'LinkedDelta', 'project',
        'name state=PENDING@LinkedDeltaState errorMessage? documentFamilyId>document-families? '
        'operations:array baseVersion:int? appliedVersion:int',

@@ -38,7 +38,7 @@ from chalicelib.kernel.store.table import Stored, name_sort_key
 
 def plain(family: Family, values: dict[str, Any], nulls: set[str]) -> bool:
     """Whether a change of ``values`` and ``nulls`` can skip the read-modify-write."""
-    if not (values or nulls):
+    if not (values or nulls) or family.sparse_updated:   # its first change moves its csk too (table.sorted_keys)
         return False
     guarded = hook_for(family).guarded(family) if family.hook is not None else frozenset()
     if guarded is None:

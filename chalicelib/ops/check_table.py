@@ -371,6 +371,25 @@ def index_keys(snap: Snapshot) -> Iterator[Violation]:
                                                           f'not pick ({table.spread_pk(base, id_)!r})')
 
 
+@check('sorted-keys')
+def sorted_keys(snap: Snapshot) -> Iterator[Violation]:
+    """A listed record of a ``sparse_updated`` family (events) has the createdOn and updatedOn
+    keys of its version (kernel/store/table.py ``sorted_keys``): none for updatedOn while never
+    changed, both once changed, its createdOn key marked; else it is listed twice, or not at
+    all, in updatedOn order (``python -m chalicelib.ops.migrate_scale`` sets them)."""
+    for family in FAMILIES:
+        if not family.sparse_updated:
+            continue
+        for row in snap.live(family.path):
+            if not row.data.get('createdOn'):
+                continue
+            csk, usk = table.sorted_keys(row.data, sparse_updated=True, seq=row.seq or 0)
+            found = (row.raw.get('csk'), row.raw.get('usk'))
+            if found != (csk, usk):
+                yield Violation('sorted-keys', row.pk, f'csk/usk are {found!r}, expected {(csk, usk)!r} '
+                                                       f'(version {row.seq})')
+
+
 @check('orphans')
 def orphans(snap: Snapshot) -> Iterator[Violation]:
     for family in FAMILIES:

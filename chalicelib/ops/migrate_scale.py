@@ -14,6 +14,10 @@ Reads the whole table (an operator tool: Scan is fine here), page by page:
   ``x1``..``x5``) were written before they were spread is moved to the shards its id picks
   (kernel/store/table.py INDEX_SHARDS), on condition that it is still the version read. Reads
   ask every shard, the unspread key among them, so lists are right before, during and after.
+* **sorted keys of an append-mostly family** (``sparse_updated``: events): a record never
+  changed loses its ``usk`` (its ``csk`` serves updatedOn order), a changed one's ``csk`` is
+  marked (kernel/store/table.py ``sorted_keys``), on condition that it is still the version read.
+  Until then such a record is listed twice in updatedOn order: run this before relying on it.
 * **the rate gate's legacy ACL attributes**: the old per-second counters on each ACL item
   (``users#{id}`` / ``ACL``) are removed, a few names per UpdateItem
   (kernel/store/gate.py ``legacy_cleanup_ops``; the gate now counts in expiring items).
@@ -88,6 +92,27 @@ def spread_op(item: Any) -> Op | None:
               condition=(model.seq == int(item.seq or 0)) & model.tpk.exists(), tag={'what': 'entity'})
 
 
+def sorted_keys_op(item: Any) -> Op | None:
+    """The update giving a listed record of a ``sparse_updated`` family (events) the createdOn
+    and updatedOn keys of its version (kernel/store/table.py ``sorted_keys``): a record never
+    changed loses its ``usk``, a changed one's ``csk`` gets the CHANGED mark; only while it is
+    still the version read. None when they are right already."""
+    if item.sk != table.ENTITY_SK or item.kind not in BY_PATH or item.tpk is None or item.data is None \
+            or not BY_PATH[item.kind].sparse_updated:
+        return None
+    data = item.data.as_dict()
+    if not data.get('createdOn') or not data.get('id'):
+        return None
+    seq = int(item.seq or 0)
+    csk, usk = table.sorted_keys(data, sparse_updated=True, seq=seq)
+    if (item.csk, item.usk) == (csk, usk):
+        return None
+    model = configure()
+    actions = [model.csk.set(csk), model.usk.set(usk) if usk is not None else model.usk.remove()]
+    return Op('update', item=model(item.pk, item.sk), actions=actions,
+              condition=(model.seq == seq) & model.tpk.exists(), tag={'what': 'entity'})
+
+
 def _acl_hook():
     """Removes the old rate counters (``rs..``, ``rk_..``) from one ACL item: they are not model
     attributes, so the item is read raw and ``gate.legacy_cleanup_ops`` says what to remove."""
@@ -104,7 +129,7 @@ def _acl_hook():
 
 def migrate(*, state: Path | None = None, page_size: int = 500, out=print) -> dict[str, int]:
     start: dict[str, Any] | None = json.loads(state.read_text()) if state and state.exists() else None
-    totals = {'scanned': 0, 'guarded': 0, 'spread': 0, 'skipped': 0, 'acl': 0}
+    totals = {'scanned': 0, 'guarded': 0, 'spread': 0, 'sorted': 0, 'skipped': 0, 'acl': 0}
     acl_hook = _acl_hook()
     while True:
         items, start = table.scan_page(start, limit=page_size)
@@ -122,14 +147,14 @@ def migrate(*, state: Path | None = None, page_size: int = 500, out=print) -> di
                 except WriteConflict:
                     totals['skipped'] += 1   # changed meanwhile, or its parent is being deleted: next run
                     continue
-            spread = spread_op(item)
-            if spread is None:
-                continue
-            try:
-                repo.commit([spread])
-                totals['spread'] += 1
-            except WriteConflict:
-                totals['skipped'] += 1   # written meanwhile: that write spread its keys
+            for name, op in (('spread', spread_op(item)), ('sorted', sorted_keys_op(item))):
+                if op is None:
+                    continue
+                try:
+                    repo.commit([op])
+                    totals[name] += 1
+                except WriteConflict:
+                    totals['skipped'] += 1   # written meanwhile: that write set its keys
         if state is not None:
             state.write_text(json.dumps(start) if start else 'null')
         out(', '.join(f'{k} {v}' for k, v in totals.items()))

@@ -5,9 +5,10 @@ family.
 The ``@app.on_dynamodb_record`` handler (and ``make run``'s stream poller) hands the batch's
 outbox events to ``publish``: one PutEvents per 10 events (entries EventBridge refuses are
 sent again, up to three times), then each published event is recorded as an ``events`` record
-whose id is the event's id, so a batch delivered twice is recorded once. Events it could not
-publish or record are returned: the handler reports the first as the batch item failure, so
-the stream delivers it (and what follows) again.
+whose id is the event's id, so a batch delivered twice is recorded (and counted) once: up to
+RECORD_CHUNK records and their counters' moves in one transaction (``record_all``). Events it
+could not publish or record are reported: the handler reports the first as the batch item
+failure, so the stream delivers it (and what follows) again.
 
 An ``executions.updated`` event that ended an execution also gives its activity a chance to
 finish (features/work/service.py ``finish_activity``: idempotent), whoever ended it; an ended
@@ -25,6 +26,7 @@ from chalicelib.features.work import store as work_store
 from chalicelib.kernel import records
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import outbox as outbox_store
+from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
 
@@ -72,20 +74,42 @@ def publish(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     refused = work_store.put_events([entry(e) for e in events])
     refused_ids = {json.loads(r['Detail'])['id'] for r in refused}
     failed = [e for e in events if e['id'] in refused_ids]
-    recorded = record_batch([e for e in events if e['id'] not in refused_ids])
+    unrecorded = record_all([e for e in events if e['id'] not in refused_ids])
     for event in events:
         if event['id'] in refused_ids:
             continue
+        if event['id'] in unrecorded:
+            failed.append(event)
+            continue
         with observability.work(correlation_id=event.get('correlationId')):
             try:
-                if event['id'] not in recorded:
-                    record(event)
                 _after(event)
             except Exception as exc:  # noqa: BLE001 - reported as a batch item failure, delivered again
                 log.warning('event %s (%s) not recorded: %s', event['id'], event['eventType'], exc)
                 failed.append(event)
     observability.count('DomainEventsPublished', len(events) - len(failed))
     return failed
+
+
+def _recordable(event: dict[str, Any]) -> bool:
+    # platform-wide records (users, the catalogue) and a gone organization: published only
+    return bool(event.get('organizationId')) and event['eventType'] != 'organizations.deleted'
+
+
+def record_item(event: dict[str, Any]):
+    """The events record of a domain event, in its own shape (docs/scale.md "Events records"):
+    its id is the event's; no copy of the id as ``uuid`` nor of the type as ``name`` (filled in
+    on read: kernel/store/table.py ``stored_from``); no updatedOn key until it is changed (the
+    family is ``sparse_updated``). Under 1 KB for a task's events: 2 write units in a
+    transaction, three KEYS_ONLY index entries."""
+    fam = family_of('events')
+    actor = Principal(user_id=event.get('actorId') or '', email='', credential='system')
+    data = records.new_record(fam, {'eventType': event['eventType'], 'source': SOURCE,
+                                    'occurredOn': event['occurredOn'],
+                                    'payload': {k: event[k] for k in PAYLOAD_FIELDS if k in event}},
+                              principal=actor, org=event['organizationId'], id_=event['id'])
+    del data['uuid']
+    return records.entity(fam, data, seq=1, org=event['organizationId']), data
 
 
 # Events records of one stream batch written together: one transaction per RECORD_CHUNK events
@@ -95,56 +119,41 @@ def publish(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 RECORD_CHUNK = 40
 
 
-def _recordable(event: dict[str, Any]) -> bool:
-    # platform-wide records (users, the catalogue) and a gone organization: published only
-    return bool(event.get('organizationId')) and event['eventType'] != 'organizations.deleted'
+def _write(events: list[dict[str, Any]]) -> None:
+    """Record ``events`` and count them, in one transaction; a WriteConflict when one of them
+    is recorded already (a redelivery: the whole transaction is refused)."""
+    built = [record_item(e) for e in events]
+    ops = [repo.put_entity(item, None) for item, _ in built]
+    records.commit(ops + records.count_ops(family_of('events'), [data for _, data in built], 1))
 
 
-def _record_data(event: dict[str, Any]) -> tuple[dict[str, Any], Principal]:
-    fam = family_of('events')
-    actor = Principal(user_id=event.get('actorId') or '', email='', credential='system')
-    data = records.new_record(fam, {'eventType': event['eventType'], 'name': event['eventType'], 'source': SOURCE,
-                                    'occurredOn': event['occurredOn'],
-                                    'payload': {k: event[k] for k in PAYLOAD_FIELDS if k in event}},
-                              principal=actor, org=event['organizationId'], id_=event['id'])
-    return data, actor
-
-
-def record_batch(events: list[dict[str, Any]]) -> set[str]:
-    """Record ``events`` in transactions of RECORD_CHUNK; the ids recorded (or with nothing to
-    record). A chunk refused whole (one of its events already recorded: a redelivery; or a
-    conflict) is left to ``record``, event by event."""
-    done = {e['id'] for e in events if not _recordable(e)}
+def record_all(events: list[dict[str, Any]]) -> set[str]:
+    """Record ``events`` in transactions of RECORD_CHUNK (each once: a redelivered event, already
+    recorded, is left as it is); the ids that could not be recorded. A chunk refused whole (one
+    of its events already recorded; or a conflict) is recorded event by event."""
     # one event may come twice in a batch (its outbox item inserted, then changed): a transaction
     # may hold an item once, so each id goes in once
     todo = list({e['id']: e for e in reversed(events) if _recordable(e)}.values())[::-1]
-    fam = family_of('events')
+    failed: set[str] = set()
     for start in range(0, len(todo), RECORD_CHUNK):
         chunk = todo[start:start + RECORD_CHUNK]
-        if len(chunk) == 1:
-            continue   # one event: record() as before
-        built = [_record_data(e) for e in chunk]
-        try:
-            records.commit(records.create_ops(fam, [data for data, _ in built], built[0][1]))
-        except Exception as exc:  # noqa: BLE001 - each event is then recorded (or reported) on its own
-            log.info('events chunk of %d recorded one by one: %s', len(chunk), exc)
-            continue
-        done |= {e['id'] for e in chunk}
-    return done
-
-
-def record(event: dict[str, Any]) -> None:
-    """The event as an ``events`` record of its organization (once: its id is the event's)."""
-    if not _recordable(event):
-        return
-    fam = family_of('events')
-    data, actor = _record_data(event)
-    try:
-        records.commit(records.create_ops(fam, [data], actor))
-    except WriteConflict as exc:
-        if exc.code == 'TransactionConflict':
-            raise
-        # already recorded (a redelivery): nothing to do
+        if len(chunk) > 1:
+            try:
+                _write(chunk)
+                continue
+            except Exception as exc:  # noqa: BLE001 - each event is then recorded (or reported) on its own
+                log.info('events chunk of %d recorded one by one: %s', len(chunk), exc)
+        for event in chunk:
+            try:
+                _write([event])
+            except WriteConflict as exc:
+                if exc.code == 'TransactionConflict':
+                    failed.add(event['id'])
+                # else already recorded (a redelivery): nothing to do
+            except Exception as exc:  # noqa: BLE001 - reported as a batch item failure, delivered again
+                log.warning('event %s (%s) not recorded: %s', event['id'], event['eventType'], exc)
+                failed.add(event['id'])
+    return failed
 
 
 def _after(event: dict[str, Any]) -> None:

@@ -52,6 +52,7 @@ from chalicelib.kernel.store.table import (
     entity_pk,
     members_pk,
     name_sort_key,
+    sorted_keys,
     spread_pk,
     stored_from,
     tenant_pk,
@@ -132,10 +133,12 @@ class Op:
 
 def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None, tenant: str | None,
                 parent: str | None, name_value: Any, value_keys: dict[int, str] | None = None,
-                guarded: int = 0) -> Item:
+                guarded: int = 0, sparse_updated: bool = False) -> Item:
     """The item of an entity; ``tenant`` None leaves it out of every list (soft delete).
     ``value_keys``: equality-index slot -> its partition key (kernel/store/table.py value_pk,
-    spread by the record's id: kernel/records.py value_keys); ``tpk`` is spread here."""
+    spread by the record's id: kernel/records.py value_keys); ``tpk`` is spread here.
+    ``sparse_updated``: a record never changed (``seq`` 1) gets no ``usk`` (its ``csk`` serves
+    updatedOn order), a changed one gets ``usk`` and a marked ``csk`` (table.sorted_keys)."""
     model = configure()
     id_ = data['id']
     item = model(entity_pk(family, id_), ENTITY_SK, kind=family, data=data, seq=seq, org=org)
@@ -143,8 +146,7 @@ def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None,
         item.gv = int(guarded)   # the guard layout it counts in (kernel/parents.py GUARD_LAYOUTS)
     if tenant is not None:
         item.tpk = spread_pk(tenant_pk(family, tenant), id_)
-        item.csk = f"{data['createdOn']}#{id_}"
-        item.usk = f"{data['updatedOn']}#{id_}"
+        item.csk, item.usk = sorted_keys(data, sparse_updated=sparse_updated, seq=seq)
         item.nsk = name_sort_key(name_value, id_)
         if parent is not None:
             item.ppk = parent

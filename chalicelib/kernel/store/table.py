@@ -58,6 +58,10 @@ ENTITY_SK = '#'
 UNIQUE_VALUE_BYTES = 1024  # longer unique values are keyed by their SHA-256
 GLOBAL_TENANT = 'ALL'
 WALKABLE = {'createdOn': 'by_created', 'updatedOn': 'by_updated', 'name': 'by_name'}
+# The mark ending the createdOn key of a changed record of a sparse_updated family (events:
+# kernel/registry.py): its updatedOn key places it in updatedOn order, so a walk in that order
+# skips its createdOn entry, knowing it from the key alone (``_merged_updated``).
+CHANGED = '#u'
 
 
 # ----------------------------------------------------------------------------- key shapes
@@ -212,12 +216,27 @@ class Stored:
         return self.data['id']
 
 
+def sorted_keys(data: dict[str, Any], *, sparse_updated: bool = False, seq: int = 1) -> tuple[str, str | None]:
+    """(csk, usk) of a record: ``{createdOn}#{id}``, ``{updatedOn}#{id}``. In a sparse_updated
+    family a record never changed (``seq`` 1) has no usk, its csk serving both orders (one index
+    entry fewer per record and per indexed value), and a changed one has both, its csk marked
+    CHANGED."""
+    id_ = data['id']
+    csk, usk = f"{data['createdOn']}#{id_}", f"{data['updatedOn']}#{id_}"
+    if not sparse_updated:
+        return csk, usk
+    return (csk, None) if seq <= 1 else (csk + CHANGED, usk)
+
+
 def stored_from(item: Item | None) -> Stored | None:
     if item is None or item.data is None:
         return None
     data = item.data.as_dict()
     if data.get('deleted') is True:
         return None
+    if 'uuid' not in data and item.kind == 'events':   # a domain event's record: no copies (features/events/outbox.py)
+        data['uuid'] = data['id']
+        data.setdefault('name', data.get('eventType'))
     return Stored(family=item.kind, data=data, seq=int(item.seq or 0), org=item.org, indexed=item.ixv is not None,
                   guarded=int(item.gv or 0))
 
@@ -450,12 +469,38 @@ def _merged(key: str, index_name: str, attr: str, *, descending: bool, limit: in
     return merged[:limit]
 
 
-def walk_index(family: str, tenant: str, *, order: str, descending: bool, limit: int) -> list[str]:
+def _merged_updated(key: str, created_index: str, updated_index: str, *, descending: bool,
+                    limit: int | None) -> list[tuple[str, str]]:
+    """``_merged`` in updatedOn order for a sparse_updated family (``sorted_keys``): its changed
+    records from the updatedOn index, the others from the createdOn index (their createdOn is
+    their updatedOn), where the entries of changed records, marked CHANGED, are skipped. When
+    skipped entries leave the createdOn walk short it is read again, twice as far (changed
+    records are the exception in such a family), the unit of work's budget checked in between."""
+    changed = _merged(key, updated_index, 'usk', descending=descending, limit=limit)
+    ask = limit
+    while True:
+        entries = _merged(key, created_index, 'csk', descending=descending, limit=ask)
+        fresh = [e for e in entries if not e[0].endswith(CHANGED)]
+        if ask is None or len(fresh) >= limit or len(entries) < ask:
+            break
+        budget.check(f'walking {key} in updatedOn order stopped after {ask:,} keys; narrow the filter')
+        ask *= 2
+    merged = sorted(changed + fresh, reverse=descending)
+    return merged if limit is None else merged[:limit]
+
+
+def walk_index(family: str, tenant: str, *, order: str, descending: bool, limit: int,
+               sparse_updated: bool = False) -> list[str]:
     """Ids of the first ``limit`` records of a tenant in ``order`` ('createdOn', 'updatedOn' or
-    'name'), read from a KEYS_ONLY index: keys only, never the items."""
-    attr = {'createdOn': 'csk', 'updatedOn': 'usk', 'name': 'nsk'}[order]
-    return [id_ for _, id_ in _merged(tenant_pk(family, tenant), WALKABLE[order], attr,
-                                      descending=descending, limit=limit)]
+    'name'), read from a KEYS_ONLY index: keys only, never the items. ``sparse_updated``: the
+    family keys only its changed records by updatedOn (``sorted_keys``)."""
+    key = tenant_pk(family, tenant)
+    if order == 'updatedOn' and sparse_updated:
+        entries = _merged_updated(key, 'by_created', 'by_updated', descending=descending, limit=limit)
+    else:
+        attr = {'createdOn': 'csk', 'updatedOn': 'usk', 'name': 'nsk'}[order]
+        entries = _merged(key, WALKABLE[order], attr, descending=descending, limit=limit)
+    return [id_ for _, id_ in entries]
 
 
 _count_pool = None
@@ -525,12 +570,16 @@ def alive(family: str, id_: str) -> bool:
 
 
 def walk_value(family: str, tenant: str, *, slot: int, field_name: str, value: str, order: str,
-               descending: bool, limit: int | None) -> list[tuple[str, str]]:
+               descending: bool, limit: int | None, sparse_updated: bool = False) -> list[tuple[str, str]]:
     """(sort key, id) of the first ``limit`` records (all when None) holding ``value`` in the
-    indexed field of ``slot``, in ``order`` ('createdOn' or 'updatedOn'): keys only."""
-    created = order == 'createdOn'
-    return _merged(value_pk(family, tenant, field_name, value), f'x{slot}_{"created" if created else "updated"}',
-                   'csk' if created else 'usk', descending=descending, limit=limit)
+    indexed field of ``slot``, in ``order`` ('createdOn' or 'updatedOn'): keys only.
+    ``sparse_updated`` as in ``walk_index``."""
+    key = value_pk(family, tenant, field_name, value)
+    if order == 'createdOn':
+        return _merged(key, f'x{slot}_created', 'csk', descending=descending, limit=limit)
+    if sparse_updated:
+        return _merged_updated(key, f'x{slot}_created', f'x{slot}_updated', descending=descending, limit=limit)
+    return _merged(key, f'x{slot}_updated', 'usk', descending=descending, limit=limit)
 
 
 # ----------------------------------------------------------------------------- operator tools
