@@ -239,8 +239,8 @@ def create_ops(family: Family, records: list[dict[str, Any]], principal: Princip
 def count_ops(family: Family, records: list[dict[str, Any]], amount: int) -> list[Op]:
     """Counter moves for ``records`` entering (1) or leaving (-1) their family: one move per
     counter for all of them (a transaction may touch a counter shard once), its family total per
-    tenant and each indexed value's. A create's transaction holds them; domain events' records
-    are counted from the stream, a batch at a time (features/events/counting.py)."""
+    tenant and each indexed value's. A create's transaction holds them, as does the transaction
+    recording up to 40 domain events' records at once (features/events/outbox.py ``record_all``)."""
     by_tenant: dict[str, int] = {}
     by_value: dict[str, int] = {}
     for data in records:
