@@ -346,6 +346,13 @@ def _records(pks: list[str]) -> list[dict[str, Any]]:
     return [got[pk] for pk in pks if pk in got]
 
 
+def records_of(family: str, ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The records of ``family`` with ``ids`` (listed from an index: eventually consistent), in
+    parallel waves of BatchGetItems with the unit of work's budget checked between them
+    (``_records``); missing and deleted ones are left out."""
+    return _records([entity_pk(family, i) for i in dict.fromkeys(ids)])
+
+
 def _listed(index: str, key_attr: str, key: str, keep=None) -> list[dict[str, Any]]:
     """Every listed record of index partition ``key`` that ``keep`` (a test of the record's body)
     accepts: the partition's keys from its KEYS_ONLY index, then the records. No index projects
