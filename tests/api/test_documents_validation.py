@@ -59,9 +59,16 @@ def test_a_content_object_without_rules_validates_to_nothing(api, org_id, users)
 
 
 @pytest.mark.slow
-def test_a_validation_built_to_run_for_minutes_is_a_422_within_10_s(api, org_id):
+def test_a_validation_built_to_run_for_minutes_is_a_422_within_10_s(api, org_id, monkeypatch):
     """Issue 24, finding 2: every instance x rule counts against the request's time budget."""
+    import functools
     import time
+
+    from chalicelib.features.documents import validation
+    # This test is about the request's budget: one evaluation (~30 ms) caught by a stall of the
+    # loaded CI machine must not hit the 1 s cap of a single expression first (it did once: a
+    # 200 naming that rule's timeout). The request's budget still bounds every evaluation.
+    monkeypatch.setattr(validation, 'evaluate', functools.partial(validation.evaluate, timeout_ms=5000))
     slow = _rule('items', '$count([1..5000].($ * 2)) = 5000', 'slow but passing')   # ~0.2 s per instance
     made = create(api, 'content-objects', org_id, documentTaxonValidations=[slow])
     started = time.monotonic()
