@@ -16,13 +16,15 @@ Plans, cheapest first:
                totalElements from the sharded counter. Cost: O(page * size) keys + size items.
   value index  a top-level ``field == 'v'`` (or ``field =in= (...)``, up to MAX_IN_VALUES
                values) on a field the family declares ``indexed``: the value's partition of an
-               equality index (one per tenant and value; kernel/store/table.py walk_value).
-               Alone (an organizationId pin aside), sorted by createdOn or updatedOn, with no
-               query text: walk the keys up to the page, merge the partitions in sort order,
-               BatchGet only the page; totalElements from the per-value counters. Cost:
-               O(page * size) keys + size items per partition, whatever the tenant's size.
-               With other conditions, a query or another sort: read the value's entries (keys,
-               then the items) and finish in memory. Cost: the records holding the value.
+               equality index (one per tenant and value, in createdOn order; kernel/store/table.py
+               walk_value). Alone (an organizationId pin aside), sorted by createdOn (or
+               unsorted), with no query text: walk the keys up to the page, merge the partitions
+               in sort order, BatchGet only the page; totalElements from the per-value counters.
+               Cost: O(page * size) keys + size items per partition, whatever the tenant's size.
+               With other conditions, a query or another sort (updatedOn included: no value
+               index is kept in updatedOn order, docs/scale.md "Value indexes by createdOn
+               only"): read the value's entries (keys, then the items) and finish in memory.
+               Cost: the records holding the value.
   tenant read  anything else: the tenant's (or the pinned project's) keys from a KEYS_ONLY
                index (by_created, parent_keys), then its records (BatchGetItem), filter,
                text query and sort in memory, slice the page. Cost: the whole tenant (or
@@ -292,7 +294,7 @@ def _value_index(family: Family, tenants: list[str], plan: FilterPlan, req: List
     if len(parts) > MAX_VALUE_PARTITIONS:
         return None
     order, desc = req.sort[0] if req.sort else ('createdOn', False)
-    exact = (req.query is None and len(req.sort) <= 1 and order in INDEXED_SORTS
+    exact = (req.query is None and len(req.sort) <= 1 and order == 'createdOn'
              and all(_is_pin(leaf, 'organizationId') for leaf in others))
     if exact:
         total = table.count_values(family.path, list(parts), name)
@@ -301,15 +303,14 @@ def _value_index(family: Family, tenants: list[str], plan: FilterPlan, req: List
             return envelope([], total, req)
         keys: list[tuple[str, str]] = []
         for tenant, value in parts:
-            keys += table.walk_value(family.path, tenant, slot=slot, field_name=name, value=value, order=order,
-                                     descending=desc, limit=want, sparse_updated=family.sparse_updated)
+            keys += table.walk_value(family.path, tenant, slot=slot, field_name=name, value=value,
+                                     descending=desc, limit=want)
         keys.sort(reverse=desc)   # '{instant}#{id}': text order is (instant, id), as the list's order
         page_ids = [id_ for _, id_ in keys[start:want]]
         records = table.batch_get((family.path, i) for i in page_ids)
         return envelope([records[i].data for i in page_ids if i in records], total, req)
     ids = [id_ for tenant, value in parts for _, id_ in table.walk_value(
-        family.path, tenant, slot=slot, field_name=name, value=value, order='createdOn', descending=False,
-        limit=None)]
+        family.path, tenant, slot=slot, field_name=name, value=value, descending=False, limit=None)]
     items = table.records_of(family.path, ids)   # parallel waves, the budget checked between them
     items = _matching(family, items, plan, req.query)
     items.sort(key=_sort_key(family, req.sort))

@@ -665,7 +665,7 @@ def delete_dependents(family: Stored, principal: Principal) -> None:
         dependent = family_of(path)
         ids = [i for _, i in table.walk_value(path, family.org, slot=dependent.slot_of('documentFamilyId'),
                                               field_name='documentFamilyId', value=family.id,
-                                              order='createdOn', descending=False, limit=None)]
+                                              descending=False, limit=None)]
         for stored in table.batch_get((path, i) for i in ids).values():
             try:
                 records.commit(records.delete_ops(dependent, stored, principal))

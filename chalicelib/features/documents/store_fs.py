@@ -41,7 +41,7 @@ def resolve_store(org_slug: str, store_slug: str, principal: Principal) -> tuple
     if not slug or len(slug) > MAX_SLUG:
         raise NotFound(f'No document store with slug {slug[:100]!r} in organization {org_slug[:100]!r}')
     keys = table.walk_value(STORES.path, org_id, slot=STORES.slot_of('slug'), field_name='slug',
-                            value=slug, order='createdOn', descending=False, limit=AMBIGUOUS_SHOWN)
+                            value=slug, descending=False, limit=AMBIGUOUS_SHOWN)
     found = table.batch_get((STORES.path, i) for _, i in keys)
     stores = [found[i] for _, i in keys if i in found and resources.visible(STORES, principal, found[i])]
     if not stores:
@@ -71,7 +71,7 @@ def upload(org_slug: str, store_slug: str, *, path: str | None, data: bytes | No
 def families_at(store: Stored, path: str) -> list[Stored]:
     """The store's families at ``path`` (normalised as uploads are), newest first."""
     keys = table.walk_value(FAMILIES.path, store.org, slot=FAMILIES.slot_of('path'), field_name='path',
-                            value=path, order='createdOn', descending=True, limit=None)
+                            value=path, descending=True, limit=None)
     found = table.batch_get((FAMILIES.path, i) for _, i in keys)
     return [found[i] for _, i in keys if i in found and found[i].data.get('documentStoreId') == store.id]
 

@@ -28,7 +28,7 @@ def member_tasks(group_id: str, org: str) -> list[table.Stored]:
     tasks = family_of('tasks')
     slot = tasks.slot_of('taskGroupId')
     keys = table.walk_value('tasks', org, slot=slot, field_name='taskGroupId', value=group_id,
-                            order='createdOn', descending=False, limit=None)
+                            descending=False, limit=None)
     found = table.batch_get(('tasks', id_) for _, id_ in keys)
     return [found[id_] for _, id_ in keys if id_ in found and found[id_].data.get('taskGroupId') == group_id]
 

@@ -331,7 +331,7 @@ def _execution_ids(activity_id: str) -> list[str]:
     if stored is None:
         return []
     ids = table.walk_value('executions', stored.org, slot=family_of('executions').slot_of('activityId'),
-                           field_name='activityId', value=activity_id, order='createdOn', descending=False,
+                           field_name='activityId', value=activity_id, descending=False,
                            limit=None)
     return [i for _, i in ids]
 

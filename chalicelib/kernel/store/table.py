@@ -30,8 +30,8 @@ GSIs (kernel/store/model.py), all KEYS_ONLY (a write moves only its entries' key
 the record: docs/scale.md "Projections"): by_created / by_updated / by_name (a tenant's records
 in an order: pages walk keys, then BatchGet the page; a filtered read of a tenant takes all its
 by_created keys, then the records), parent_keys (a project's records, a user's memberships),
-x{n}_created / x{n}_updated, one pair per slot: the records holding one value of one field, by
-createdOn or updatedOn. Being keys of the entity item, these entries
+x{n}_created, one per slot: the records holding one value of one field, by createdOn (none
+by updatedOn: docs/scale.md "Value indexes by createdOn only"). Being keys of the entity item, these entries
 are written, moved and removed by DynamoDB with the entity itself (nothing to keep in step).
 
 Reads are named for what they serve (``query_tenant``, ``walk_index``, ``memberships_of``...):
@@ -576,17 +576,13 @@ def alive(family: str, id_: str) -> bool:
     return 'tpk' in (item.get('Item') or {})
 
 
-def walk_value(family: str, tenant: str, *, slot: int, field_name: str, value: str, order: str,
-               descending: bool, limit: int | None, sparse_updated: bool = False) -> list[tuple[str, str]]:
+def walk_value(family: str, tenant: str, *, slot: int, field_name: str, value: str,
+               descending: bool, limit: int | None) -> list[tuple[str, str]]:
     """(sort key, id) of the first ``limit`` records (all when None) holding ``value`` in the
-    indexed field of ``slot``, in ``order`` ('createdOn' or 'updatedOn'): keys only.
-    ``sparse_updated`` as in ``walk_index``."""
+    indexed field of ``slot``, in createdOn order: keys only. (No value index is kept in
+    updatedOn order: docs/scale.md "Value indexes by createdOn only".)"""
     key = value_pk(family, tenant, field_name, value)
-    if order == 'createdOn':
-        return _merged(key, f'x{slot}_created', 'csk', descending=descending, limit=limit)
-    if sparse_updated:
-        return _merged_updated(key, f'x{slot}_created', f'x{slot}_updated', descending=descending, limit=limit)
-    return _merged(key, f'x{slot}_updated', 'usk', descending=descending, limit=limit)
+    return _merged(key, f'x{slot}_created', 'csk', descending=descending, limit=limit)
 
 
 # ----------------------------------------------------------------------------- operator tools
