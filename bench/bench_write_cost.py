@@ -17,6 +17,7 @@ counter updates and the x{n} GSI entries.
 """
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -43,6 +44,8 @@ def attribute_size(value: dict[str, Any]) -> int:
         return math.ceil(digits / 2) + 1
     if kind in ('BOOL', 'NULL'):
         return 1
+    if kind == 'B':   # raw bytes (base64 text once serialized for the wire)
+        return len(v) if isinstance(v, bytes | bytearray) else len(base64.b64decode(v))
     if kind == 'M':
         return 3 + sum(len(k.encode('utf-8')) + attribute_size(x) + 1 for k, x in v.items())
     if kind == 'L':

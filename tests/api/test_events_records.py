@@ -100,3 +100,128 @@ def test_records_of_the_old_shape_are_reported_then_migrated(api, org_id, work):
     assert len(listed) == len(set(listed)) and [i for i in listed if i in {e['id'] for e in events}] == \
         [e['id'] for e in events]
 
+
+# ----------------------------------------------------------------------------- tallies (kernel/store/tally.py)
+
+def _tallies() -> list[dict]:
+    import boto3
+
+    from chalicelib.core.config import get_config
+    tbl = boto3.resource('dynamodb', region_name='us-east-1').Table(get_config().table_name)
+    return [i for i in tbl.scan()['Items'] if i['pk'].startswith('TALLY#')]
+
+
+def _created_total(api) -> tuple[int, int]:
+    page = _events(api, "&filter=eventType=='tasks.created'")
+    return page['totalElements'], len(page['content'])
+
+
+def _three_tasks(api, org_id) -> None:
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    for i in range(3):
+        assert api.post('/api/tasks', {'projectId': project['id'], 'title': f't{i}'}).status == 201
+
+
+def _redeliver(work) -> None:
+    """The stream delivers everything again, from its start (a mapping re-created at TRIM_HORIZON)."""
+    import app
+    from localdev.pollers import StreamReader
+    again = StreamReader(app.outbox_publisher, work.cfg.table_name, region='us-east-1', endpoint_url=None)
+    while again.poll_once()['records']:
+        pass
+
+
+def test_events_records_are_put_one_by_one_and_counted_once(api, org_id, work):
+    """Each record is its own PutItem (1 WCU under 1 KB), marked with its tally's token; the
+    tally is gone once counted, and a redelivery counts nothing twice."""
+    from tests import faults
+    _three_tasks(api, org_id)
+    calls: list[tuple[str, dict]] = []
+    with faults.inject(lambda op, params: calls.append((op, params))):   # records, answers nothing
+        work.publish_outbox()
+    puts = [params['Item'] for op, params in calls
+            if op == 'PutItem' and params['Item']['pk']['S'].startswith('events#')]
+    assert all(item['kind']['S'] == 'events' and item['tb']['S'] for item in puts)
+    assert sum(item['data']['M']['eventType']['S'] == 'tasks.created' for item in puts) == 3
+    assert not [params for op, params in calls if op == 'TransactWriteItems'
+                and any('Put' in i for i in params['TransactItems'])]
+    tokens = {item['tb']['S'] for item in puts}
+    assert len(tokens) == 1 and entity_item('events', puts[0]['pk']['S'].split('#', 1)[1])['tb'] in tokens
+    assert _created_total(api) == (3, 3) and _tallies() == []
+    _redeliver(work)
+    assert _created_total(api) == (3, 3) and _tallies() == []
+
+
+def test_a_writer_that_dies_before_counting_is_settled_by_the_redelivery(api, org_id, work, monkeypatch):
+    from chalicelib.features.events import outbox
+    _three_tasks(api, org_id)
+    real = outbox._count
+
+    def dies(datas, token):
+        raise RuntimeError('the handler was stopped here')
+    monkeypatch.setattr(outbox, '_count', dies)
+    assert work.stream.poll_once()['failed'] == 1   # the batch failed: the stream delivers it again
+    assert len(_tallies()) == 1
+    assert _created_total(api)[0] == 0      # recorded, not counted yet:
+    assert len(_events(api, "&filter=eventType=='tasks.created' and source=='platform-api'")['content']) == 3
+    monkeypatch.setattr(outbox, '_count', real)
+    work.publish_outbox()                  # the redelivery
+    assert _created_total(api) == (3, 3) and _tallies() == []
+
+
+def test_a_redelivery_split_otherwise_settles_the_dead_writers_tally_once(api, org_id, work, monkeypatch):
+    """The batch comes again in two halves (the stream bisects a failed batch): the first half
+    settles the dead writer's tally, counting all three; the second counts nothing more."""
+    from chalicelib.features.events import outbox
+    _three_tasks(api, org_id)
+    seen: list[dict] = []
+    real_count, real_record = outbox._count, outbox.record_all
+
+    def dies(datas, token):
+        raise RuntimeError('stopped')
+
+    def keep(events):
+        seen.extend(events)
+        return real_record(events)
+    monkeypatch.setattr(outbox, '_count', dies)
+    monkeypatch.setattr(outbox, 'record_all', keep)
+    assert work.stream.poll_once()['failed'] == 1
+    monkeypatch.setattr(outbox, '_count', real_count)
+    created = [e for e in seen if e['eventType'] == 'tasks.created']
+    assert len(created) == 3
+    assert real_record(created[:1]) == set()
+    assert _created_total(api) == (3, 3)
+    assert real_record(created[1:]) == set()
+    assert _created_total(api) == (3, 3) and _tallies() == []
+
+
+def test_a_put_that_landed_but_was_not_answered_is_counted_once(api, org_id, work):
+    """A record put whose answer (and every retry's) was lost: the chunk is left to its
+    redelivery, which counts the landed record through the tally, once."""
+    from tests import faults
+    _three_tasks(api, org_id)
+    rule = faults.lands_then_lost(('PutItem',), when=lambda params: params['Item']['pk']['S'].startswith('events#'))
+    with faults.inject(rule):
+        assert work.stream.poll_once()['failed'] == 1
+    assert len(_tallies()) == 1
+    work.publish_outbox()   # the redelivery
+    assert _created_total(api) == (3, 3) and _tallies() == []
+
+
+def test_the_checker_reports_a_tally_left_unsettled_and_the_repair_settles_it(api, org_id, work, monkeypatch):
+    from chalicelib.features.events import outbox
+    from chalicelib.ops import check_table, settle_tallies
+    _three_tasks(api, org_id)
+    monkeypatch.setattr(outbox, '_count', lambda datas, token: (_ for _ in ()).throw(RuntimeError('stopped')))
+    assert work.stream.poll_once()['failed'] == 1   # and the stream gives the batch up: no redelivery
+    monkeypatch.undo()
+    assert check_table.run(only=['tallies'])[0] == []            # its writer may still be running
+    check_table.OPTIONS['tally-minutes'] = 0
+    try:
+        found, _ = check_table.run(only=['tallies'])
+        assert [v.key for v in found] == [t['pk'] for t in _tallies()] and len(found) == 1
+        assert settle_tallies.settle_stale(older_than_minutes=0, out=lambda *_: None) == 1
+        assert check_table.run(only=['tallies'])[0] == []
+    finally:
+        check_table.OPTIONS['tally-minutes'] = 30
+    assert _created_total(api) == (3, 3) and _tallies() == []

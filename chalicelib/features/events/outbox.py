@@ -26,8 +26,7 @@ from chalicelib.features.work import store as work_store
 from chalicelib.kernel import records
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import outbox as outbox_store
-from chalicelib.kernel.store import repository as repo
-from chalicelib.kernel.store import table
+from chalicelib.kernel.store import table, tally
 from chalicelib.kernel.store.repository import WriteConflict
 
 log = observability.get_logger('outbox')
@@ -112,47 +111,97 @@ def record_item(event: dict[str, Any]):
     return records.entity(fam, data, seq=1, org=event['organizationId']), data
 
 
-# Events records of one stream batch written together: one transaction per RECORD_CHUNK events
-# (each a put, plus one move per counter for all of them: <= 2 x 40 + 1 items of the 100 a
-# transaction holds), so a batch of k events of one kind moves the family's and the kind's
-# counters once, not k times (docs/scale.md "Events records").
+# Events records of one stream batch are put one PutItem each (1 WCU under 1 KB, not 2 in a
+# transaction) and counted exactly once through a tally (kernel/store/tally.py): RECORD_CHUNK
+# records per tally, whose closing transaction moves each counter once for all of them
+# (<= 2 x 40 + 1 items of the 100 a transaction holds; docs/scale.md "Events records").
 RECORD_CHUNK = 40
+PUT_THREADS = 8
+_put_pool = None
 
 
-def _write(events: list[dict[str, Any]]) -> None:
-    """Record ``events`` and count them, in one transaction; a WriteConflict when one of them
-    is recorded already (a redelivery: the whole transaction is refused)."""
+def _pool():
+    global _put_pool
+    if _put_pool is None:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 - lazy: only the stream handler needs it
+        _put_pool = ThreadPoolExecutor(max_workers=PUT_THREADS, thread_name_prefix='record')
+    return _put_pool
+
+
+def _count(datas: list[dict[str, Any]], token: str) -> None:
+    """Count the records ``datas`` and settle the tally ``token``, in one transaction; a
+    WriteConflict when it was settled already (or the counters conflicted: then it stays
+    pending and whoever comes back settles it)."""
+    records.commit(records.count_ops(family_of('events'), datas, 1) + [tally.close_op(token)])
+
+
+def settle(token: str) -> None:
+    """Count the records a writer that did not finish put under ``token`` (module docstring of
+    kernel/store/tally.py), once: nothing when someone settled it first."""
+    ids = tally.pending(token)
+    if ids is None:
+        return
+    found = tally.marked(lambda i: table.entity_pk('events', i), ids, token)
+    try:
+        _count([s.data for s in found], token)
+    except WriteConflict as exc:
+        if exc.code == 'TransactionConflict':
+            raise
+        # settled by another writer meanwhile: counted once, by it
+    log.info('settled tally %s: %d records counted', token, len(found))
+
+
+def _record_chunk(events: list[dict[str, Any]]) -> set[str]:
+    """Put and count the records of ``events`` (each once); the ids that could not be recorded."""
     built = [record_item(e) for e in events]
-    ops = [repo.put_entity(item, None) for item, _ in built]
-    records.commit(ops + records.count_ops(family_of('events'), [data for _, data in built], 1))
+    token = tally.begin([data['id'] for _, data in built])
+
+    def put(pair) -> bool | Exception:
+        try:
+            return tally.put_marked(pair[0], token)
+        except Exception as exc:  # noqa: BLE001 - that event is reported, delivered again
+            return exc
+    results = list(_pool().map(put, built)) if len(built) > 1 else [put(built[0])]
+    unknown = [(data['id'], r) for (_, data), r in zip(built, results, strict=True) if isinstance(r, Exception)]
+    if unknown:
+        # a put that failed may have landed all the same (its answer lost): nothing is counted
+        # and the tally stays pending, so the redelivery of the chunk settles it, counting
+        # every record that bears its token (kernel/store/tally.py)
+        log.warning('events chunk of %d left to its redelivery: %d not recorded (%s: %s)', len(events),
+                    len(unknown), unknown[0][0], unknown[0][1])
+        return {data['id'] for _, data in built}
+    counted = [data for (_, data), r in zip(built, results, strict=True) if r is True]
+    seen: set[str] = set()
+    for (_, data), r in zip(built, results, strict=True):
+        if r is not False:
+            continue
+        mark = tally.mark_of(table.entity_pk('events', data['id']))   # recorded already: by whom
+        if mark == token:          # our own put, applied though its answer was lost
+            counted.append(data)
+        elif mark is not None and mark not in seen:   # a writer's tally: settled now if it is pending
+            seen.add(mark)
+            settle(mark)
+    try:
+        _count(counted, token)
+    except Exception as exc:  # noqa: BLE001 - the tally stays pending; the redelivery settles it
+        log.warning('events chunk of %d not counted: %s', len(events), exc)
+        return {data['id'] for _, data in built}
+    return set()
 
 
 def record_all(events: list[dict[str, Any]]) -> set[str]:
-    """Record ``events`` in transactions of RECORD_CHUNK (each once: a redelivered event, already
-    recorded, is left as it is); the ids that could not be recorded. A chunk refused whole (one
-    of its events already recorded; or a conflict) is recorded event by event."""
-    # one event may come twice in a batch (its outbox item inserted, then changed): a transaction
-    # may hold an item once, so each id goes in once
+    """Record ``events`` RECORD_CHUNK at a time (each once: a redelivered event, already
+    recorded, is left as it is); the ids that could not be recorded."""
+    # one event may come twice in a batch (its outbox item inserted, then changed): each id once
     todo = list({e['id']: e for e in reversed(events) if _recordable(e)}.values())[::-1]
     failed: set[str] = set()
     for start in range(0, len(todo), RECORD_CHUNK):
         chunk = todo[start:start + RECORD_CHUNK]
-        if len(chunk) > 1:
-            try:
-                _write(chunk)
-                continue
-            except Exception as exc:  # noqa: BLE001 - each event is then recorded (or reported) on its own
-                log.info('events chunk of %d recorded one by one: %s', len(chunk), exc)
-        for event in chunk:
-            try:
-                _write([event])
-            except WriteConflict as exc:
-                if exc.code == 'TransactionConflict':
-                    failed.add(event['id'])
-                # else already recorded (a redelivery): nothing to do
-            except Exception as exc:  # noqa: BLE001 - reported as a batch item failure, delivered again
-                log.warning('event %s (%s) not recorded: %s', event['id'], event['eventType'], exc)
-                failed.add(event['id'])
+        try:
+            failed |= _record_chunk(chunk)
+        except Exception as exc:  # noqa: BLE001 - reported as batch item failures, delivered again
+            log.warning('events chunk of %d not recorded: %s', len(chunk), exc)
+            failed |= {e['id'] for e in chunk}
     return failed
 
 

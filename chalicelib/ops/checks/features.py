@@ -17,6 +17,10 @@ activities stuck or miscounted, outbox items never published, schedule entries.
   than ``--outbox-minutes`` (5) and which has no ``events`` record of the same id (events the
   publisher only publishes, without recording, are not checked: no organization, or
   ``organizations.deleted``).
+* ``tallies``: a tally (``TALLY#{token}``, kernel/store/tally.py) still there
+  ``--tally-minutes`` (30: longer than any run of the stream handler) after it was opened: the
+  events records its writer put are not counted yet, and no redelivery came to settle it (the
+  stream gave the batch up). ``python -m chalicelib.ops.settle_tallies`` settles them.
 * ``store-bytes``: a document store's byte counter (``CNT#document-stores#{storeId}#bytes``,
   sharded) differs from the sum of ``size`` of its live families that have a ``storageKey``.
 * ``schedule-index``: a schedule entry ``SCHED#{jobId}`` exists exactly for the active
@@ -32,11 +36,12 @@ from datetime import timedelta
 from chalicelib.core import clock
 from chalicelib.features.documents import blobs
 from chalicelib.features.work import store as work_store
-from chalicelib.kernel.store import table
+from chalicelib.kernel.store import table, tally
 from chalicelib.ops.check_table import OPTIONS, Snapshot, Violation, check, option
 
 option('stuck-minutes', 15, 'activities-stuck: minutes an activity may stay PENDING')
 option('outbox-minutes', 5, 'outbox-published: minutes an outbox event may wait for its events record')
+option('tally-minutes', 30, 'tallies: minutes a tally of events records may stay unsettled')
 
 EXECUTION_ENDED = frozenset({'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'})
 
@@ -149,6 +154,18 @@ def outbox_published(snap: Snapshot) -> Iterator[Violation]:
             yield Violation('outbox-published', key,
                             f'{event.get("eventType")} of {occurred or "(no occurredOn)"} never published: no events '
                             f'record after {minutes:g} minutes')
+
+
+@check('tallies')
+def tallies(snap: Snapshot) -> Iterator[Violation]:
+    """No tally of events records is left unsettled past ``--tally-minutes`` (module docstring)."""
+    minutes = OPTIONS['tally-minutes']
+    for row in snap.items_with_prefix(tally.PREFIX):
+        opened = tally.opened_at(row.raw)
+        if opened is None or opened < time.time() - minutes * 60:
+            yield Violation('tallies', row.pk, f'tally of {len(tally.ids_of(row.raw))} events records unsettled '
+                                               f'for more than {minutes:g} minutes (python -m '
+                                               'chalicelib.ops.settle_tallies)')
 
 
 @check('schedule-index')

@@ -1,0 +1,146 @@
+"""Tallies: new items put one PutItem each, yet each counted exactly once (docs/scale.md
+"Events records").
+
+A transaction writes each item at 2 WCU per KB; a PutItem at 1. The events records of a stream
+batch (features/events/outbox.py ``record_all``) are put on their own and counted like this:
+
+1. ``begin``: a *tally* item names the ids about to be put (``TALLY#{token}``; 16 bytes per
+   UUID id, so the ids of 40 records fit in one write unit);
+2. ``put_marked``: each item is put on its own, only if it does not exist, marked ``tb = token``;
+3. one transaction moves the counters of the items that were put and deletes the tally
+   (``close_op``: only if it still exists).
+
+A writer that dies between 1 and 3 leaves its tally behind, and its items are delivered again
+(the stream retries a batch until its handler succeeds). Whoever puts one of them again finds
+it there, marked with a token whose tally still exists (``mark_of``, ``pending``): it *settles*
+that tally: it reads the items the tally names (``marked``: consistent reads), counts those
+bearing its token, and moves those counters in the transaction that deletes the tally. A tally
+is deleted once (the condition), so each item is counted once, however often and however split
+its batch comes again. The invariant checker settles a tally no one came back for
+(docs/operations/invariant-checker.md ``tallies``).
+
+Only one writer at a time handles a given item: the stream hands a shard's records, and the
+same item's records, to one invocation at a time, and redelivers a batch only after the
+invocation that had it ended. A tally is therefore never settled while its writer still runs.
+
+| item  | pk                | sk    | notes                                                  |
+|-------|-------------------|-------|--------------------------------------------------------|
+| tally | ``TALLY#{token}`` | ``#`` | kind ``tally``; ``data.ids``: packed UUIDs (else       |
+|       |                   |       | ``data.list``); ``ttl`` TALLY_TTL_SECONDS               |
+
+Written here, not with a library: the counting has to share the transaction of the family's
+counter shards (kernel/records.py ``count_ops``), which no DynamoDB helper library knows.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import time
+import uuid
+from typing import Any
+
+from chalicelib.kernel.store.model import Item, configure
+from chalicelib.kernel.store.repository import Op, WriteConflict, commit
+from chalicelib.kernel.store.table import ENTITY_SK, Stored, stored_from
+
+PREFIX = 'TALLY#'
+# Longer than a stream keeps its records (24 h): after that no one delivers them again, and a
+# tally still there is the checker's to settle.
+TALLY_TTL_SECONDS = 3 * 86400
+
+
+def _pack(ids: list[str]) -> dict[str, Any]:
+    try:
+        return {'ids': b''.join(uuid.UUID(i).bytes for i in ids)}
+    except (ValueError, TypeError, AttributeError):
+        return {'list': list(ids)}
+
+
+def _unpack(data: dict[str, Any]) -> list[str]:
+    if 'ids' in data:
+        raw = bytes(data['ids'])
+        return [str(uuid.UUID(bytes=raw[at:at + 16])) for at in range(0, len(raw), 16)]
+    return [str(i) for i in data.get('list') or []]
+
+
+def begin(ids: list[str]) -> str:
+    """Put a new tally naming ``ids``; its token."""
+    # 64 random bits in 11 characters: the mark rides on every record (a task's create event is
+    # ~1,010 bytes with it, under the 1 KB step); two tallies never share one (the condition)
+    token = base64.urlsafe_b64encode(os.urandom(8)).rstrip(b'=').decode()
+    model = configure()
+    item = model(PREFIX + token, ENTITY_SK, kind='tally', data=_pack(ids),
+                 ttl=int(time.time()) + TALLY_TTL_SECONDS)
+    commit([Op('put', item=item, condition=model.pk.does_not_exist(), tag={'what': 'tally'})])
+    return token
+
+
+def put_marked(item: Item, token: str) -> bool:
+    """Put ``item`` marked with ``token``, only if no item has its key: True when put, False
+    when one was there already (``mark_of`` tells whose)."""
+    model = configure()
+    item.tb = token
+    try:
+        commit([Op('put', item=item, condition=model.pk.does_not_exist(), tag={'what': 'entity'})])
+    except WriteConflict as exc:
+        if exc.code == 'ConditionalCheckFailed':
+            return False
+        raise
+    return True
+
+
+def mark_of(pk: str) -> str | None:
+    """The token an item was put with (consistent read); None when it has none or is gone."""
+    try:
+        item = configure().get(pk, ENTITY_SK, consistent_read=True, attributes_to_get=['pk', 'tb'])
+    except Item.DoesNotExist:
+        return None
+    return item.tb
+
+
+def pending(token: str) -> list[str] | None:
+    """The ids of the tally ``token`` while it is not settled (consistent read), else None."""
+    try:
+        item = configure().get(PREFIX + token, ENTITY_SK, consistent_read=True)
+    except Item.DoesNotExist:
+        return None
+    return ids_of({'data': item.data})
+
+
+def ids_of(raw: dict[str, Any]) -> list[str]:
+    """The ids a tally item names (its raw attributes, as the checker reads them)."""
+    data = raw.get('data')
+    return _unpack(data.as_dict() if hasattr(data, 'as_dict') else dict(data or {}))
+
+
+def opened_at(raw: dict[str, Any]) -> float | None:
+    """When a tally item was opened (epoch seconds, from its ``ttl``), None when unknown."""
+    ttl = raw.get('ttl')
+    return float(ttl) - TALLY_TTL_SECONDS if ttl is not None else None
+
+
+def token_of(pk: str) -> str:
+    return pk[len(PREFIX):]
+
+
+def marked(family_pk: Any, ids: list[str], token: str) -> list[Stored]:
+    """The records among ``ids`` (``family_pk(id)`` their keys) that bear ``token``, read
+    consistently."""
+    model = configure()
+    out = []
+    keys = [(family_pk(i), ENTITY_SK) for i in dict.fromkeys(ids)]
+    for at in range(0, len(keys), 100):
+        for item in model.batch_get(keys[at:at + 100], consistent_read=True):
+            stored = stored_from(item)
+            if item.tb == token and stored is not None:
+                out.append(stored)
+    return out
+
+
+def close_op(token: str) -> Op:
+    """Delete the tally ``token`` (in the transaction that counts its items), only if it is
+    still there: a WriteConflict when another writer settled it first."""
+    model = configure()
+    return Op('delete', item=model(PREFIX + token, ENTITY_SK), condition=model.pk.exists(),
+              tag={'what': 'tally', 'token': token})
+
