@@ -225,3 +225,24 @@ def test_the_checker_reports_a_tally_left_unsettled_and_the_repair_settles_it(ap
     finally:
         check_table.OPTIONS['tally-minutes'] = 30
     assert _created_total(api) == (3, 3) and _tallies() == []
+
+
+def test_a_batch_of_a_few_events_is_recorded_in_one_transaction_without_a_tally(api, org_id, work):
+    """Under TALLY_FROM records a tally costs more than it saves (3 WCU against 1 per record):
+    the records and their counter moves go in one transaction, exact by itself; a redelivery
+    counts nothing twice."""
+    from tests import faults
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    work.publish_outbox()
+    assert api.post('/api/tasks', {'projectId': project['id'], 'title': 'one'}).status == 201
+    calls: list[tuple[str, dict]] = []
+    with faults.inject(lambda op, params: calls.append((op, params))):
+        work.publish_outbox()
+    assert not [p for op, p in calls if op == 'PutItem' and p['Item']['pk']['S'].startswith(('events#', 'TALLY#'))]
+    recorded = [p for op, p in calls if op == 'TransactWriteItems'
+                and any(i.get('Put', {}).get('Item', {}).get('pk', {}).get('S', '').startswith('events#')
+                        for i in p['TransactItems'])]
+    assert len(recorded) == 1 and any('Update' in i for i in recorded[0]['TransactItems'])   # its counters
+    assert _created_total(api) == (1, 1) and _tallies() == []
+    _redeliver(work)
+    assert _created_total(api) == (1, 1) and _tallies() == []

@@ -5,8 +5,9 @@ family.
 The ``@app.on_dynamodb_record`` handler (and ``make run``'s stream poller) hands the batch's
 outbox events to ``publish``: one PutEvents per 10 events (entries EventBridge refuses are
 sent again, up to three times), then each published event is recorded as an ``events`` record
-whose id is the event's id, so a batch delivered twice is recorded (and counted) once: up to
-RECORD_CHUNK records and their counters' moves in one transaction (``record_all``). Events it
+whose id is the event's id, so a batch delivered twice is recorded (and counted) once: each
+record one PutItem, RECORD_CHUNK of them counted together under a tally (``record_all``;
+kernel/store/tally.py; docs/scale.md "Events records"). Events it
 could not publish or record are reported: the handler reports the first as the batch item
 failure, so the stream delivers it (and what follows) again.
 
@@ -26,6 +27,7 @@ from chalicelib.features.work import store as work_store
 from chalicelib.kernel import records
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import outbox as outbox_store
+from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table, tally
 from chalicelib.kernel.store.repository import WriteConflict
 
@@ -116,16 +118,17 @@ def record_item(event: dict[str, Any]):
 # records per tally, whose closing transaction moves each counter once for all of them
 # (<= 2 x 40 + 1 items of the 100 a transaction holds; docs/scale.md "Events records").
 RECORD_CHUNK = 40
-PUT_THREADS = 8
-_put_pool = None
+# A tally costs 3 WCU of its own (its put 1, its delete in the counting transaction 2) and saves
+# 1 per record (a PutItem at 1, not a put in a transaction at 2): a chunk of up to TALLY_FROM - 1
+# records is cheaper written the old way, its puts and counter moves in one transaction.
+TALLY_FROM = 4
 
 
-def _pool():
-    global _put_pool
-    if _put_pool is None:
-        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 - lazy: only the stream handler needs it
-        _put_pool = ThreadPoolExecutor(max_workers=PUT_THREADS, thread_name_prefix='record')
-    return _put_pool
+def _write(built: list[tuple[Any, dict[str, Any]]]) -> None:
+    """Put and count a few records in one transaction (exact by the transaction itself); a
+    WriteConflict when one of them is there already."""
+    records.commit([repo.put_entity(item, None) for item, _ in built] +
+                   records.count_ops(family_of('events'), [data for _, data in built], 1))
 
 
 def _count(datas: list[dict[str, Any]], token: str) -> None:
@@ -154,14 +157,16 @@ def settle(token: str) -> None:
 def _record_chunk(events: list[dict[str, Any]]) -> set[str]:
     """Put and count the records of ``events`` (each once); the ids that could not be recorded."""
     built = [record_item(e) for e in events]
-    token = tally.begin([data['id'] for _, data in built])
-
-    def put(pair) -> bool | Exception:
+    if len(built) < TALLY_FROM:
         try:
-            return tally.put_marked(pair[0], token)
-        except Exception as exc:  # noqa: BLE001 - that event is reported, delivered again
-            return exc
-    results = list(_pool().map(put, built)) if len(built) > 1 else [put(built[0])]
+            _write(built)
+            return set()
+        except WriteConflict as exc:
+            if exc.code == 'TransactionConflict':
+                return {data['id'] for _, data in built}   # delivered again, then
+            # one of them is there already (a redelivery): the tally's way sorts out which
+    token = tally.begin([data['id'] for _, data in built])
+    results = tally.put_all_marked([item for item, _ in built], token)
     unknown = [(data['id'], r) for (_, data), r in zip(built, results, strict=True) if isinstance(r, Exception)]
     if unknown:
         # a put that failed may have landed all the same (its answer lost): nothing is counted

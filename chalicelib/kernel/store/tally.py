@@ -41,7 +41,7 @@ from typing import Any
 
 from chalicelib.kernel.store.model import Item, configure
 from chalicelib.kernel.store.repository import Op, WriteConflict, commit
-from chalicelib.kernel.store.table import ENTITY_SK, Stored, stored_from
+from chalicelib.kernel.store.table import ENTITY_SK, Stored, in_parallel, stored_from
 
 PREFIX = 'TALLY#'
 # Longer than a stream keeps its records (24 h): after that no one delivers them again, and a
@@ -87,6 +87,18 @@ def put_marked(item: Item, token: str) -> bool:
             return False
         raise
     return True
+
+
+def put_all_marked(items: list[Item], token: str) -> list[bool | Exception]:
+    """``put_marked`` of each item, several in flight (``table.in_parallel``): True (put),
+    False (there already) or the exception that failed it (its outcome unknown: the answer may
+    have been lost after it landed)."""
+    def put(item: Item) -> bool | Exception:
+        try:
+            return put_marked(item, token)
+        except Exception as exc:  # noqa: BLE001 - the caller decides: that chunk is left to its redelivery
+            return exc
+    return in_parallel(put, items)
 
 
 def mark_of(pk: str) -> str | None:
