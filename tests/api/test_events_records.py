@@ -246,3 +246,21 @@ def test_a_batch_of_a_few_events_is_recorded_in_one_transaction_without_a_tally(
     assert _created_total(api) == (1, 1) and _tallies() == []
     _redeliver(work)
     assert _created_total(api) == (1, 1) and _tallies() == []
+
+
+def test_a_tally_refused_its_token_takes_another(api, org_id, work):
+    """The tally's put is conditional on its key being free (no two tallies share a token): a
+    refusal (a token taken, or our own put landed with its answer lost) takes a new token."""
+    from tests import faults
+    _three_tasks(api, org_id)
+    state = {'refused': 0}
+
+    def refuse_first(op, params):
+        if op == 'PutItem' and params['Item']['pk']['S'].startswith('TALLY#') and not state['refused']:
+            state['refused'] += 1
+            return faults.error('ConditionalCheckFailedException', 'The conditional request failed')
+        return None
+    with faults.inject(refuse_first):
+        assert work.stream.poll_once()['failed'] == 0   # recorded at the first delivery
+    assert state['refused'] == 1
+    assert _created_total(api) == (3, 3) and _tallies() == []

@@ -65,14 +65,23 @@ def _unpack(data: dict[str, Any]) -> list[str]:
 
 def begin(ids: list[str]) -> str:
     """Put a new tally naming ``ids``; its token."""
-    # 64 random bits in 11 characters: the mark rides on every record (a task's create event is
-    # ~1,010 bytes with it, under the 1 KB step); two tallies never share one (the condition)
-    token = base64.urlsafe_b64encode(os.urandom(8)).rstrip(b'=').decode()
     model = configure()
-    item = model(PREFIX + token, ENTITY_SK, kind='tally', data=_pack(ids),
-                 ttl=int(time.time()) + TALLY_TTL_SECONDS)
-    commit([Op('put', item=item, condition=model.pk.does_not_exist(), tag={'what': 'tally'})])
-    return token
+    refused: WriteConflict | None = None
+    for _ in range(3):
+        # 64 random bits in 11 characters: the mark rides on every record (a task's create event
+        # is 1,006 bytes with it, under the 1 KB step); two tallies never share one (the
+        # condition). A put refused by it is a token taken, or our own put landed with its
+        # answer lost: either way another token (a tally naming records that bear none of its
+        # mark is settled as counting nothing)
+        token = base64.urlsafe_b64encode(os.urandom(8)).rstrip(b'=').decode()
+        item = model(PREFIX + token, ENTITY_SK, kind='tally', data=_pack(ids),
+                     ttl=int(time.time()) + TALLY_TTL_SECONDS)
+        try:
+            commit([Op('put', item=item, condition=model.pk.does_not_exist(), tag={'what': 'tally'})])
+            return token
+        except WriteConflict as exc:
+            refused = exc
+    raise refused
 
 
 def put_marked(item: Item, token: str) -> bool:
