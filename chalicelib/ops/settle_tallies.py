@@ -5,8 +5,8 @@
 
 Reads the whole table (an operator tool: Scan is fine here) and settles each tally opened more
 than ``M`` minutes ago (default 30: longer than any run of the stream handler, so its writer has
-ended): the events records that bear its token are counted and the tally deleted, in one
-transaction (features/events/outbox.py ``settle``). Idempotent: a settled tally is gone, and a
+ended): the events records that bear its token are counted and the tally closed, in one
+transaction (features/events/outbox.py ``settle``). Idempotent: a settled tally is closed, and a
 tally settled meanwhile by a redelivery is left as that one counted it.
 """
 from __future__ import annotations
@@ -27,9 +27,10 @@ def settle_stale(*, older_than_minutes: float = 30, page_size: int = 500, out=pr
     while True:
         items, start = table.scan_page(start, limit=page_size)
         for item in items:
-            if not item.pk.startswith(tally.PREFIX):
+            raw = dict(item.attribute_values)
+            if not item.pk.startswith(tally.PREFIX) or not tally.is_open(raw):
                 continue
-            opened = tally.opened_at(dict(item.attribute_values))
+            opened = tally.opened_at(raw)
             if opened is None or opened < cutoff:
                 outbox.settle(tally.token_of(item.pk))
                 settled += 1

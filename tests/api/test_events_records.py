@@ -4,6 +4,8 @@ in updatedOn order merge the changed records' updatedOn keys with the others' cr
 Checked through the API: the order, the totals, the body a client reads."""
 from __future__ import annotations
 
+import pytest
+
 from tests.api.test_work_events import entity_item
 
 
@@ -108,7 +110,7 @@ def _tallies() -> list[dict]:
 
     from chalicelib.core.config import get_config
     tbl = boto3.resource('dynamodb', region_name='us-east-1').Table(get_config().table_name)
-    return [i for i in tbl.scan()['Items'] if i['pk'].startswith('TALLY#')]
+    return [i for i in tbl.scan()['Items'] if i['pk'].startswith('TALLY#') and 'dead' not in i]   # open ones
 
 
 def _created_total(api) -> tuple[int, int]:
@@ -264,3 +266,60 @@ def test_a_tally_refused_its_token_takes_another(api, org_id, work):
         assert work.stream.poll_once()['failed'] == 0   # recorded at the first delivery
     assert state['refused'] == 1
     assert _created_total(api) == (3, 3) and _tallies() == []
+
+
+def test_a_tally_put_landing_late_does_not_open_it_again(api, org_id, work):
+    """The tally's put, answered late and retried, may land after the chunk closed the tally (a
+    slow call the client gave up on; localdev/chaos.py). A closed tally stays (until its TTL), so
+    that put is refused, and a redelivery counts nothing twice. (Found by the chaos run: a
+    deleted tally came back open and was settled a second time.)"""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    from tests import faults
+    _three_tasks(api, org_id)
+    calls: list[tuple[str, dict]] = []
+    with faults.inject(lambda op, params: calls.append((op, params))):
+        work.publish_outbox()
+    put, = [p for op, p in calls if op == 'PutItem' and p['Item']['pk']['S'].startswith('TALLY#')]
+    late = {k: v for k, v in put.items() if k != '_path'}
+    with pytest.raises(ClientError, match='ConditionalCheckFailed'):
+        boto3.client('dynamodb', region_name='us-east-1').put_item(**late)
+    _redeliver(work)
+    assert _created_total(api) == (3, 3) and _tallies() == []
+
+
+def test_a_record_landing_after_its_tally_was_settled_is_counted_by_its_redelivery(api, org_id, work,
+                                                                                  monkeypatch):
+    """A writer stopped before counting; one of its puts was slow and lands only after a
+    redelivery settled its tally without that record (localdev/chaos.py's slow answers). That
+    record's own redelivery finds it under a closed tally that did not count it, and counts it
+    then, once."""
+    import boto3
+
+    from chalicelib.core.config import get_config
+    from chalicelib.features.events import outbox
+    from chalicelib.kernel.store.table import ENTITY_SK, entity_pk
+    _three_tasks(api, org_id)
+    seen: list[dict] = []
+    real_count, real_record = outbox._count, outbox.record_all
+
+    def keep(events):
+        seen.extend(events)
+        return real_record(events)
+    monkeypatch.setattr(outbox, '_count', lambda *a: (_ for _ in ()).throw(RuntimeError('stopped')))
+    monkeypatch.setattr(outbox, 'record_all', keep)
+    assert work.stream.poll_once()['failed'] == 1
+    monkeypatch.setattr(outbox, '_count', real_count)
+    created = [e for e in seen if e['eventType'] == 'tasks.created']
+    tbl = boto3.resource('dynamodb', region_name='us-east-1').Table(get_config().table_name)
+    key = {'pk': entity_pk('events', created[0]['id']), 'sk': ENTITY_SK}
+    slow = tbl.get_item(Key=key, ConsistentRead=True)['Item']
+    tbl.delete_item(Key=key)                      # its put has not landed yet
+    assert real_record(created[1:]) == set()      # settles the tally: counts the two there
+    assert _created_total(api)[0] == 2 and _tallies() == []
+    tbl.put_item(Item=slow)                       # the slow put lands, under the closed tally
+    assert real_record(created[:1]) == set()      # its redelivery
+    assert _created_total(api) == (3, 3)
+    assert real_record(created) == set()          # and once more: nothing counted twice
+    assert _created_total(api) == (3, 3)

@@ -118,7 +118,7 @@ def record_item(event: dict[str, Any]):
 # records per tally, whose closing transaction moves each counter once for all of them
 # (<= 2 x 40 + 1 items of the 100 a transaction holds; docs/scale.md "Events records").
 RECORD_CHUNK = 40
-# A tally costs 3 WCU of its own (its put 1, its delete in the counting transaction 2) and saves
+# A tally costs 3 WCU of its own (its put 1, its close in the counting transaction 2) and saves
 # 1 per record (a PutItem at 1, not a put in a transaction at 2): a chunk of up to TALLY_FROM - 1
 # records is cheaper written the old way, its puts and counter moves in one transaction.
 TALLY_FROM = 4
@@ -131,27 +131,47 @@ def _write(built: list[tuple[Any, dict[str, Any]]]) -> None:
                    records.count_ops(family_of('events'), [data for _, data in built], 1))
 
 
-def _count(datas: list[dict[str, Any]], token: str) -> None:
-    """Count the records ``datas`` and settle the tally ``token``, in one transaction; a
-    WriteConflict when it was settled already (or the counters conflicted: then it stays
-    pending and whoever comes back settles it)."""
-    records.commit(records.count_ops(family_of('events'), datas, 1) + [tally.close_op(token)])
+def _count(datas: list[dict[str, Any]], token: str, ids: list[str]) -> None:
+    """Count the records ``datas`` and close the tally ``token`` (naming ``ids``), noting which
+    it counted, in one transaction; a WriteConflict when it was settled already (or the counters
+    conflicted: then it stays open and whoever comes back settles it)."""
+    counted = tally.bits(ids, [d['id'] for d in datas])
+    records.commit(records.count_ops(family_of('events'), datas, 1) + [tally.close_op(token, counted)])
 
 
 def settle(token: str) -> None:
     """Count the records a writer that did not finish put under ``token`` (module docstring of
     kernel/store/tally.py), once: nothing when someone settled it first."""
-    ids = tally.pending(token)
-    if ids is None:
+    found_state = tally.state(token)
+    if found_state is None or not found_state[0]:
         return
+    ids = found_state[1]
     found = tally.marked(lambda i: table.entity_pk('events', i), ids, token)
     try:
-        _count([s.data for s in found], token)
+        _count([s.data for s in found], token, ids)
     except WriteConflict as exc:
         if exc.code == 'TransactionConflict':
             raise
         # settled by another writer meanwhile: counted once, by it
     log.info('settled tally %s: %d records counted', token, len(found))
+
+
+def _catch_up(token: str, datas: list[dict[str, Any]]) -> None:
+    """Records of this chunk found under another writer's tally ``token``: an open tally is
+    settled (counting them with the rest); a closed one that did not count them (their puts
+    landed after it was settled) counts them now, noting their bits (kernel/store/tally.py)."""
+    found_state = tally.state(token)
+    if found_state is None:
+        return   # past its TTL: long settled
+    is_open, ids, done = found_state
+    if is_open:
+        settle(token)
+        return
+    late = [d for d in datas if not done & tally.bits(ids, [d['id']])]
+    if late:
+        records.commit(records.count_ops(family_of('events'), late, 1) +
+                       [tally.amend_op(token, done, done | tally.bits(ids, [d['id'] for d in late]))])
+        log.info('tally %s: %d records landed after it was settled, counted now', token, len(late))
 
 
 def _record_chunk(events: list[dict[str, Any]]) -> set[str]:
@@ -165,32 +185,34 @@ def _record_chunk(events: list[dict[str, Any]]) -> set[str]:
             if exc.code == 'TransactionConflict':
                 return {data['id'] for _, data in built}   # delivered again, then
             # one of them is there already (a redelivery): the tally's way sorts out which
-    token = tally.begin([data['id'] for _, data in built])
+    ids = [data['id'] for _, data in built]
+    token = tally.begin(ids)
     results = tally.put_all_marked([item for item, _ in built], token)
     unknown = [(data['id'], r) for (_, data), r in zip(built, results, strict=True) if isinstance(r, Exception)]
     if unknown:
         # a put that failed may have landed all the same (its answer lost): nothing is counted
-        # and the tally stays pending, so the redelivery of the chunk settles it, counting
+        # and the tally stays open, so the redelivery of the chunk settles it, counting
         # every record that bears its token (kernel/store/tally.py)
         log.warning('events chunk of %d left to its redelivery: %d not recorded (%s: %s)', len(events),
                     len(unknown), unknown[0][0], unknown[0][1])
-        return {data['id'] for _, data in built}
+        return set(ids)
     counted = [data for (_, data), r in zip(built, results, strict=True) if r is True]
-    seen: set[str] = set()
+    foreign: dict[str, list[dict[str, Any]]] = {}
     for (_, data), r in zip(built, results, strict=True):
         if r is not False:
             continue
         mark = tally.mark_of(table.entity_pk('events', data['id']))   # recorded already: by whom
         if mark == token:          # our own put, applied though its answer was lost
             counted.append(data)
-        elif mark is not None and mark not in seen:   # a writer's tally: settled now if it is pending
-            seen.add(mark)
-            settle(mark)
+        elif mark is not None:     # another writer's: settled or caught up below
+            foreign.setdefault(mark, []).append(data)
+    for mark, datas in foreign.items():
+        _catch_up(mark, datas)
     try:
-        _count(counted, token)
-    except Exception as exc:  # noqa: BLE001 - the tally stays pending; the redelivery settles it
+        _count(counted, token, ids)
+    except Exception as exc:  # noqa: BLE001 - the tally stays open; the redelivery settles it
         log.warning('events chunk of %d not counted: %s', len(events), exc)
-        return {data['id'] for _, data in built}
+        return set(ids)
     return set()
 
 

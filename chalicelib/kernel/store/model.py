@@ -84,9 +84,10 @@ class Item(Model):
     x5 = UnicodeAttribute(null=True)
     ixv = NumberAttribute(null=True)   # 1: the item's indexed values are keyed and counted
     gv = NumberAttribute(null=True)    # 1: the record counts in its parents' guard shards (kernel/parents.py)
-    dead = NumberAttribute(null=True)  # a guard shard of a deleted parent (kernel/parents.py)
+    dead = NumberAttribute(null=True)  # a closed guard shard (kernel/parents.py) or tally (tally.py)
     obx = MapAttribute(null=True)      # the domain event of the last one-UpdateItem write (kernel/unlocked.py)
     tb = UnicodeAttribute(null=True)   # the tally an item was put under (kernel/store/tally.py)
+    cb = NumberAttribute(null=True)    # a closed tally's counted ids, one bit per position (tally.py)
 
     # Every index is KEYS_ONLY (docs/scale.md "Projections"): an entry is the record's keys, so a
     # write that changes no index key writes no index entry, and a new one costs 1 WCU, whatever

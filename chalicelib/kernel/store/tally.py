@@ -7,16 +7,22 @@ batch (features/events/outbox.py ``record_all``) are put on their own and counte
 1. ``begin``: a *tally* item names the ids about to be put (``TALLY#{token}``; 16 bytes per
    UUID id, so the ids of 40 records fit in one write unit);
 2. ``put_marked``: each item is put on its own, only if it does not exist, marked ``tb = token``;
-3. one transaction moves the counters of the items that were put and deletes the tally
-   (``close_op``: only if it still exists).
+3. one transaction moves the counters of the items that were put and closes the tally
+   (``close_op``: only if it is still open), noting which of its ids it counted (``cb``, a bit
+   per position). A closed tally stays until its TTL: deleted, its key would be free again, and
+   the put of step 1, answered late and landing after the close (a slow call the client gave up
+   on, then retried), would open it again, counting its items twice.
 
 A writer that dies between 1 and 3 leaves its tally behind, and its items are delivered again
 (the stream retries a batch until its handler succeeds). Whoever puts one of them again finds
 it there, marked with a token whose tally still exists (``mark_of``, ``pending``): it *settles*
 that tally: it reads the items the tally names (``marked``: consistent reads), counts those
-bearing its token, and moves those counters in the transaction that deletes the tally. A tally
-is deleted once (the condition), so each item is counted once, however often and however split
-its batch comes again. The invariant checker settles a tally no one came back for
+bearing its token, and moves those counters in the transaction that closes the tally. A tally
+is closed once (the condition), so each item is counted once, however often and however split
+its batch comes again. An item put under a tally that lands late, after the tally was settled
+without it (its put was slow), is found by its own redelivery: marked with a closed tally that
+did not count it (``state``: its bit is clear), it is counted then, with its bit set in the
+same transaction (``amend_op``). The invariant checker reports a tally no one came back for
 (docs/operations/invariant-checker.md ``tallies``).
 
 Only one writer at a time handles a given item: the stream hands a shard's records, and the
@@ -26,7 +32,8 @@ invocation that had it ended. A tally is therefore never settled while its write
 | item  | pk                | sk    | notes                                                  |
 |-------|-------------------|-------|--------------------------------------------------------|
 | tally | ``TALLY#{token}`` | ``#`` | kind ``tally``; ``data.ids``: packed UUIDs (else       |
-|       |                   |       | ``data.list``); ``ttl`` TALLY_TTL_SECONDS               |
+|       |                   |       | ``data.list``); ``dead`` 1 once closed; ``ttl``        |
+|       |                   |       | TALLY_TTL_SECONDS                                      |
 
 Written here, not with a library: the counting has to share the transaction of the family's
 counter shards (kernel/records.py ``count_ops``), which no DynamoDB helper library knows.
@@ -119,13 +126,25 @@ def mark_of(pk: str) -> str | None:
     return item.tb
 
 
-def pending(token: str) -> list[str] | None:
-    """The ids of the tally ``token`` while it is not settled (consistent read), else None."""
+def state(token: str) -> tuple[bool, list[str], int] | None:
+    """(open, the ids it names, the bits of those it counted) of the tally ``token``
+    (consistent read); None when it is gone (past its TTL)."""
     try:
         item = configure().get(PREFIX + token, ENTITY_SK, consistent_read=True)
     except Item.DoesNotExist:
         return None
-    return ids_of({'data': item.data})
+    return item.dead is None, ids_of({'data': item.data}), int(item.cb or 0)
+
+
+def bits(ids: list[str], counted: list[str]) -> int:
+    """The bits of ``counted`` among a tally's ``ids`` (one per position)."""
+    where = {id_: at for at, id_ in enumerate(ids)}
+    return sum(1 << where[i] for i in set(counted) if i in where)
+
+
+def is_open(raw: dict[str, Any]) -> bool:
+    """A tally item (its raw attributes) not closed yet."""
+    return raw.get('dead') is None
 
 
 def ids_of(raw: dict[str, Any]) -> list[str]:
@@ -158,10 +177,20 @@ def marked(family_pk: Any, ids: list[str], token: str) -> list[Stored]:
     return out
 
 
-def close_op(token: str) -> Op:
-    """Delete the tally ``token`` (in the transaction that counts its items), only if it is
-    still there: a WriteConflict when another writer settled it first."""
+def close_op(token: str, counted: int) -> Op:
+    """Close the tally ``token`` (in the transaction that counts its items), noting the bits
+    ``counted``, only if it is still open: a WriteConflict when another writer settled it
+    first. It stays, closed, until its TTL (module docstring: a late put must not open it again)."""
     model = configure()
-    return Op('delete', item=model(PREFIX + token, ENTITY_SK), condition=model.pk.exists(),
+    return Op('update', item=model(PREFIX + token, ENTITY_SK), actions=[model.dead.set(1), model.cb.set(counted)],
+              condition=model.pk.exists() & model.dead.does_not_exist(), tag={'what': 'tally', 'token': token})
+
+
+def amend_op(token: str, before: int, after: int) -> Op:
+    """Note more counted bits on a closed tally (items that landed after it was settled), only
+    if its bits are still ``before``: a WriteConflict when someone counted meanwhile."""
+    model = configure()
+    condition = model.dead.exists() & ((model.cb == before) if before else model.cb.does_not_exist() | (model.cb == 0))
+    return Op('update', item=model(PREFIX + token, ENTITY_SK), actions=[model.cb.set(after)], condition=condition,
               tag={'what': 'tally', 'token': token})
 
