@@ -15,7 +15,7 @@ batch (features/events/outbox.py ``record_all``) are put on their own and counte
 
 A writer that dies between 1 and 3 leaves its tally behind, and its items are delivered again
 (the stream retries a batch until its handler succeeds). Whoever puts one of them again finds
-it there, marked with a token whose tally still exists (``mark_of``, ``pending``): it *settles*
+it there, marked with a token whose tally is still open (``mark_of``, ``state``): it *settles*
 that tally: it reads the items the tally names (``marked``: consistent reads), counts those
 bearing its token, and moves those counters in the transaction that closes the tally. A tally
 is closed once (the condition), so each item is counted once, however often and however split
@@ -32,7 +32,7 @@ invocation that had it ended. A tally is therefore never settled while its write
 | item  | pk                | sk    | notes                                                  |
 |-------|-------------------|-------|--------------------------------------------------------|
 | tally | ``TALLY#{token}`` | ``#`` | kind ``tally``; ``data.ids``: packed UUIDs (else       |
-|       |                   |       | ``data.list``); ``dead`` 1 once closed; ``ttl``        |
+|       |                   |       | ``data.list``); ``dead`` 1 and ``cb`` once closed; ``ttl`` |
 |       |                   |       | TALLY_TTL_SECONDS                                      |
 
 Written here, not with a library: the counting has to share the transaction of the family's
