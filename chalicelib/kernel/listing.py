@@ -17,7 +17,8 @@ Plans, cheapest first:
   value index  a top-level ``field == 'v'`` (or ``field =in= (...)``, up to MAX_IN_VALUES
                values) on a field the family declares ``indexed``: the value's partition of an
                equality index (one per tenant and value, in createdOn order; kernel/store/table.py
-               walk_value). Alone (an organizationId pin aside), sorted by createdOn (or
+               walk_value; a ``name_keyed`` family's name, events' eventType: its run of by_name,
+               walk_name). Alone (an organizationId pin aside), sorted by createdOn (or
                unsorted), with no query text: walk the keys up to the page, merge the partitions
                in sort order, BatchGet only the page; totalElements from the per-value counters.
                Cost: O(page * size) keys + size items per partition, whatever the tenant's size.
@@ -35,7 +36,9 @@ Plans, cheapest first:
 Order (the same in memory and in the by_name/by_created/by_updated indexes): missing, null
 and empty values first, strings case-insensitively (table.name_sort_key's normalisation),
 numbers numerically, false before true, ties broken by id ascending; a single ``desc`` sort
-reverses the whole order, ties included; with several sort fields ties stay ascending.
+reverses the whole order, ties included; with several sort fields ties stay ascending. A
+``name_keyed`` family (events) sorted by its name alone breaks ties by the exact name (its
+hash), then createdOn, then id: the order of its name key (``_sort_key``).
 
 Text query (``query``): the ``~~`` match of the filter language over the family's searchable
 fields (case-insensitive substring; with ``*`` a whole-value wildcard match); ``*`` or empty
@@ -303,19 +306,36 @@ def _value_index(family: Family, tenants: list[str], plan: FilterPlan, req: List
             return envelope([], total, req)
         keys: list[tuple[str, str]] = []
         for tenant, value in parts:
-            keys += table.walk_value(family.path, tenant, slot=slot, field_name=name, value=value,
-                                     descending=desc, limit=want)
+            keys += _walk_value(family, tenant, slot, name, value, descending=desc, limit=want)
         keys.sort(reverse=desc)   # '{instant}#{id}': text order is (instant, id), as the list's order
         page_ids = [id_ for _, id_ in keys[start:want]]
         records = table.batch_get((family.path, i) for i in page_ids)
-        return envelope([records[i].data for i in page_ids if i in records], total, req)
-    ids = [id_ for tenant, value in parts for _, id_ in table.walk_value(
-        family.path, tenant, slot=slot, field_name=name, value=value, descending=False, limit=None)]
+        held = {value for _, value in parts}   # a name key can only start like another's (table.walk_name)
+        return envelope([records[i].data for i in page_ids if i in records and records[i].data.get(name) in held],
+                        total, req)
+    ids = [id_ for tenant, value in parts for _, id_ in _walk_value(
+        family, tenant, slot, name, value, descending=False, limit=None)]
     items = table.records_of(family.path, ids)   # parallel waves, the budget checked between them
     items = _matching(family, items, plan, req.query)
     items.sort(key=_sort_key(family, req.sort))
     start = req.page * req.size
     return envelope(items[start:start + req.size], len(items), req)
+
+
+def _walk_value(family: Family, tenant: str, slot: int, name: str, value: str, *, descending: bool,
+                limit: int | None) -> list[tuple[str, str]]:
+    """(``{createdOn}#{id}``, id) of the records holding ``value``, in createdOn order: from the
+    field's x{slot} index, or for the name of a ``name_keyed`` family (events) from by_name.
+
+    A name_keyed family's records written before it was (docs/operations/deploy.md "Index
+    changes") still have their x{slot} key, and an old name key, until ``python -m
+    chalicelib.ops.migrate_scale`` moves them: both are read, in the same round, and merged
+    (the checker's ``sorted-keys`` reports any left; once none is, the x{slot} read can go)."""
+    if not (family.name_keyed and name == family.name_field):
+        return table.walk_value(family.path, tenant, slot=slot, field_name=name, value=value,
+                                descending=descending, limit=limit)
+    return table.walk_name(family.path, tenant, value=value, descending=descending, limit=limit,
+                           legacy=(slot, name))
 
 
 def _paths(node) -> set[tuple[str, ...]]:
@@ -375,29 +395,36 @@ def _text_match(family: Family, item: dict[str, Any], query: str | None) -> bool
     return any(evaluate(Compare((name,), '~~', query), item) for name in family.searchable)
 
 
-def _value_key(v: Any) -> tuple:
+def _value_key(v: Any, *, keyed: bool = False) -> tuple:
     """Missing/null/empty first; then false < true < numbers < text (a field holds one kind;
-    the ranks only keep a stray value from raising); text as table.name_sort_key orders it."""
+    the ranks only keep a stray value from raising); text as table.name_sort_key orders it
+    (``keyed``: a name_keyed family's name, with the hash of its exact text)."""
     if v is None or v == '' or isinstance(v, (dict, list)):
         return (0,)
     if isinstance(v, bool):
         return (1, 0, int(v))
     if isinstance(v, (int, float, Decimal)):
         return (1, 1, v)
-    return (1, 2, table.name_sort_key(v, ''))
+    return (1, 2, table.name_prefix(v) if keyed else table.name_sort_key(v, ''))
 
 
 def _sort_key(family: Family, sort: list[tuple[str, bool]]):
     """Missing values first (ascending), strings case-insensitively, ties broken by id; the same
-    order as the by_name/by_created/by_updated indexes (module docstring)."""
+    order as the by_name/by_created/by_updated indexes (module docstring). A list of a
+    ``name_keyed`` family (events) sorted by its name alone breaks ties as its name key does: by
+    the exact name, then createdOn, then id (table.name_sort_key; docs/api/conventions.md)."""
     order = sort or [('createdOn', False)]
     tie_desc = order[0][1] if len(order) == 1 else False
+    by_key = family.name_keyed and len(order) == 1 and order[0][0] == family.name_field
 
     def key(item: dict[str, Any]):
         parts = []
         for name, desc in order:
-            value = _value_key(item.get(name))
+            value = _value_key(item.get(name), keyed=by_key)
             parts.append(_Reverse(value) if desc else value)
+        if by_key:
+            created = item.get('createdOn') or ''
+            parts.append(_Reverse(created) if tie_desc else created)
         parts.append(_Reverse(item['id']) if tie_desc else item['id'])
         return tuple(parts)
     return key

@@ -77,9 +77,18 @@ def indexed_values(family: Family, data: dict[str, Any]) -> dict[int, tuple[str,
 
 def value_keys(family: Family, data: dict[str, Any], owner: str) -> dict[int, str]:
     """Equality-index slot -> the partition key a record is written under: its value's key,
-    spread by the record's id (kernel/store/table.py INDEX_SHARDS)."""
+    spread by the record's id (kernel/store/table.py INDEX_SHARDS). None for the name field of
+    a ``name_keyed`` family: its name key serves its equality filters (``name_key``)."""
     return {slot: table.spread_pk(table.value_pk(family.path, owner, name, value), data['id'])
-            for slot, (name, value) in indexed_values(family, data).items()}
+            for slot, (name, value) in indexed_values(family, data).items()
+            if not (family.name_keyed and name == family.name_field)}
+
+
+def name_key(family: Family, data: dict[str, Any]) -> str:
+    """A record's by_name sort key (kernel/store/table.py ``name_sort_key``): with its createdOn
+    in a ``name_keyed`` family (kernel/registry.py)."""
+    created = (data.get('createdOn') or '') if family.name_keyed else None
+    return table.name_sort_key(data.get(family.name_field), data['id'], created=created)
 
 
 def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, listed: bool = True,
@@ -93,7 +102,7 @@ def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, l
     if family.path in parents.LOG_FAMILIES:
         guarded = 0   # counts in no parent (kernel/parents.py): no layout to remember
     return repo.entity_item(family.path, data, seq=seq, org=org, tenant=tenant(family, org) if listed else None,
-                            parent=_parent(family, data), name_value=data.get(family.name_field), value_keys=keys,
+                            parent=_parent(family, data), name_key=name_key(family, data), value_keys=keys,
                             guarded=parents.GUARD_VERSION if guarded is True else int(guarded),
                             sparse_updated=family.sparse_updated)
 

@@ -33,7 +33,7 @@ from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store.repository import InvalidItem
-from chalicelib.kernel.store.table import Stored, name_sort_key
+from chalicelib.kernel.store.table import Stored
 
 
 def plain(family: Family, values: dict[str, Any], nulls: set[str]) -> bool:
@@ -74,7 +74,7 @@ def apply(family: Family, stored: Stored, values: dict[str, Any], nulls: set[str
     remove = {name for name in nulls if name not in values}
     name_sort = None
     if family.name_field in values or family.name_field in remove:
-        name_sort = name_sort_key(values.get(family.name_field), stored.id)
+        name_sort = records.name_key(family, {**stored.data, family.name_field: values.get(family.name_field)})
     changed = [k for k in (*values, *remove) if stored.data.get(k) != values.get(k)]
     event = records.domain_event(family, 'updated', [stored.data], principal, changed)
     try:

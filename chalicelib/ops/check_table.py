@@ -295,7 +295,8 @@ def value_counters(snap: Snapshot) -> Iterator[Violation]:
             owner = records.tenant(family, row.org)
             for slot, (name, value) in records.indexed_values(family, row.data).items():
                 key = table.value_pk(family.path, owner, name, value)
-                if table.index_base_pk(row.slots.get(slot) or '') != key:   # any shard of it
+                keyed_by_name = family.name_keyed and name == family.name_field and slot not in row.slots
+                if not keyed_by_name and table.index_base_pk(row.slots.get(slot) or '') != key:   # any shard
                     yield Violation('value-counters', row.pk,
                                     f'index slot x{slot} is {row.slots.get(slot)!r}, expected {key!r}')
                 expected['CNT#' + key] += 1
@@ -376,18 +377,28 @@ def sorted_keys(snap: Snapshot) -> Iterator[Violation]:
     """A listed record of a ``sparse_updated`` family (events) has the createdOn and updatedOn
     keys of its version (kernel/store/table.py ``sorted_keys``): none for updatedOn while never
     changed, both once changed, its createdOn key marked; else it is listed twice, or not at
-    all, in updatedOn order (``python -m chalicelib.ops.migrate_scale`` sets them)."""
+    all, in updatedOn order. A record of a ``name_keyed`` family (events) has the name key of
+    its name and createdOn (kernel/records.py ``name_key``) and no x{slot} key for its name;
+    else its eventType-filtered lists read the legacy index (kernel/store/table.py
+    ``walk_name``). ``python -m chalicelib.ops.migrate_scale`` sets them all."""
     for family in FAMILIES:
-        if not family.sparse_updated:
+        if not (family.sparse_updated or family.name_keyed):
             continue
         for row in snap.live(family.path):
             if not row.data.get('createdOn'):
                 continue
-            csk, usk = table.sorted_keys(row.data, sparse_updated=True, seq=row.seq or 0)
-            found = (row.raw.get('csk'), row.raw.get('usk'))
-            if found != (csk, usk):
-                yield Violation('sorted-keys', row.pk, f'csk/usk are {found!r}, expected {(csk, usk)!r} '
-                                                       f'(version {row.seq})')
+            if family.sparse_updated:
+                csk, usk = table.sorted_keys(row.data, sparse_updated=True, seq=row.seq or 0)
+                found = (row.raw.get('csk'), row.raw.get('usk'))
+                if found != (csk, usk):
+                    yield Violation('sorted-keys', row.pk, f'csk/usk are {found!r}, expected {(csk, usk)!r} '
+                                                           f'(version {row.seq})')
+            if family.name_keyed:
+                nsk = records.name_key(family, row.data)
+                slot = family.slot_of(family.name_field)
+                if row.raw.get('nsk') != nsk or slot in row.slots:
+                    yield Violation('sorted-keys', row.pk, f'name key {row.raw.get("nsk")!r}, expected {nsk!r}'
+                                                           + (f'; x{slot} still set' if slot in row.slots else ''))
 
 
 @check('orphans')

@@ -18,6 +18,9 @@ Reads the whole table (an operator tool: Scan is fine here), page by page:
   changed loses its ``usk`` (its ``csk`` serves updatedOn order), a changed one's ``csk`` is
   marked (kernel/store/table.py ``sorted_keys``), on condition that it is still the version read.
   Until then such a record is listed twice in updatedOn order: run this before relying on it.
+  A record of a ``name_keyed`` family (events) gets the name key of its name and createdOn and
+  loses its name's ``x{slot}`` key (kernel/registry.py ``name_keyed``); until then its
+  eventType-filtered lists find it through that slot (kernel/store/table.py ``walk_name``).
 * **the rate gate's legacy ACL attributes**: the old per-second counters on each ACL item
   (``users#{id}`` / ``ACL``) are removed, a few names per UpdateItem
   (kernel/store/gate.py ``legacy_cleanup_ops``; the gate now counts in expiring items).
@@ -39,7 +42,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from chalicelib.kernel import parents
+from chalicelib.kernel import parents, records
 from chalicelib.kernel.registry import BY_PATH
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
@@ -95,20 +98,33 @@ def spread_op(item: Any) -> Op | None:
 def sorted_keys_op(item: Any) -> Op | None:
     """The update giving a listed record of a ``sparse_updated`` family (events) the createdOn
     and updatedOn keys of its version (kernel/store/table.py ``sorted_keys``): a record never
-    changed loses its ``usk``, a changed one's ``csk`` gets the CHANGED mark; only while it is
-    still the version read. None when they are right already."""
-    if item.sk != table.ENTITY_SK or item.kind not in BY_PATH or item.tpk is None or item.data is None \
-            or not BY_PATH[item.kind].sparse_updated:
+    changed loses its ``usk``, a changed one's ``csk`` gets the CHANGED mark; and a record of a
+    ``name_keyed`` family (events) the name key of its name and createdOn (kernel/records.py
+    ``name_key``), its name's x{slot} key removed (its index entry goes with it); only while it
+    is still the version read. None when they are right already."""
+    family = BY_PATH.get(item.kind)
+    if item.sk != table.ENTITY_SK or family is None or item.tpk is None or item.data is None \
+            or not (family.sparse_updated or family.name_keyed):
         return None
     data = item.data.as_dict()
     if not data.get('createdOn') or not data.get('id'):
         return None
     seq = int(item.seq or 0)
-    csk, usk = table.sorted_keys(data, sparse_updated=True, seq=seq)
-    if (item.csk, item.usk) == (csk, usk):
-        return None
     model = configure()
-    actions = [model.csk.set(csk), model.usk.set(usk) if usk is not None else model.usk.remove()]
+    actions = []
+    if family.sparse_updated:
+        csk, usk = table.sorted_keys(data, sparse_updated=True, seq=seq)
+        if (item.csk, item.usk) != (csk, usk):
+            actions += [model.csk.set(csk), model.usk.set(usk) if usk is not None else model.usk.remove()]
+    if family.name_keyed:
+        nsk = records.name_key(family, data)
+        slot = f'x{family.slot_of(family.name_field)}'
+        if item.nsk != nsk:
+            actions.append(model.nsk.set(nsk))
+        if getattr(item, slot) is not None:
+            actions.append(getattr(model, slot).remove())
+    if not actions:
+        return None
     return Op('update', item=model(item.pk, item.sk), actions=actions,
               condition=(model.seq == seq) & model.tpk.exists(), tag={'what': 'entity'})
 

@@ -103,6 +103,106 @@ def test_records_of_the_old_shape_are_reported_then_migrated(api, org_id, work):
         [e['id'] for e in events]
 
 
+# ----------------------------------------------------------------------------- eventType from by_name (name_keyed)
+
+def _post_events(api, org_id, types: list[str]) -> list[str]:
+    ids = []
+    for event_type in types:
+        made = api.post('/api/events', {'organizationId': org_id, 'eventType': event_type, 'source': 'test'})
+        assert made.status == 201, made.json
+        ids.append(made.json['id'])
+    return ids
+
+
+def test_an_events_record_is_keyed_by_its_type_in_by_name_and_in_no_value_index(api, org_id, work):
+    """Three index entries per events record, not four (docs/scale.md "Events records"): its
+    eventType is the head of its name key, which serves eventType filters in createdOn order."""
+    from chalicelib.kernel.store import table
+    events = _task_events(api, org_id, work, 5)
+    ids = [e['id'] for e in events]
+    item = entity_item('events', ids[0])
+    assert not any(k in item for k in ('x1', 'x2', 'x3', 'x4', 'x5'))
+    assert item['nsk'] == table.name_prefix('tasks.created') + item['csk']
+    query = "&filter=eventType=='tasks.created'"
+    for direction, expected in (('asc', ids), ('desc', ids[::-1])):
+        pages = [api.get(f'/api/events?pageSize=2&page={n}{query}&sort=createdOn:{direction}').json for n in range(3)]
+        assert [e['id'] for page in pages for e in page['content']] == expected, direction
+        assert {page['totalElements'] for page in pages} == {5}
+    assert _events(api, "&filter=eventType=='tasks.updated'")['totalElements'] == 0
+    assert _events(api, "&filter=eventType=='tasks.create'")['content'] == []   # a prefix of a type is not it
+
+
+def test_event_types_equal_but_for_case_are_filtered_apart_and_sorted_by_type_then_created(api, org_id, work):
+    """eventType filters are exact; a list sorted by eventType breaks ties by the exact type,
+    then createdOn (docs/api/conventions.md), the same from the index and in memory."""
+    ids = _post_events(api, org_id, ['deploy.done', 'Deploy.Done', 'alpha.x', 'deploy.done', 'Deploy.Done',
+                                     'alpha.x'])
+    for event_type, wanted in (('deploy.done', [ids[0], ids[3]]), ('Deploy.Done', [ids[1], ids[4]]),
+                               ('alpha.x', [ids[2], ids[5]])):
+        page = _events(api, f"&filter=eventType=='{event_type}'")
+        assert [e['id'] for e in page['content']] == wanted and page['totalElements'] == 2, event_type
+        both = _events(api, f"&filter=eventType=in=('{event_type}','nothing.else')&sort=createdOn:desc")
+        assert [e['id'] for e in both['content']] == wanted[::-1]
+    walked = [e['id'] for e in _events(api, '&sort=eventType:asc')['content']]   # the index walk
+    in_memory = [e['id'] for e in _events(api, "&filter=source=='test'&sort=eventType:asc")['content']]
+    assert in_memory == walked
+    assert walked[:2] == [ids[2], ids[5]]   # alpha.x, by createdOn
+    deploys = walked[2:]
+    assert sorted([deploys[:2], deploys[2:]]) == sorted([[ids[0], ids[3]], [ids[1], ids[4]]])   # each type a run
+    desc = [e['id'] for e in _events(api, '&sort=eventType:desc')['content']]
+    assert desc == walked[::-1]
+    assert [e['id'] for e in _events(api, "&filter=source=='test'&sort=eventType:desc")['content']] == desc
+
+
+def test_a_type_made_to_start_like_another_types_key_is_not_listed_under_it(api, org_id, work):
+    """A name holding \\x01 can make its key start as another type's run does (table.walk_name):
+    the page keeps only the records holding the type asked for."""
+    from chalicelib.kernel.store import table
+    value = next(v for v in (f'kind.{n}' for n in range(10_000))
+                 if table.name_hash(v) == table.name_hash(v).lower())
+    forged = f'{value}\x01{table.name_hash(value)}\x01zzz'
+    assert table.name_sort_key(forged, 'i', created='c').startswith(table.name_prefix(value))
+    real, _ = _post_events(api, org_id, [value, forged])
+    page = _events(api, f"&filter=eventType=='{value}'")
+    assert [e['id'] for e in page['content']] == [real] and page['totalElements'] == 1
+
+
+def test_events_records_keyed_before_by_their_value_index_are_listed_then_migrated(api, org_id, work):
+    """Records written before events were name_keyed (an x1 key, a name key ending in the id)
+    are still listed by eventType (both are read, kernel/store/table.py walk_name); the checker
+    reports them, migrate_scale moves them (once)."""
+    import boto3
+
+    from chalicelib.core.config import get_config
+    from chalicelib.kernel import records
+    from chalicelib.kernel.registry import family as family_of
+    from chalicelib.kernel.store import table
+    from chalicelib.ops import check_table, migrate_scale
+    events = _task_events(api, org_id, work, 4)
+    ids = [e['id'] for e in events]
+    tbl = boto3.resource('dynamodb', region_name='us-east-1').Table(get_config().table_name)
+    for event in events[::2]:   # the old shape
+        key = table.spread_pk(table.value_pk('events', org_id, 'eventType', 'tasks.created'), event['id'])
+        tbl.update_item(Key={'pk': table.entity_pk('events', event['id']), 'sk': table.ENTITY_SK},
+                        UpdateExpression='SET nsk = :n, x1 = :x',
+                        ExpressionAttributeValues={':n': table.name_sort_key('tasks.created', event['id']), ':x': key})
+    query = "&filter=eventType=='tasks.created'"
+    for direction, expected in (('asc', ids), ('desc', ids[::-1])):
+        got = [e['id'] for e in _events(api, f'{query}&sort=createdOn:{direction}')['content']]
+        assert got == expected, direction
+        paged = [api.get(f'/api/events?pageSize=3&page={n}{query}&sort=createdOn:{direction}').json['content']
+                 for n in range(2)]
+        assert [e['id'] for page in paged for e in page] == expected, direction
+    found, _ = check_table.run(only=['sorted-keys'])
+    assert sorted(v.key for v in found) == sorted(table.entity_pk('events', i) for i in ids[::2])
+    assert migrate_scale.migrate(out=lambda *_: None)['sorted'] == 2
+    assert migrate_scale.migrate(out=lambda *_: None)['sorted'] == 0
+    assert check_table.run(only=['sorted-keys', 'value-counters', 'index-keys'])[0] == []
+    item = entity_item('events', ids[0])
+    assert 'x1' not in item and item['nsk'] == records.name_key(family_of('events'), item['data'])
+    assert [e['id'] for e in _events(api, f'{query}&sort=createdOn:asc')['content']] == ids
+
+
 # ----------------------------------------------------------------------------- tallies (kernel/store/tally.py)
 
 def _tallies() -> list[dict]:

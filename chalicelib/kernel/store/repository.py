@@ -51,7 +51,6 @@ from chalicelib.kernel.store.table import (
     counter_pk,
     entity_pk,
     members_pk,
-    name_sort_key,
     sorted_keys,
     spread_pk,
     stored_from,
@@ -132,9 +131,10 @@ class Op:
 # ----------------------------------------------------------------------------- entities
 
 def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None, tenant: str | None,
-                parent: str | None, name_value: Any, value_keys: dict[int, str] | None = None,
+                parent: str | None, name_key: str, value_keys: dict[int, str] | None = None,
                 guarded: int = 0, sparse_updated: bool = False) -> Item:
     """The item of an entity; ``tenant`` None leaves it out of every list (soft delete).
+    ``name_key``: its by_name sort key (kernel/records.py ``name_key``).
     ``value_keys``: equality-index slot -> its partition key (kernel/store/table.py value_pk,
     spread by the record's id: kernel/records.py value_keys); ``tpk`` is spread here.
     ``sparse_updated``: a record never changed (``seq`` 1) gets no ``usk`` (its ``csk`` serves
@@ -147,7 +147,7 @@ def entity_item(family: str, data: dict[str, Any], *, seq: int, org: str | None,
     if tenant is not None:
         item.tpk = spread_pk(tenant_pk(family, tenant), id_)
         item.csk, item.usk = sorted_keys(data, sparse_updated=sparse_updated, seq=seq)
-        item.nsk = name_sort_key(name_value, id_)
+        item.nsk = name_key
         if parent is not None:
             item.ppk = parent
         if value_keys is not None:

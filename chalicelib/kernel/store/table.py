@@ -18,6 +18,8 @@ Entity index attributes (removed when an entity is soft-deleted, so it leaves ev
   tpk, a project's ppk and x1..x5 are spread over INDEX_SHARDS keys by the record's id:
   ``~{s}#{key}`` for shard s > 0, the key itself for shard 0 (``spread_pk``; reads merge all)
   csk  ``{createdOn}#{id}``   usk ``{updatedOn}#{id}``   nsk ``name_sort_key(name, id)``
+  (a ``name_keyed`` family, events: ``1{name}\\x01{hash}\\x01{createdOn}#{id}``, whose runs
+  serve its name's equality filters in createdOn order: ``walk_name``)
 
   x1..x5  ``{family}#{tenant}#{field}={value}``: the equality-indexed fields of the family's
        registry declaration (``Family.indexed``: each field names its slot n); absent when
@@ -31,7 +33,8 @@ the record: docs/scale.md "Projections"): by_created / by_updated / by_name (a t
 in an order: pages walk keys, then BatchGet the page; a filtered read of a tenant takes all its
 by_created keys, then the records), parent_keys (a project's records, a user's memberships),
 x{n}_created, one per slot: the records holding one value of one field, by createdOn (none
-by updatedOn: docs/scale.md "Value indexes by createdOn only"). Being keys of the entity item, these entries
+by updatedOn: docs/scale.md "Value indexes by createdOn only"; none for a name_keyed family's
+name: docs/scale.md "Events records"). Being keys of the entity item, these entries
 are written, moved and removed by DynamoDB with the entity itself (nothing to keep in step).
 
 Reads are named for what they serve (``query_tenant``, ``walk_index``, ``memberships_of``...):
@@ -39,6 +42,7 @@ services never see a key condition, an index name or a client.
 """
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import random
@@ -170,18 +174,41 @@ def unique_key(family: str, *, scope: str, field_name: str, value: Any) -> str:
     return f'UQ#{family}#{scope}#{field_name}#{text}'
 
 
-def name_sort_key(value: object, id_: str) -> str:
+def name_sort_key(value: object, id_: str, *, created: str | None = None) -> str:
     """Sort key for ordering by name: missing first, then case-insensitive text, then id.
 
     ``\\x01`` separates name and id so that "ab" sorts before "ab c" (it is below every
     printable character); the in-memory sort of lists uses the same order
     (kernel/listing.py ``_value_key``).
+
+    ``created`` (the record's createdOn, for a ``name_keyed`` family: events) puts a hash of
+    the exact name and the createdOn key between the name and the id: ``1{name}\\x01{hash}\\x01
+    {createdOn}#{id}``. The records holding one exact name are then one run of the index
+    (``name_prefix``), in createdOn order; names equal but for letter case follow one another,
+    each in a run of its own.
     """
+    tail = id_ if created is None else f'{created}#{id_}'
     if value is None or value == '':
-        return f'0\x01{id_}'
+        return f'0\x01{tail}'
+    text = str(value)
     # A sort key stops at 1024 bytes: keep at most 300 characters and 900 bytes of the name.
-    name = str(value).lower()[:300].encode('utf-8', 'surrogatepass')[:900].decode('utf-8', 'ignore')
-    return f'1{name}\x01{id_}'
+    name = text.lower()[:300].encode('utf-8', 'surrogatepass')[:900].decode('utf-8', 'ignore')
+    if created is None:
+        return f'1{name}\x01{tail}'
+    return f'1{name}\x01{name_hash(text)}\x01{tail}'
+
+
+def name_hash(text: str) -> str:
+    """8 characters naming an exact name in a name_keyed family's name key (``name_sort_key``):
+    48 bits of BLAKE2b, base64url; a full name of any length or letter case keys its own run."""
+    digest = hashlib.blake2b(text.encode('utf-8', 'surrogatepass'), digest_size=6).digest()
+    return base64.urlsafe_b64encode(digest).decode('ascii')
+
+
+def name_prefix(value: str) -> str:
+    """The start shared by the name keys of a name_keyed family's records holding exactly
+    ``value`` (``name_sort_key`` with ``created``): what an equality filter reads of by_name."""
+    return name_sort_key(value, '', created='')[:-1]   # '1{name}\x01{hash}\x01', without the '#'
 
 
 def ensure_table() -> None:
@@ -439,9 +466,11 @@ def _first_round(limit: int) -> int:
     return min(limit, -(-limit * 3 // (2 * INDEX_SHARDS)) + 2)
 
 
-def _merged(key: str, index_name: str, attr: str, *, descending: bool, limit: int | None) -> list[tuple[str, str]]:
+def _merged(key: str, index_name: str, attr: str, *, descending: bool, limit: int | None,
+            begins: str | None = None) -> list[tuple[str, str]]:
     """(sort key, id) of the first ``limit`` entries (all when None) of index partition ``key``
-    in the index's order, merged from its shards. Keys only, never the items.
+    in the index's order, merged from its shards. Keys only, never the items. ``begins``: only
+    the entries whose sort key starts with it (a range key condition: nothing else is read).
 
     Each shard is asked for its share first (``_first_round``), all at once. The merge is exact
     when no shard that has more could hold an entry before the ``limit``-th merged one; a shard
@@ -454,6 +483,8 @@ def _merged(key: str, index_name: str, attr: str, *, descending: bool, limit: in
 
     def read(shard: str, count: int | None, start=None) -> tuple[list[tuple[str, str]], Any]:
         kwargs: dict[str, Any] = {'scan_index_forward': forward}
+        if begins is not None:
+            kwargs['range_key_condition'] = getattr(configure(), attr).startswith(begins)
         if count is not None:
             kwargs.update(limit=count, page_size=min(count, 2000))
         if start is not None:
@@ -590,6 +621,48 @@ def walk_value(family: str, tenant: str, *, slot: int, field_name: str, value: s
     updatedOn order: docs/scale.md "Value indexes by createdOn only".)"""
     key = value_pk(family, tenant, field_name, value)
     return _merged(key, f'x{slot}_created', 'csk', descending=descending, limit=limit)
+
+
+def walk_name(family: str, tenant: str, *, value: str, descending: bool, limit: int | None,
+              legacy: tuple[int, str] | None = None) -> list[tuple[str, str]]:
+    """(``{createdOn}#{id}``, id) of the first ``limit`` records (all when None) of a
+    ``name_keyed`` family (events) whose name is exactly ``value``, in createdOn order: the run
+    of by_name its ``name_prefix`` starts (keys only). A name holding ``\\x01`` can make another
+    record's key start the same way: the caller keeps only the records holding ``value``.
+
+    ``legacy`` (slot, field): also the records still keyed under the value's x{slot} index
+    (written before the family was name_keyed, until migrate_scale moves them), read at the same
+    time (the walks' shards, 32 queries in one round) and merged."""
+    prefix = name_prefix(value)
+
+    def named() -> list[tuple[str, str]]:
+        entries = _merged(tenant_pk(family, tenant), 'by_name', 'nsk', descending=descending, limit=limit,
+                          begins=prefix)
+        return [(key[len(prefix):], id_) for key, id_ in entries]
+    if legacy is None:
+        return named()
+    slot, field_name = legacy
+    found: dict[str, Any] = {}
+
+    def old() -> None:
+        try:
+            found['entries'] = walk_value(family, tenant, slot=slot, field_name=field_name, value=value,
+                                          descending=descending, limit=limit)
+        except BaseException as exc:   # noqa: BLE001 - raised again on the caller's thread
+            found['error'] = exc
+    import threading  # noqa: PLC0415 - lazy: lists of a name_keyed family only
+    # Its own thread, not the index pool's: each walk fans out on that pool (never used from
+    # inside itself, ``_pool``).
+    thread = threading.Thread(target=old, name='index-legacy', daemon=True)
+    thread.start()
+    entries = named()
+    thread.join()
+    if 'error' in found:
+        raise found['error']
+    entries += [(key.removesuffix(CHANGED), id_) for key, id_ in found['entries']]   # a changed one's mark
+    merged = sorted(dict((id_, key) for key, id_ in entries).items(), key=lambda e: e[1], reverse=descending)
+    out = [(key, id_) for id_, key in merged]
+    return out if limit is None else out[:limit]
 
 
 # ----------------------------------------------------------------------------- operator tools
