@@ -2,7 +2,8 @@
 
 Three fixes over `python -m moto.server`: two about moto's TransactWriteItems, which the API
 uses for every write, and one about its Query (``narrow_queries``: a Query's candidates are
-its partition, not the whole table sorted):
+its partition, not the whole table sorted; on this server an index Query's are its partition
+key's group, grouped once per change: ``INDEX_GROUPS``):
 
 * one request at a time. moto's backends are not thread-safe and its server is threaded:
   concurrent transactions fail with "dictionary changed size during iteration" (the API then
@@ -132,14 +133,22 @@ def narrow_queries() -> None:
     real_all_items, real_query = Table.all_items, Table.query
     signature = inspect.signature(real_query)
 
+    def every(self) -> list:
+        buckets = list(self.items.values())
+        if self.range_key_attr:
+            return [item for bucket in buckets for item in bucket.values()]
+        return buckets
+
     def all_items(self):
         asked = getattr(_state, 'query', None)
         if asked is None or asked[0] is not self:
             return real_all_items(self)
-        if asked[1] is None:   # an index Query: every item, in any order
-            buckets = list(self.items.values())
-        else:                  # a table Query: the partition's bucket (no defaultdict entry made)
-            buckets = [self.items[asked[1]]] if asked[1] in self.items else []
+        if asked[1] is None:   # an index Query: every item, in any order (or its key's group)
+            if INDEX_GROUPS['on'] and asked[2] is not None:
+                return _index_group(self, asked[2], every)
+            return every(self)
+        # a table Query: the partition's bucket (no defaultdict entry made)
+        buckets = [self.items[asked[1]]] if asked[1] in self.items else []
         if self.range_key_attr:
             return [item for bucket in buckets for item in bucket.values()]
         return buckets
@@ -147,13 +156,55 @@ def narrow_queries() -> None:
     def query(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
         before = getattr(_state, 'query', None)
-        _state.query = (self, None if bound.arguments.get('index_name') else bound.arguments.get('hash_key'))
+        index = bound.arguments.get('index_name')
+        conditions = bound.arguments.get('hash_key_conditions') or []
+        _state.query = (self, None if index else bound.arguments.get('hash_key'),
+                        (index, *conditions[0]) if index and len(conditions) == 1 else None)
         try:
             return real_query(self, *args, **kwargs)
         finally:
             _state.query = before
 
     Table.all_items, Table.query = all_items, query
+
+
+# The local server's index Query groups (``main`` turns them on; not the in-process moto of the
+# tests, whose state is also copied in directly). moto answers an index Query by testing every
+# item of the table; an index read of the API asks 16 shards (kernel/store/table.py
+# INDEX_SHARDS), so a list cost 16 passes over the table, and the fuzz and chaos runs, whose
+# tables grow to thousands of items, spent most of their time there. Here the items are grouped
+# by the index's partition key value once, and the groups serve every index Query until the
+# next request that can change an item (``serialized`` moves GENERATION: everything but the
+# reads below). moto still filters and sorts what it is given: the answer is the same.
+INDEX_GROUPS = {'on': False}
+GENERATION = [0]
+_groups: dict[tuple[int, str, str], tuple[int, Any, dict]] = {}
+READS = frozenset({'Query', 'GetItem', 'BatchGetItem', 'Scan', 'TransactGetItems', 'DescribeTable', 'ListTables',
+                   'DescribeTimeToLive', 'DescribeContinuousBackups', 'ListTagsOfResource', 'DescribeEndpoints'})
+
+
+def _index_group(table, asked: tuple[str, str, Any], every) -> list:
+    index, attr, value = asked
+    key = (id(table), index, attr)
+    cached = _groups.get(key)
+    if cached is None or cached[0] != GENERATION[0] or cached[1] is not table:
+        groups: dict[tuple[str, str], list] = {}
+        for item in every(table):
+            found = item.attrs.get(attr)
+            if found is not None:
+                groups.setdefault((found.type, str(found.value)), []).append(item)
+        cached = (GENERATION[0], table, groups)
+        _groups[key] = cached
+    return list(cached[2].get((value.type, str(value.value)), ()))
+
+
+def changes_items(environ: dict[str, Any]) -> bool:
+    """Whether a request to the local moto can change an item: a DynamoDB call other than a
+    read, or moto's own API (reset, state)."""
+    target = environ.get('HTTP_X_AMZ_TARGET') or ''
+    if target.startswith('DynamoDB_20120810.'):
+        return target.split('.', 1)[1] not in READS
+    return environ.get('PATH_INFO', '').startswith('/moto-api')
 
 
 IDEMPOTENCY_WINDOW = 600.0   # seconds, as DynamoDB's ClientRequestToken window
@@ -195,7 +246,11 @@ def serialized(app):
 
     def wrapped(environ, start_response):
         with lock:
-            return list(app(environ, start_response))
+            try:
+                return list(app(environ, start_response))
+            finally:
+                if changes_items(environ):
+                    GENERATION[0] += 1   # the index Query groups are read again (INDEX_GROUPS)
     return wrapped
 
 
@@ -215,6 +270,7 @@ def main(argv: list[str] | None = None) -> None:
     from werkzeug.serving import run_simple
 
     patch_moto()
+    INDEX_GROUPS['on'] = True
     app = chaos.Chaos(serialized(DomainDispatcherApplication(create_backend_app)), settings)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)
