@@ -40,31 +40,20 @@ sdk: $(SDK_STAMP)
 run: $(STAMP)
 	PYTHONPATH=. $(PY) -m localdev.run
 
-# Three groups that share nothing, side by side on the 2 cores: the in-process group (tests/unit,
+# Two groups that share nothing, side by side on the 2 cores: the in-process group (tests/unit,
 # tests/api: chalice.test.Client on in-process moto, on two xdist workers that take the cores the
-# live-server groups leave idle while they wait on their servers), the chaos run (its own live
-# stack; most of its time is spent waiting out slow answers past the client's read timeout) and
-# the rest of the live-server group (tests/integration: real local servers on free loopback
-# ports). The two background groups' output is shown when all are done. Fails if any fails, or
-# collects nothing (pytest's exit 5). docs/architecture.md "The test loop".
+# live-server group leaves idle while it waits on its servers; its output is shown when both are
+# done) and the live-server group (tests/integration: real local servers on free loopback ports).
+# Fails if either fails, or collects nothing (pytest's exit 5). docs/architecture.md "The test loop".
 TEST_LOG := .local/test-in-process.log
-CHAOS_LOG := .local/test-chaos.log
-CHAOS_TEST := tests/integration/test_chaos_run.py
 test: $(STAMP) $(SDK_STAMP)
 	@mkdir -p .local; status=0; \
 	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" -n 2 --dist loadfile \
 		tests/unit tests/api > $(TEST_LOG) 2>&1 & inproc=$$!; \
-	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" $(CHAOS_TEST) \
-		> $(CHAOS_LOG) 2>&1 & chaos=$$!; \
-	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" --ignore=$(CHAOS_TEST) \
-		tests/integration || status=$$?; \
-	wait $$chaos; chaos_status=$$?; \
-	echo "---------------- chaos run ($(CHAOS_TEST)): exit $$chaos_status"; \
-	cat $(CHAOS_LOG); \
+	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" tests/integration || status=$$?; \
 	wait $$inproc; inproc_status=$$?; \
 	echo "---------------- in-process group (tests/unit, tests/api): exit $$inproc_status"; \
 	cat $(TEST_LOG); \
-	if [ $$status -eq 0 ]; then status=$$chaos_status; fi; \
 	if [ $$status -eq 0 ]; then status=$$inproc_status; fi; \
 	exit $$status
 
