@@ -230,7 +230,8 @@ def idempotent_transactions() -> None:
         now = time.monotonic()
         for old in [t for t, (at, _, _) in done.items() if now - at > IDEMPOTENCY_WINDOW]:
             del done[old]
-        request = json.dumps(handler.body.get('TransactItems'), sort_keys=True)
+        # default=repr: a binary value (bytes) names the request as well as any other
+        request = json.dumps(handler.body.get('TransactItems'), sort_keys=True, default=repr)
         if token in done and done[token][1] == request:
             return done[token][2]
         result = real(handler)
