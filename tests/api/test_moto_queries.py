@@ -11,18 +11,14 @@ import pytest
 from boto3.dynamodb.conditions import Attr, Key
 from moto import mock_aws
 
+from tests.moto_tables import table_with_index
+
 
 @pytest.fixture()
 def tbl():
     with mock_aws():
         ddb = boto3.resource('dynamodb', region_name='us-east-1')
-        table = ddb.create_table(
-            TableName='narrow', BillingMode='PAY_PER_REQUEST',
-            KeySchema=[{'AttributeName': 'pk', 'KeyType': 'HASH'}, {'AttributeName': 'sk', 'KeyType': 'RANGE'}],
-            AttributeDefinitions=[{'AttributeName': n, 'AttributeType': 'S'} for n in ('pk', 'sk', 'g', 'r')],
-            GlobalSecondaryIndexes=[{'IndexName': 'by_g', 'Projection': {'ProjectionType': 'ALL'},
-                                     'KeySchema': [{'AttributeName': 'g', 'KeyType': 'HASH'},
-                                                   {'AttributeName': 'r', 'KeyType': 'RANGE'}]}])
+        table = table_with_index(ddb, 'narrow', projection='ALL')
         rnd = random.Random(7)
         items = []
         for n in range(300):

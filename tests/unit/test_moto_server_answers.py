@@ -13,6 +13,7 @@ from moto import mock_aws
 from moto.core import responses
 
 from localdev import moto_server
+from tests.moto_tables import table_with_index
 
 VALUES = {
     'pk': {'S': 'p#1'}, 'sk': {'S': '#'}, 'g': {'S': 'group'}, 'r': {'S': '001'},
@@ -29,13 +30,7 @@ def ddb():
     moto_server.plain_json_answers()   # tests/conftest.py has patched moto already: a no-op then
     with mock_aws():
         client = boto3.client('dynamodb', region_name='us-east-1')
-        client.create_table(
-            TableName='answers', BillingMode='PAY_PER_REQUEST',
-            KeySchema=[{'AttributeName': 'pk', 'KeyType': 'HASH'}, {'AttributeName': 'sk', 'KeyType': 'RANGE'}],
-            AttributeDefinitions=[{'AttributeName': a, 'AttributeType': 'S'} for a in ('pk', 'sk', 'g', 'r')],
-            GlobalSecondaryIndexes=[{'IndexName': 'by_g', 'Projection': {'ProjectionType': 'KEYS_ONLY'},
-                                     'KeySchema': [{'AttributeName': 'g', 'KeyType': 'HASH'},
-                                                   {'AttributeName': 'r', 'KeyType': 'RANGE'}]}])
+        table_with_index(client, 'answers')
         yield client
 
 

@@ -8,6 +8,7 @@ import pytest
 from moto import mock_aws
 
 from localdev import moto_server
+from tests.moto_tables import table_with_index
 
 
 @pytest.fixture
@@ -15,13 +16,7 @@ def grouped(monkeypatch):
     monkeypatch.setitem(moto_server.INDEX_GROUPS, 'on', True)
     with mock_aws():
         ddb = boto3.client('dynamodb', region_name='us-east-1')
-        ddb.create_table(
-            TableName='groups', BillingMode='PAY_PER_REQUEST',
-            KeySchema=[{'AttributeName': 'pk', 'KeyType': 'HASH'}, {'AttributeName': 'sk', 'KeyType': 'RANGE'}],
-            AttributeDefinitions=[{'AttributeName': a, 'AttributeType': 'S'} for a in ('pk', 'sk', 'g', 'r')],
-            GlobalSecondaryIndexes=[{'IndexName': 'by_g', 'Projection': {'ProjectionType': 'KEYS_ONLY'},
-                                     'KeySchema': [{'AttributeName': 'g', 'KeyType': 'HASH'},
-                                                   {'AttributeName': 'r', 'KeyType': 'RANGE'}]}])
+        table_with_index(ddb, 'groups')
         yield ddb
 
 
