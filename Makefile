@@ -72,7 +72,7 @@ check: $(STAMP)
 # The chaos run of `make test` as a longer soak: CHAOS_RUN_ROUNDS x 9 requests (default 120 x 9,
 # ~6 min), CHAOS_RUN_SEED. (A test marked `quarantine` is left out of `make test`; none is now.)
 chaos: $(STAMP)
-	CHAOS_RUN_ROUNDS=$${CHAOS_RUN_ROUNDS:-120} PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -s \
+	CHAOS_RUN_ROUNDS=$${CHAOS_RUN_ROUNDS:-120} CHAOS_RUN_SLOW=default PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -s \
 		tests/integration/test_chaos_run.py
 
 # /docs in headless Chromium (tests/browser/, marker `browser`, left out of `make test`): Authorize,

@@ -44,6 +44,10 @@ class Config:
     rate_limit_user_burst_per_second: int = 60
     # How long a write may keep retrying a throttled or failing table before answering 503.
     store_retry_budget_seconds: float = 2.0
+    # How long an AWS client (DynamoDB, S3, SQS, EventBridge) waits for an answer before giving
+    # up on it; unset: each client's own (DynamoDB, SQS and EventBridge 8 s, S3 20 s). The chaos
+    # run of `make test` sets 2 s, its slow answers taking 3 (docs/operations/chaos-runs.md).
+    client_read_timeout_seconds: float | None = None
     # Identity provider keys older than this stop being trusted when refreshing them keeps
     # failing (core/jwt_verify.py).
     jwt_keys_max_age_seconds: int = 86_400
@@ -142,6 +146,7 @@ def get_config() -> Config:
         rate_limit_user_per_minute=_int('RATE_LIMIT_USER_PER_MINUTE', 3 * per_minute),
         rate_limit_user_burst_per_second=_int('RATE_LIMIT_USER_BURST_PER_SECOND', 3 * burst),
         store_retry_budget_seconds=_float('STORE_RETRY_BUDGET_SECONDS', 2.0),
+        client_read_timeout_seconds=_float('CLIENT_READ_TIMEOUT_SECONDS', 0.0) or None,
         jwt_keys_max_age_seconds=_int('AUTH_JWT_KEYS_MAX_AGE_SECONDS', 86_400),
         support_access_max_days=_int('SUPPORT_ACCESS_MAX_DAYS', 30),
         bridge_timeout_seconds=_float('BRIDGE_PROXY_TIMEOUT_SECONDS', 30.0),
