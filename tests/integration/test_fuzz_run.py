@@ -1,7 +1,7 @@
 """The schemathesis run (`make fuzz`) is part of the suite, so CI runs it with `make test`:
 zero 5xx and zero responses that break the served /v3/api-docs, on a real local server.
 
-Here with 8 random cases per operation (about 2.5 minutes, still rotating 40 keys across a
+Here with 8 random cases per operation (about 3 minutes, still rotating 40 keys across a
 minute boundary) so `make test` stays within its 15 minutes; `make fuzz` runs 15 per operation
 and FUZZ_MAX_EXAMPLES overrides both."""
 import os
