@@ -80,6 +80,10 @@ class Config:
     # by the invocation's remaining time, and never above API Gateway's 29 s
     request_budget_seconds: float = 8.0
 
+    def read_timeout(self, default: float) -> float:
+        """The read timeout of an AWS client whose own is ``default`` (client_read_timeout_seconds)."""
+        return self.client_read_timeout_seconds or default
+
 
 def _int(name: str, default: int) -> int:
     raw = os.environ.get(name)

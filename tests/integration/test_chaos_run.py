@@ -43,14 +43,13 @@ ALLOWED = {'create': {201, 503}, 'create-unique': {201, 409, 503}, 'list': {200,
 # A slow answer outlasts the API's AWS clients' read timeout, as CHAOS_SLOW_SECONDS' 10 s outlast
 # their 8 s by default; both shorter here, so a slow answer holds its caller 2 s, not 8
 # (`make chaos` keeps the defaults: CHAOS_RUN_SLOW=default).
-SLOW = {} if os.environ.get('CHAOS_RUN_SLOW') == 'default' else \
+SLOW = {'CHAOS_SLOW_SECONDS': '10'} if os.environ.get('CHAOS_RUN_SLOW') == 'default' else \
     {'CHAOS_SLOW_SECONDS': '3', 'CLIENT_READ_TIMEOUT_SECONDS': '2'}
 
 
 @pytest.fixture(scope='module')
 def stack(tmp_path_factory):
-    live = LiveStack(tmp_path_factory.mktemp('chaos'), CHAOS_SEED=str(SEED), QUEUE_VISIBILITY_TIMEOUT='5',
-                     **{'CHAOS_SLOW_SECONDS': '10', **SLOW})
+    live = LiveStack(tmp_path_factory.mktemp('chaos'), CHAOS_SEED=str(SEED), QUEUE_VISIBILITY_TIMEOUT='5', **SLOW)
     yield live
     live.stop()
 

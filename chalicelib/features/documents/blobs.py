@@ -60,8 +60,7 @@ def client():
     from botocore.config import Config  # noqa: PLC0415 - lazy, with boto3
     cfg = get_config()
     options: dict[str, Any] = {
-        'signature_version': 's3v4', 'connect_timeout': CONNECT_TIMEOUT,
-        'read_timeout': cfg.client_read_timeout_seconds or READ_TIMEOUT,
+        'signature_version': 's3v4', 'connect_timeout': CONNECT_TIMEOUT, 'read_timeout': cfg.read_timeout(READ_TIMEOUT),
         'retries': {'max_attempts': 3, 'mode': 'standard'}, 'max_pool_connections': 64,
         'request_checksum_calculation': 'when_required', 'response_checksum_validation': 'when_required'}
     if cfg.endpoint_url:

@@ -40,7 +40,7 @@ def _client(service: str):
     from botocore.config import Config  # noqa: PLC0415
     cfg = get_config()
     return watched(boto3.client(service, region_name=cfg.region, endpoint_url=cfg.endpoint_url,
-                        config=Config(connect_timeout=2, read_timeout=cfg.client_read_timeout_seconds or 8,
+                        config=Config(connect_timeout=2, read_timeout=cfg.read_timeout(8),
                                       retries={'max_attempts': 3, 'mode': 'standard'})))
 
 

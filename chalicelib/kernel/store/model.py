@@ -119,7 +119,7 @@ def configure() -> type[Item]:
     Item.Meta.table_name = cfg.table_name
     Item.Meta.region = cfg.region
     Item.Meta.host = cfg.endpoint_url
-    Item.Meta.read_timeout_seconds = cfg.client_read_timeout_seconds or READ_TIMEOUT
+    Item.Meta.read_timeout_seconds = cfg.read_timeout(READ_TIMEOUT)
     Item._connection = None
     for name in INDEXES:
         getattr(Item, name)._connection = None
@@ -147,8 +147,8 @@ def boto3_table():
     import boto3  # noqa: PLC0415 - lazy: the resource API costs ~100 ms; only lists need it
     from botocore.config import Config  # noqa: PLC0415 - lazy, with boto3
     cfg = get_config()
-    client_config = Config(connect_timeout=CONNECT_TIMEOUT,
-                           read_timeout=cfg.client_read_timeout_seconds or READ_TIMEOUT, max_pool_connections=MAX_POOL,
+    client_config = Config(connect_timeout=CONNECT_TIMEOUT, read_timeout=cfg.read_timeout(READ_TIMEOUT),
+                           max_pool_connections=MAX_POOL,
                            retries={'max_attempts': MAX_ATTEMPTS, 'mode': 'standard'})
     return boto3.resource('dynamodb', region_name=cfg.region, endpoint_url=cfg.endpoint_url,
                           config=client_config).Table(cfg.table_name)
