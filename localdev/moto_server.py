@@ -4,7 +4,9 @@ Fixes over `python -m moto.server`: two about moto's TransactWriteItems, which t
 uses for every write, one about its Query (``narrow_queries``: a Query's candidates are
 its partition, not the whole table sorted; on this server an index Query's are its partition
 key's group, grouped once per change: ``INDEX_GROUPS``), and one about its answers
-(``plain_json_answers``: DynamoDB's item operations answered without moto's shape walk):
+(``plain_json_answers``: DynamoDB's item operations answered without moto's shape walk). The
+server also routes without listing moto's package folder per request and writes no access log
+(``serve_quickly``, ``main``):
 
 * one request at a time. moto's backends are not thread-safe and its server is threaded:
   concurrent transactions fail with "dictionary changed size during iteration" (the API then
