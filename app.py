@@ -59,7 +59,16 @@ def scheduled_jobs(event):
     return handlers.schedule_tick(event.to_dict(), event.context)
 
 
-@app.on_dynamodb_record(stream_arn=_STREAM)
+# The stream's batches: up to 1,000 records, gathered for up to 1 s. A batch's events are recorded
+# and counted in chunks of 40 (features/events/outbox.py), each chunk's counting a few write units
+# of its own, so fuller batches cost every write less; an event is published up to ~1 s later at
+# low load (docs/scale.md "The stream's batches"; make run's poller uses the same two settings).
+OUTBOX_BATCH_SIZE = 1000
+OUTBOX_BATCHING_WINDOW_SECONDS = 1
+
+
+@app.on_dynamodb_record(stream_arn=_STREAM, batch_size=OUTBOX_BATCH_SIZE,
+                        maximum_batching_window_in_seconds=OUTBOX_BATCHING_WINDOW_SECONDS)
 def outbox_publisher(event):
     from chalicelib.front import handlers  # noqa: PLC0415 - lazy: cold start
     return handlers.stream_batch(event.to_dict(), event.context)

@@ -13,6 +13,8 @@ process with the payloads AWS sends (also used by the tests).
 * **outbox drain** (Lambda's DynamoDB stream event source mapping): the table's stream, read
   from moto with GetRecords on every shard, in order, each batch as a DynamoDB stream event to
   ``outbox_publisher``; a batch item failure re-reads from the failed record, as Lambda does.
+  The batch size and batching window are the event source's own (app.py ``outbox_publisher``):
+  records read wait until the batch is full or the first of them has waited the window.
   Why the stream rather than polling outbox items through an index: it is what runs on AWS
   (the same records, in the same wire format, through the same handler), and an index of
   outbox items would cost every write on AWS an index write that only local runs use.
@@ -27,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 STREAMS_ENDPOINT = 'https://streams.dynamodb.{region}.amazonaws.com'   # moto's in-process host
+WINDOW_POLL_SECONDS = 0.1   # how often a poller holding records for a batching window reads again
 
 
 def function_timeout() -> float:
@@ -145,8 +148,15 @@ class StreamReader:
     """Reads a table stream from its start (TRIM_HORIZON), shard by shard, like Lambda."""
 
     def __init__(self, handler: Callable, table_name: str, *, region: str, endpoint_url: str | None,
-                 batch_size: int = 100) -> None:
+                 batch_size: int = 100, window_seconds: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.handler = handler
+        # the event source's BatchSize and MaximumBatchingWindowInSeconds (app.py): records read
+        # wait, per shard, until the batch is full or the first of them has waited the window
+        self.window_seconds = window_seconds
+        self.clock = clock
+        self.pending: dict[str, list[dict[str, Any]]] = {}
+        self.first_read: dict[str, float] = {}
         self.region = region
         self.arn = enable_stream(table_name, region=region, endpoint_url=endpoint_url)
         self.streams = _client('dynamodbstreams', region, endpoint_url or STREAMS_ENDPOINT.format(region=region))
@@ -162,21 +172,29 @@ class StreamReader:
         return self.streams.get_shard_iterator(**kwargs)['ShardIterator']
 
     def poll_once(self) -> dict[str, int]:
-        """Every shard's next batch to the handler: {'records', 'failed'}."""
-        stats = {'records': 0, 'failed': 0}
+        """Every shard's next batch to the handler: {'records', 'failed', 'waiting'} (records
+        read but held for the batching window, as Lambda holds them)."""
+        stats = {'records': 0, 'failed': 0, 'waiting': 0}
         shards = self.streams.describe_stream(StreamArn=self.arn)['StreamDescription']['Shards']
         for shard in shards:
             sid = shard['ShardId']
             if sid not in self.iterators:
                 self.iterators[sid] = self._iterator(sid)
+            records = self.pending.setdefault(sid, [])
             iterator = self.iterators[sid]
-            if iterator is None:
-                continue
-            answer = self.streams.get_records(ShardIterator=iterator, Limit=self.batch_size)
-            records = answer.get('Records') or []
-            self.iterators[sid] = answer.get('NextShardIterator')
+            if iterator is not None and len(records) < self.batch_size:
+                answer = self.streams.get_records(ShardIterator=iterator, Limit=self.batch_size - len(records))
+                if answer.get('Records') and not records:
+                    self.first_read[sid] = self.clock()
+                records += answer.get('Records') or []
+                self.iterators[sid] = answer.get('NextShardIterator')
             if not records:
                 continue
+            if len(records) < self.batch_size and self.iterators[sid] is not None and \
+                    self.clock() - self.first_read[sid] < self.window_seconds:
+                stats['waiting'] += len(records)
+                continue
+            self.pending[sid] = []
             event = {'Records': [self._lambda_record(r) for r in records]}
             try:
                 result = self.handler(event, context()) or {}
@@ -205,9 +223,11 @@ class Pollers:
     module (its handlers ``activity_start_worker``, ``scheduled_jobs``, ``outbox_publisher``)."""
 
     def __init__(self, app, *, region: str, endpoint_url: str | None, queue_name: str, table_name: str,
-                 tick_seconds: float, drain_seconds: float = 0.5) -> None:
+                 tick_seconds: float, drain_seconds: float = 0.5, stream_batch_size: int = 100,
+                 stream_window_seconds: float = 0.0) -> None:
         self.queue = QueuePoller(app.activity_start_worker, queue_name, region=region, endpoint_url=endpoint_url)
-        self.stream = StreamReader(app.outbox_publisher, table_name, region=region, endpoint_url=endpoint_url)
+        self.stream = StreamReader(app.outbox_publisher, table_name, region=region, endpoint_url=endpoint_url,
+                                   batch_size=stream_batch_size, window_seconds=stream_window_seconds)
         self.app = app
         self.region = region
         self.tick_seconds = tick_seconds
@@ -230,11 +250,13 @@ class Pollers:
             try:
                 stats = fn() or {}
                 found = stats.get('received') or stats.get('records')
+                waiting = stats.get('waiting')
             except Exception as exc:  # noqa: BLE001 - keep polling (moto restarting, chaos...)
                 log.warning('%s: %s', threading.current_thread().name, exc)
-                found = False
+                found = waiting = False
                 self._stop.wait(1.0)
-            pause = busy if found else idle
+            # records held for the stream's batching window: look again soon, not after idling
+            pause = busy if found else (min(idle, WINDOW_POLL_SECONDS) if waiting else idle)
             if pause:
                 self._stop.wait(pause)
 

@@ -580,6 +580,8 @@ def test_the_apps_own_handlers_are_packaged_with_their_event_sources(templates):
     assert stream['Stream'] == {'Fn::ImportValue': N.export('TableStreamArn')}
     assert stream['StartingPosition'] == 'TRIM_HORIZON'
     assert stream['FunctionResponseTypes'] == ['ReportBatchItemFailures']
+    # app.py OUTBOX_BATCH_SIZE / OUTBOX_BATCHING_WINDOW_SECONDS, as make run's poller reads them
+    assert (stream['BatchSize'], stream['MaximumBatchingWindowInSeconds']) == (1000, 1)
     for lid in ('ActivityStartWorker', 'ScheduledJobs', 'OutboxPublisher'):
         env = app_doc[lid]['Properties'].get('Environment', {}).get('Variables', {})
         assert env.get('EVENT_BUS_NAME') == N.event_bus and env.get('TABLE_NAME') == N.table, lid
