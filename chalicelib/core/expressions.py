@@ -65,7 +65,6 @@ class _Run:
         own = now + timeout_ms / 1000
         left = budget.remaining()
         self.ends = min(own, now + left)
-        self.by_budget = now + left < own
         self.timeout_ms = timeout_ms
         self.max_depth = max_depth
         self.depth = 0
@@ -82,11 +81,13 @@ class _Run:
     def check_time(self) -> None:
         if time.monotonic() <= self.ends:
             return
-        if self.by_budget:
-            try:
-                budget.check('evaluating an expression')
-            except budget.BudgetExceeded as exc:
-                self.stop(exc)
+        # The unit of work's budget is asked first even when the expression's own cap ended
+        # first: after a stall (a loaded host, a paused process) both can have passed, and then
+        # the request cannot finish anyway: its 422 names the work, not one rule's timeout.
+        try:
+            budget.check('evaluating an expression')
+        except (budget.BudgetExceeded, budget.BudgetSpentWaiting) as exc:
+            self.stop(exc)
         self.stop(ExpressionError(f'the expression ran longer than {self.timeout_ms} ms (timed out)', timed_out=True))
 
     def tick(self) -> None:

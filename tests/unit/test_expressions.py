@@ -84,3 +84,26 @@ def test_an_expression_never_outlives_the_unit_of_works_budget():
         assert 'evaluating an expression' in caught.value.message and caught.value.status == 422
     finally:
         budget.end(token)
+
+
+def test_after_a_stall_past_both_limits_the_budget_is_named_not_the_expressions_cap():
+    """A stall (a loaded host) that outlasts both the expression's own cap, which ended first,
+    and the unit's budget: the unit cannot finish, so its 422 is the answer (CI, 2026-11-27)."""
+    import jsonata
+
+    from chalicelib.core import budget
+    from chalicelib.core.expressions import _Run
+    token = budget.start(0.2)
+    try:
+        run = _Run(timeout_ms=100, max_depth=10)    # its own cap ends before the budget
+        time.sleep(0.25)                            # the stall
+        with pytest.raises(jsonata.JException):   # how a stop unwinds through the library
+            run.check_time()
+        assert isinstance(run.stopped, budget.BudgetExceeded)
+    finally:
+        budget.end(token)
+    run = _Run(timeout_ms=50, max_depth=10)         # no unit of work: the cap is the answer
+    time.sleep(0.1)
+    with pytest.raises(jsonata.JException):   # how a stop unwinds through the library
+        run.check_time()
+    assert isinstance(run.stopped, ExpressionError) and 'ran longer than 50 ms' in str(run.stopped)
