@@ -125,7 +125,8 @@ class Stage:
         if response.get('statusCode', 500) >= 500:   # the function's log says why, in the assertion's message
             response['log'] = self.process(api.logical_id).log_tail(3000)
         content_type = {k.lower(): v for k, v in (response.get('headers') or {}).items()}.get('content-type', '')
-        if 'json' in content_type and response.get('body'):
+        # Chalice sets no Content-Type on a dict body (API Gateway answers it as application/json)
+        if ('json' in content_type or not content_type) and str(response.get('body') or '')[:1] in ('{', '['):
             response['json'] = json.loads(response['body'])
         return response
 
