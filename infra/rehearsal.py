@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MB = 1024 * 1024
 ZIPPED_LIMIT = 50 * MB       # a zip uploaded directly (Lambda quotas)
 UNZIPPED_LIMIT = 250 * MB    # the function's code and layers, unzipped
+TEMPLATE_LIMIT = 1024 * 1024   # CloudFormation: a template read from S3, 1 MB (51,200 bytes inline)
 ALARM_SHARE = 0.8            # the size test fails past 80 % of either limit
 NOBODY = 65534
 BOOTSTRAP = Path(__file__).with_name('lambda_bootstrap.py')

@@ -109,15 +109,22 @@ class Stage:
     def of_kind(self, kind: str) -> list[rehearsal.Function]:
         return [f for f in self.functions.values() if f.kind == kind]
 
+    def only(self, kind: str) -> rehearsal.Function:
+        """The one function of a kind; a second one (a function added later) needs its own step here."""
+        found = self.of_kind(kind)
+        assert len(found) == 1, (f'{len(found)} functions of kind {kind!r} ({[f.logical_id for f in found]}): '
+                                 'the rehearsal drives one; give the new one its own step in this file')
+        return found[0]
+
     def request(self, method: str, path: str, body: Any = None, key: str | None = '__admin__') -> dict[str, Any]:
         """Through the gateway: the authorizer first (its answer in the request's context), then the API."""
         headers = {'content-type': 'application/json', 'user-agent': 'rehearsal'}
         if key:
             headers['x-api-key'] = self.key if key == '__admin__' else key
-        (authorizer,) = self.of_kind('authorizer')
+        authorizer = self.only('authorizer')
         answer = self.process(authorizer.logical_id).call(rehearsal.authorizer_event(method, path, headers))
         assert answer['policyDocument']['Statement'][0]['Effect'] == 'Allow', answer
-        (api,) = self.of_kind('api')
+        api = self.only('api')
         event = rehearsal.api_event(self.routes, method, path, headers=headers,
                                     body=None if body is None else json.dumps(body), authorizer=answer)
         response = self.process(api.logical_id).call(event)
@@ -173,6 +180,10 @@ def test_package_sizes_within_80_percent_of_lambdas_limits(package_dir):
     print('\n' + sizes.report())
     assert sizes.zipped <= rehearsal.ALARM_SHARE * rehearsal.ZIPPED_LIMIT, sizes.report()
     assert sizes.unzipped <= rehearsal.ALARM_SHARE * rehearsal.UNZIPPED_LIMIT, sizes.report()
+    # CloudFormation reads a template of at most 1 MB from S3 (docs/operations/deploy.md)
+    template = (package_dir / 'app.json').stat().st_size
+    print(f'app.json: {template:,} bytes ({template / rehearsal.TEMPLATE_LIMIT:.0%} of 1 MB)')
+    assert template <= rehearsal.ALARM_SHARE * rehearsal.TEMPLATE_LIMIT
 
 
 def test_package_carries_no_build_tools(package_dir):
@@ -235,7 +246,7 @@ def test_api_answers_through_the_authorizer_with_tracing_on(stage):
 
 
 def test_worker_reports_batch_item_failures(stage):
-    (worker,) = stage.of_kind('queue')
+    worker = stage.only('queue')
     process = stage.process(worker.logical_id)
     queue = stage_environment(STAGE)['ACTIVITY_QUEUE_NAME']
     url = stage.aws['sqs'].get_queue_url(QueueName=queue)['QueueUrl']
@@ -255,7 +266,7 @@ def test_worker_reports_batch_item_failures(stage):
 def test_stream_handler_records_the_events(stage):
     """The organization created above wrote an outbox event: the stream handler publishes and
     records it (the record shows in the API's events list)."""
-    (publisher,) = stage.of_kind('stream')
+    publisher = stage.only('stream')
     process = stage.process(publisher.logical_id)
     stage.request('POST', '/api/organizations', {'name': 'Streamed', 'slug': 'streamed'})
     results = []
@@ -275,7 +286,7 @@ def test_stream_handler_records_the_events(stage):
 
 
 def test_schedule_runs(stage):
-    (scheduled,) = stage.of_kind('schedule')
+    scheduled = stage.only('schedule')
     stats = stage.process(scheduled.logical_id).call(scheduled_event(REGION))
     assert isinstance(stats, dict) and 'due' in stats, stats
 
@@ -283,7 +294,7 @@ def test_schedule_runs(stage):
 def test_functions_cannot_write_outside_tmp(stage):
     """The package folder is read-only and the functions run unprivileged: a write there fails
     here as it does on Lambda (the rehearsal would catch a module that writes beside itself)."""
-    (api,) = stage.of_kind('api')
+    api = stage.only('api')
     stage.process(api.logical_id)   # started
     probe = subprocess.run(
         ['setpriv', f'--reuid={rehearsal.NOBODY}', f'--regid={rehearsal.NOBODY}', '--clear-groups', '--',
