@@ -138,6 +138,8 @@ class Stage:
         return response
 
     def close(self) -> None:
+        for process in self.processes.values():   # all at once: each exits on the end of its input
+            process.proc.stdin.close()
         for process in self.processes.values():
             process.close()
 
