@@ -50,6 +50,7 @@ def bucket(aws):
 @pytest.fixture
 def prj(api, org_id, bucket, base_url):
     project = api.post('/api/projects', {'name': 'processing', 'organizationId': org_id}).json
+    invoice = api.post('/api/labels', {'organizationId': org_id, 'name': 'invoice'}).json
     for slug, kind in (('received', 'UNRESOLVED'), ('processed', 'RESOLVED')):
         r = api.post('/api/document-statuses', {'projectId': project['id'], 'status': slug, 'slug': slug,
                                                 'statusType': kind})
@@ -58,7 +59,7 @@ def prj(api, org_id, bucket, base_url):
                                               'slug': f'inbox-{uuid.uuid4().hex[:8]}'}).json
     bridge = make_bridge(api, project['id'], base_url, [endpoint('echo', '/echo'), endpoint('fail', '/status')],
                          slug='ocr', agentCallable=True)
-    return {'project': project, 'store': store, 'bridge': bridge}
+    return {'project': project, 'store': store, 'bridge': bridge, 'invoice': invoice}
 
 
 def steps(*, fail: bool = False, attempts: int = 1) -> list[dict]:
@@ -129,7 +130,7 @@ def test_an_upload_runs_the_pipeline_of_the_subscribed_assistant(api, prj, work,
     assert seen.path.startswith('/echo?') and 'X-Amz-Signature' in seen.path and 'X-Amz-Expires' in seen.path
     assert 'path=in%2F2026%2Fa.pdf' in seen.path and query['url'].startswith('http')
     after = api.get(f"/api/document-families/{family['id']}").json
-    assert after['documentStatus']['slug'] == 'processed' and after['labels'] == ['invoice']
+    assert after['documentStatus']['slug'] == 'processed' and after['labels'] == [prj['invoice']['id']]
     assert after['metadata'] == {'pages': 1, 'ocrPath': seen.path}
     assert after['processing'] == {'assistantId': helper['id'], 'assistantName': 'Invoice reader',
                                    'executionId': execution['id'], 'status': 'SUCCEEDED', 'step': 'classify',
@@ -404,3 +405,57 @@ def test_the_stages_before_the_pipelines_run_first_and_the_pipelines_see_their_o
     [stage] = executions_of(api, other['id'])
     assert stage['name'] == pipelines.STAGES_NAME and stage['status'] == 'FAILED'
     assert 'internal error (RuntimeError)' in stage['statusMessages'][-1]['message']
+
+
+# ----------------------------------------------------------------------------- labels and locked (issue 40)
+
+def test_a_script_names_labels_by_name_or_id_and_the_family_holds_ids(api, prj, org_id, work):
+    """Defect 2: a SCRIPT stored label NAMES where batch-update stores ids, so one family held
+    ['invoice', '<id of invoice>']. Now both hold ids (docs/api/processing.md)."""
+    urgent = api.post('/api/labels', {'organizationId': org_id, 'name': 'urgent'}).json
+    invoice = prj['invoice']['id']
+    assistant(api, prj, steps=[{'name': 'tag', 'stepType': 'SCRIPT',
+                                'options': {'expression': f"{{'labels': ['invoice', '{urgent['id']}']}}"}}])
+    family = upload(api, prj, 'labelled.pdf')
+    settle(work)
+    [execution] = executions_of(api, family['id'])
+    assert execution['status'] == 'SUCCEEDED', execution['statusMessages']
+    assert api.get(f"/api/document-families/{family['id']}").json['labels'] == [invoice, urgent['id']]
+    r = api.post('/api/batch-update', {'projectId': prj['project']['id'], 'documentFamilyIds': [family['id']],
+                                       'labelUpdates': {'newLabels': [invoice]}})
+    assert r.status == 200 and r.json['contentObjectUpdates'][0]['success'] is True, r.json
+    assert api.get(f"/api/document-families/{family['id']}").json['labels'] == [invoice, urgent['id']]
+
+
+def test_a_script_naming_an_unknown_label_fails_at_once_and_creates_nothing(api, prj, org_id, work):
+    assistant(api, prj, steps=[{'name': 'tag', 'stepType': 'SCRIPT', 'options': {'expression': "{'labels': 'nope'}"},
+                                'executionPolicy': {'maxAttempts': 3}}])
+    family = upload(api, prj, 'unknown-label.pdf')
+    settle(work)
+    [execution] = executions_of(api, family['id'])
+    assert execution['status'] == 'FAILED' and execution['attempts'] == 1, execution['statusMessages']
+    assert "no label named 'nope' in the organization" in execution['statusMessages'][-1]['message']
+    assert api.get(f"/api/document-families/{family['id']}").json['labels'] == []
+    assert api.get("/api/labels?filter=name=='nope'").json['totalElements'] == 0
+
+
+def test_a_script_setting_a_resolved_status_locks_the_family_as_batch_update_does(api, prj, work):
+    """Defect 3: a SCRIPT's RESOLVED status left the family unlocked where batch-update locked it.
+    A later run's SCRIPT on the locked family fails at once and changes nothing."""
+    assistant(api, prj, steps=[{'name': 'resolve', 'stepType': 'SCRIPT',
+                                'options': {'expression': "{'documentStatus': 'processed'}"}}])
+    family = upload(api, prj, 'resolved.pdf')
+    settle(work)
+    after = api.get(f"/api/document-families/{family['id']}").json
+    assert after['documentStatus']['slug'] == 'processed' and after['locked'] is True
+    late = assistant(api, prj, steps=[{'name': 'relabel', 'stepType': 'SCRIPT',
+                                       'options': {'expression': "{'labels': ['invoice']}"},
+                                       'executionPolicy': {'maxAttempts': 3}}], active=False, runOnExistingContent=True)
+    settle(work)   # its created event published while it is inactive
+    assert api.put(f"/api/assistants/{late['id']}", {'active': True}).status == 200
+    settle(work)
+    [run] = [e for e in executions_of(api, family['id']) if e['assistantId'] == late['id']]
+    assert run['status'] == 'FAILED' and run['attempts'] == 1, run['statusMessages']
+    assert 'is locked' in run['statusMessages'][-1]['message']
+    final = api.get(f"/api/document-families/{family['id']}").json
+    assert final['labels'] == [] and final['changeSequence'] == after['changeSequence']

@@ -16,7 +16,8 @@ from chalicelib.kernel.store import table
 
 def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     """``{statusSlug (or status / slug), changeSequence?}``: the slug must be one of the
-    organization's task statuses."""
+    organization's task statuses. One read of the task: the update writes over the record read
+    here (``loaded``), re-reading it only when a concurrent write wins."""
     slug = body.get('statusSlug', body.get('status', body.get('slug')))
     if not isinstance(slug, str) or not slug:
         raise BadRequest("Field 'statusSlug' is required")
@@ -27,7 +28,7 @@ def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) ->
     if 'changeSequence' in body:
         change['changeSequence'] = body['changeSequence']
     with records.action('tasks', 'statusChanged'):
-        return resources.update('tasks', task_id, change, principal=principal)
+        return resources.update('tasks', task_id, change, principal=principal, loaded=task)
 
 
 def cancel_execution(execution_id: str, principal: Principal) -> dict[str, Any]:

@@ -457,6 +457,39 @@ def _input(execution: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, 
     return value, a, ''
 
 
+def label_ids(refs: list[str], org: str | None) -> list[str]:
+    """The ids of the labels ``refs`` name (a label's id, or its name in the organization), in
+    order. A family holds label ids (docs/api/processing.md); a name that names no label, or
+    several, fails the attempt at once (``final``: the same name fails again) rather than create
+    a label: a typo in a script would otherwise add labels to the whole organization, as the
+    service. Cost: one BatchGetItem for ids, one read of the organization's labels for names."""
+    ids: dict[str, str] = {}
+    for ref in refs:
+        try:
+            ids[ref] = str(uuid.UUID(ref))
+        except ValueError:
+            continue
+    found = table.batch_get(('labels', i) for i in set(ids.values())) if ids else {}
+    by_name: dict[str, list[str]] | None = None
+    out = []
+    for ref in refs:
+        if ref in ids and ids[ref] in found and found[ids[ref]].org == org:
+            out.append(ids[ref])
+            continue
+        if by_name is None:
+            by_name = {}
+            for label in table.query_tenant('labels', org or ''):
+                by_name.setdefault(str(label.get('name')), []).append(label['id'])
+        named = by_name.get(ref) or []
+        if len(named) != 1:
+            problem = f"no label named '{ref[:100]}' in the organization (a script adds existing labels: " \
+                      f"create it first)" if not named else \
+                f"{len(named)} labels are named '{ref[:100]}': name it by id"
+            raise engine.AttemptFailed(f'labels: {problem}', final=True)
+        out.append(named[0])
+    return out
+
+
 def _script_result(execution: dict[str, Any], family: dict[str, Any], result: Any):
     """Apply documentStatus / labels / metadata of a SCRIPT's object result to the family, in
     one update through the same service as a REST PUT (its hook resolves the status in the
@@ -471,24 +504,25 @@ def _script_result(execution: dict[str, Any], family: dict[str, Any], result: An
         elif isinstance(status, dict) and (status.get('slug') or status.get('id')):
             body['documentStatus'] = {k: status[k] for k in ('id', 'slug') if status.get(k)}
         else:
-            raise engine.AttemptFailed('documentStatus must be a status slug (or {id} / {slug})')
+            raise engine.AttemptFailed('documentStatus must be a status slug (or {id} / {slug})', final=True)
     labels = result.get('labels')
     if labels is not None:
         if isinstance(labels, str):
             labels = [labels]
         if not isinstance(labels, list) or not all(isinstance(x, str) and 0 < len(x) <= 200 for x in labels):
-            raise engine.AttemptFailed('labels must be a list of label names')
-        merged = list(dict.fromkeys([*(family.get('labels') or []), *labels]))
+            raise engine.AttemptFailed('labels must be a label name or id, or a list of them', final=True)
+        merged = list(dict.fromkeys([*(family.get('labels') or []),
+                                     *label_ids(labels, family.get('organizationId'))]))
         if len(merged) > MAX_LABELS:
-            raise engine.AttemptFailed(f'a document holds at most {MAX_LABELS} labels')
+            raise engine.AttemptFailed(f'a document holds at most {MAX_LABELS} labels', final=True)
         body['labels'] = merged
     metadata = result.get('metadata')
     if metadata is not None:
         if not isinstance(metadata, dict):
-            raise engine.AttemptFailed('metadata must be an object')
+            raise engine.AttemptFailed('metadata must be an object', final=True)
         body['metadata'] = {**(family.get('metadata') or {}), **metadata}
     if family.get('projectId') != execution.get('projectId'):
-        raise engine.AttemptFailed("the document is not in the assistant's project")
+        raise engine.AttemptFailed("the document is not in the assistant's project", final=True)
     try:
         with records.action('document-families', 'updated'):
             resources.update('document-families', family['id'], body, principal=SERVICE)
