@@ -434,3 +434,19 @@ def test_the_public_api_is_what_the_parse_stage_codes_against():
     assert issubclass(NoParser, ParseFailure) and issubclass(NeedsOcr, ParseFailure)
     assert DEFAULT_LIMITS.ocr_dpi == 300
     assert readers.sniff(_data('memo.docx'), filename='memo.docx').endswith('wordprocessingml.document')
+
+
+def test_page_limit_reads_a_pdf_in_fixed_chunks_that_concatenate():
+    whole = _read_once('lppl.pdf')
+    nodes: list[dict] = []
+    starts = []
+    first_page = 1
+    while first_page is not None:
+        starts.append(first_page)
+        result = _read('lppl.pdf', first_page=first_page, page_limit=3)
+        nodes.extend(result.nodes)
+        first_page = result.next_page
+    assert starts == [1, 4, 7]
+    assert nodes == whole.nodes
+    with pytest.raises(ValueError):
+        _read('lppl.pdf', page_limit=0)

@@ -65,7 +65,8 @@ def _dpi(image: Image.Image) -> float | None:
     return dpi if 50 <= dpi <= 4800 else None
 
 
-def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, ocr: bool) -> Outcome:
+def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, ocr: bool,
+               page_limit: int | None = None) -> Outcome:
     outcome = Outcome()
     image = _open(data, limits)
     try:
@@ -83,7 +84,8 @@ def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, 
         slowest = 0.0
         for number in range(first_page, frames + 1):
             started = time.monotonic()
-            if number > first_page and budget.left() < slowest * 1.5:
+            if number > first_page and (budget.left() < slowest * 1.5
+                                        or (page_limit is not None and number - first_page >= page_limit)):
                 outcome.next_page = number
                 break
             budget.check(f'page {number}', page=number)

@@ -157,7 +157,8 @@ def _render_for_ocr(page: pdfium.PdfPage, geometry: _Geometry, number: int, limi
     return image, dpi
 
 
-def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, ocr: bool) -> Outcome:
+def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, ocr: bool,
+             page_limit: int | None = None) -> Outcome:
     outcome = Outcome()
     document = open_pdf(data)
     try:
@@ -170,7 +171,8 @@ def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, oc
         slowest = 0.0
         for number in range(first_page, count + 1):
             started = time.monotonic()
-            if number > first_page and budget.left() < slowest * 1.5:
+            if number > first_page and (budget.left() < slowest * 1.5
+                                        or (page_limit is not None and number - first_page >= page_limit)):
                 outcome.next_page = number
                 break
             budget.check(f'page {number}', page=number)
