@@ -450,3 +450,21 @@ def test_page_limit_reads_a_pdf_in_fixed_chunks_that_concatenate():
     assert nodes == whole.nodes
     with pytest.raises(ValueError):
         _read('lppl.pdf', page_limit=0)
+
+
+@pytest.mark.slow
+def test_images_cut_short_fail_as_truncated_or_corrupt_not_as_ocr_errors():
+    png = _data('scanned-page.png')[:20_000]
+    with pytest.raises(ParseFailure) as failure:
+        read(png, media_type='image/png', filename='cut.png', deadline=time.monotonic() + 30)
+    assert failure.value.cause == 'truncated'
+    jpeg = _data('scanned-page.jpg')[:20_000]
+    with pytest.raises(ParseFailure) as failure:
+        read(jpeg, media_type='image/jpeg', filename='cut.jpg', deadline=time.monotonic() + 30)
+    assert failure.value.cause == 'corrupt' and 'cannot be decoded' in str(failure.value)
+
+
+def test_an_html_page_without_text_is_a_document_without_blocks():
+    for page in (b'<html><head><style>p{}</style></head><body></body></html>', b'<!DOCTYPE html>'):
+        result = read(page, media_type=None, filename='blank.html', deadline=time.monotonic() + 5)
+        assert [node['id'] for node in result.nodes] == ['doc'] and result.parser == 'html'

@@ -56,6 +56,21 @@ def _check_pixels(image: Image.Image, number: int, limits: Limits) -> None:
         raise ParseFailure('corrupt', f'page {number} of the image has no pixels', page=number)
 
 
+def _verify(data: bytes, image_format: str | None) -> None:
+    """A PNG's chunks and their CRCs checked without inflating its pixels (Pillow's ``verify``):
+    a PNG cut short fails here as ``truncated`` rather than inside Tesseract."""
+    if image_format != 'PNG':
+        return
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', Image.DecompressionBombWarning)
+            Image.open(io.BytesIO(data)).verify()
+    except (OSError, SyntaxError, ValueError, EOFError) as error:
+        if 'truncated' in str(error).lower() or isinstance(error, EOFError):
+            raise ParseFailure('truncated', 'the PNG image is cut short: upload the whole file', page=1) from error
+        raise ParseFailure('corrupt', f'the PNG image is damaged: {error}', page=1) from error
+
+
 def _dpi(image: Image.Image) -> float | None:
     value = image.info.get('dpi')
     try:
@@ -98,6 +113,7 @@ def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, 
             dpi = _dpi(image)
             width, height = image.size
             if frames == 1:
+                _verify(data, image.format)
                 payload = data
             else:
                 try:

@@ -49,8 +49,12 @@ def tesseract_tsv(image: bytes, *, dpi: int, page: int, deadline: float, limits:
     except subprocess.TimeoutExpired as error:
         raise ParseFailure('time-budget', f'OCR of page {page} did not finish within the time budget of this step',
                            page=page, limit='deadline') from error
+    stderr = done.stderr.decode('utf-8', 'replace')
+    if 'no pix returned' in stderr or 'Error in pixReadMem' in stderr:
+        raise ParseFailure('corrupt', f'page {page}: the image cannot be decoded (it is damaged or cut short)',
+                           page=page)
     if done.returncode != 0:
-        detail = (done.stderr.decode('utf-8', 'replace').strip().splitlines() or ['no message'])[-1]
+        detail = (stderr.strip().splitlines() or ['no message'])[-1]
         if done.returncode < 0 or 'alloc' in detail.lower():
             raise ParseFailure('ocr-failed', f'OCR of page {page} ran out of {limits.describe("ocr_memory_bytes")} '
                                              'bytes of memory', page=page, limit='ocr_memory_bytes')
