@@ -535,7 +535,7 @@ def test_the_app_with_every_handler_kind_still_lints_clean_and_keeps_the_propert
     assert run.returncode == 0, run.stdout + run.stderr
     expanded = json.loads((tmp_path / 'lint' / 'app.expanded.json').read_text())
     mappings = of_type(expanded, 'AWS::Lambda::EventSourceMapping')
-    assert len(mappings) == 2
+    assert len(mappings) == 3     # the probe's queue worker and stream handler, and the OCR function's queue
     for mapping in mappings.values():
         assert mapping['Properties']['FunctionResponseTypes'] == ['ReportBatchItemFailures']
     errors = {a['Properties']['Dimensions'][0]['Value']['Ref'] for a in
