@@ -12,7 +12,6 @@ declares one (72 otherwise, so a point is a pixel).
 from __future__ import annotations
 
 import io
-import time
 import warnings
 
 from PIL import Image, UnidentifiedImageError
@@ -20,7 +19,7 @@ from PIL import Image, UnidentifiedImageError
 from chalicelib.features.parsing.readers import ocr as tesseract
 from chalicelib.features.parsing.readers.errors import NeedsOcr, ParseFailure
 from chalicelib.features.parsing.readers.limits import Limits
-from chalicelib.features.parsing.readers.nodes import Budget
+from chalicelib.features.parsing.readers.nodes import Budget, PageRange, check_page_count
 
 _UNKNOWN_DPI_FOR_TESSERACT = 300
 
@@ -90,17 +89,13 @@ def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, 
         except (OSError, ValueError, SyntaxError) as error:
             raise ParseFailure('corrupt', f'the image\'s frames cannot be read: {error}') from error
         outcome.page_count = frames
-        if frames > limits.max_pages:
-            raise ParseFailure('too-many-pages', f'the image has {frames:,} pages, more than '
-                                                 f'{limits.describe("max_pages")} allows', limit='max_pages')
+        check_page_count(frames, limits, 'the image')
         _check_pixels(image, 1, limits)
         if not ocr:
             raise NeedsOcr(first_page)
-        slowest = 0.0
+        pacing = PageRange(budget, first_page, page_limit)
         for number in range(first_page, frames + 1):
-            started = time.monotonic()
-            if number > first_page and (budget.left() < slowest * 1.5
-                                        or (page_limit is not None and number - first_page >= page_limit)):
+            if pacing.stop_before(number):
                 outcome.next_page = number
                 break
             budget.check(f'page {number}', page=number)
@@ -125,21 +120,18 @@ def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, 
                 except (OSError, ValueError, SyntaxError) as error:
                     raise ParseFailure('corrupt', f'page {number} of the image cannot be decoded: {error}',
                                        page=number) from error
-            try:
-                tsv = tesseract.tesseract_tsv(payload, dpi=round(dpi or _UNKNOWN_DPI_FOR_TESSERACT), page=number,
-                                              deadline=budget.deadline, limits=limits)
-            except ParseFailure as error:
-                if error.cause == 'time-budget' and number > first_page:
-                    outcome.next_page = number
-                    break
-                raise
+            tsv = tesseract.tesseract_tsv_or_stop(payload, dpi=round(dpi or _UNKNOWN_DPI_FOR_TESSERACT), page=number,
+                                                  first_page=first_page, deadline=budget.deadline, limits=limits)
             del payload
+            if tsv is None:
+                outcome.next_page = number
+                break
             points = 72 / (dpi or 72)
             nodes, chars = tesseract.page_nodes(tsv, page=number, points_per_pixel=points, width=width * points,
                                                 height=height * points, index=number - 1)
             budget.text(chars, page=number)
             outcome.nodes.extend(nodes)
-            slowest = max(slowest, time.monotonic() - started)
+            pacing.done()
     finally:
         image.close()
     return outcome

@@ -62,6 +62,18 @@ def tesseract_tsv(image: bytes, *, dpi: int, page: int, deadline: float, limits:
     return done.stdout.decode('utf-8', 'replace')
 
 
+def tesseract_tsv_or_stop(image: bytes, *, dpi: int, page: int, first_page: int, deadline: float,
+                          limits: Limits) -> str | None:
+    """``tesseract_tsv``, or None when the time ran out on a page after the call's first: the
+    caller stops there (``next_page``) and the next message goes on from that page."""
+    try:
+        return tesseract_tsv(image, dpi=dpi, page=page, deadline=deadline, limits=limits)
+    except ParseFailure as error:
+        if error.cause == 'time-budget' and page > first_page:
+            return None
+        raise
+
+
 def page_nodes(tsv: str, *, page: int, points_per_pixel: float, width: float, height: float,
                index: int) -> tuple[list[dict], int]:
     """The ``page`` node, its lines and words from Tesseract's TSV -> (nodes, characters of text)."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import math
 import re
-import time
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -28,7 +27,7 @@ import pypdfium2.raw as pdfium_c
 from chalicelib.features.parsing.readers import ocr as tesseract
 from chalicelib.features.parsing.readers.errors import NeedsOcr, ParseFailure
 from chalicelib.features.parsing.readers.limits import Limits
-from chalicelib.features.parsing.readers.nodes import ROOT, Budget, node
+from chalicelib.features.parsing.readers.nodes import ROOT, Budget, PageRange, check_page_count, node
 
 _LINES = re.compile('[^\r\n\ufffe]+\ufffe?')
 _WORDS = re.compile(r'\S+')
@@ -205,14 +204,10 @@ def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, oc
         outcome.page_count = count = len(document)
         if count == 0:
             raise ParseFailure('corrupt', 'the PDF has no pages')
-        if count > limits.max_pages:
-            raise ParseFailure('too-many-pages', f'the PDF has {count:,} pages, more than '
-                                                 f'{limits.describe("max_pages")} allows', limit='max_pages')
-        slowest = 0.0
+        check_page_count(count, limits, 'the PDF')
+        pacing = PageRange(budget, first_page, page_limit)
         for number in range(first_page, count + 1):
-            started = time.monotonic()
-            if number > first_page and (budget.left() < slowest * 1.5
-                                        or (page_limit is not None and number - first_page >= page_limit)):
+            if pacing.stop_before(number):
                 outcome.next_page = number
                 break
             budget.check(f'page {number}', page=number)
@@ -239,15 +234,12 @@ def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, oc
                             break
                         raise NeedsOcr(number)
                     image, dpi = _render_for_ocr(page, geometry, number, limits, outcome.warnings)
-                    try:
-                        tsv = tesseract.tesseract_tsv(image, dpi=dpi, page=number, deadline=budget.deadline,
-                                                      limits=limits)
-                    except ParseFailure as error:
-                        if error.cause == 'time-budget' and number > first_page:
-                            outcome.next_page = number
-                            break
-                        raise
+                    tsv = tesseract.tesseract_tsv_or_stop(image, dpi=dpi, page=number, first_page=first_page,
+                                                          deadline=budget.deadline, limits=limits)
                     del image
+                    if tsv is None:
+                        outcome.next_page = number
+                        break
                     nodes, chars = tesseract.page_nodes(tsv, page=number, points_per_pixel=72 / dpi,
                                                         width=geometry.width, height=geometry.height,
                                                         index=number - 1)
@@ -260,7 +252,7 @@ def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, oc
                 page.close()
             budget.text(chars, page=number)
             outcome.nodes.extend(nodes)
-            slowest = max(slowest, time.monotonic() - started)
+            pacing.done()
     finally:
         document.close()
     return outcome
