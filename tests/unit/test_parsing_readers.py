@@ -468,3 +468,22 @@ def test_an_html_page_without_text_is_a_document_without_blocks():
     for page in (b'<html><head><style>p{}</style></head><body></body></html>', b'<!DOCTYPE html>'):
         result = read(page, media_type=None, filename='blank.html', deadline=time.monotonic() + 5)
         assert [node['id'] for node in result.nodes] == ['doc'] and result.parser == 'html'
+
+
+@pytest.mark.parametrize('rotation', [90, 270])
+def test_boxes_of_a_rotated_page_are_in_the_displayed_page(rotation):
+    """/Rotate turns the page clockwise: boxes and the page's size are those a viewer shows."""
+    rotated = pdfium.PdfDocument.new()
+    rotated.import_pages(pdfium.PdfDocument(_data('lppl.pdf')), [0])
+    rotated[0].set_rotation(rotation)
+    out = io.BytesIO()
+    rotated.save(out)
+    upright = {node['content']: node['features']['bbox'] for node in _read_once('lppl.pdf').nodes
+               if node['nodeType'] == 'word' and node['features']['page'] == 1}
+    result = read(out.getvalue(), media_type=None, filename='rotated.pdf', deadline=time.monotonic() + 10)
+    page = result.nodes[1]['features']
+    assert (page['width'], page['height']) == (841.89, 595.28)
+    x0, y0, x1, y1 = next(node['features']['bbox'] for node in result.nodes if node['content'] == 'Preamble')
+    u0, v0, u1, v1 = upright['Preamble']
+    expected = [841.89 - v1, u0, 841.89 - v0, u1] if rotation == 90 else [v0, 595.28 - u1, v1, 595.28 - u0]
+    assert [x0, y0, x1, y1] == pytest.approx(expected, abs=0.02)
