@@ -15,6 +15,9 @@ the chunks concatenate. ``text_chars_before`` carries the text read by earlier c
 ``max_text_chars`` holds for the whole document; ``page_limit`` caps the pages of one call (a
 caller that stores each chunk before reading the next keeps its memory flat in page count).
 
+One read at a time per process for PDFs: pdfium is not thread-safe (the worker reads one message
+at a time; never read PDFs from several threads at once).
+
 Parsers: ``pdf-text`` (pypdfium2's text layer), ``pdf-ocr`` (some page of this call rendered and
 read by Tesseract), ``image-ocr``, ``docx``, ``xlsx``, ``csv``, ``html``, ``text``.
 docs/operations/parsing.md lists the limits and what each error means.
