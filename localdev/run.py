@@ -72,8 +72,10 @@ def start_moto() -> tuple[subprocess.Popen, str]:
         command += ['--state', str(state)]
     started = time.monotonic()
     with open(log_path, 'wb') as log:   # its errors (an unreadable state file) for the reader
+        # its own session: a Ctrl-C (SIGINT to the terminal's process group) reaches only this
+        # process, which stops the API and the pollers first, then sends SIGTERM: moto saves last
         proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log,
-                                preexec_fn=_die_with_parent)
+                                preexec_fn=_die_with_parent, start_new_session=True)
     url = f'http://127.0.0.1:{port}'
     import urllib.request
     deadline = time.time() + MOTO_START_SECONDS
