@@ -119,6 +119,11 @@ def parse_sort(family: Family, specs: list[str]) -> list[tuple[str, bool]]:
     return out
 
 
+# The query parameters of every list endpoint (anything else: 400, kernel/http/request.py
+# ``check_params``; docs/api/conventions.md "Unknown fields and parameters")
+PARAMETERS = frozenset({'page', 'pageSize', 'filter', 'query', 'sort', 'view'})
+
+
 def parse_request(family: Family, params: dict[str, list[str]], *, one_based: bool = False) -> ListRequest:
     """``one_based``: the client numbers pages from 1 (``page`` 0 and 1 are both the first page;
     the envelope's ``number`` counts from 1 too)."""
@@ -144,7 +149,8 @@ def parse_request(family: Family, params: dict[str, list[str]], *, one_based: bo
 def _view(params: dict[str, list[str]]) -> bool:
     view = (params.get('view') or [''])[-1]
     if view not in ('', 'summary', 'full'):
-        raise BadRequest("Query parameter 'view' must be 'summary' (or omitted)")
+        raise BadRequest(f"Query parameter 'view' must be 'summary' (heavy fields left out) or 'full' "
+                         f"(every field, the default), not '{view[:40]}'")
     return view == 'summary'
 
 
