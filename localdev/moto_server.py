@@ -34,6 +34,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import types
 from typing import Any
 
@@ -388,25 +389,37 @@ class SavedState:
             for account, regions in accounts.items():
                 for region, backend in regions.items():
                     dict.__setitem__(backends[account], region, backend)
-                    for table in getattr(backend, 'tables', {}).values() if name == 'dynamodb' else ():
-                        shard = getattr(table, 'stream_shard', None)
-                        if shard is not None:   # the stream starts after the records it had
-                            shard.starting_sequence_number += len(shard.items)
-                            shard.items = []
         return len(blob)
 
-    def save(self, force: bool = False) -> bool:
-        """Write the file if something changed since the last save (or ``force``)."""
+    @staticmethod
+    def _streams() -> list[Any]:
+        from moto.backends import get_backend
+        return [table.stream_shard for regions in get_backend('dynamodb').values() for backend in regions.values()
+                for table in backend.tables.values() if getattr(table, 'stream_shard', None) is not None]
+
+    def _pickle(self) -> bytes:
+        """The backends, their table streams saved empty (starting after the records they had)."""
         import pickle  # noqa: PLC0415 - lazy: only a server that saves its state
 
         from moto.backends import get_backend
+        shards = [(shard, shard.items, shard.starting_sequence_number) for shard in self._streams()]
+        try:
+            for shard, items, start in shards:
+                shard.starting_sequence_number, shard.items = start + len(items), []
+            state = {name: {account: dict(regions) for account, regions in get_backend(name).items()}
+                     for name in SAVED_SERVICES}
+            return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            for shard, items, start in shards:
+                shard.starting_sequence_number, shard.items = start, items
+
+    def save(self, force: bool = False) -> bool:
+        """Write the file if something changed since the last save (or ``force``)."""
         with self._writing:
             with self.lock:
                 if not (DIRTY[0] or force):
                     return False
-                state = {name: {account: dict(regions) for account, regions in get_backend(name).items()}
-                         for name in SAVED_SERVICES}
-                blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+                blob = self._pickle()
                 DIRTY[0] = False
             self.path.parent.mkdir(parents=True, exist_ok=True)
             part = self.path.with_name(self.path.name + '.part')
@@ -416,12 +429,19 @@ class SavedState:
             return True
 
     def run(self) -> None:
-        """The saver thread: every ``every`` seconds, the file if something changed."""
-        while not self._stop.wait(self.every):
+        """The saver thread: the file if something changed, every ``every`` seconds or ten times
+        the last save's time, whichever is longer (a save holds the request lock: it takes at
+        most a tenth of the server's time, however big the state grows)."""
+        pause = self.every
+        while not self._stop.wait(pause):
+            began = time.monotonic()
             try:
-                self.save()
+                saved = self.save()
             except Exception as exc:  # noqa: BLE001 - keep serving; the next save tries again
                 print(f'moto server: saving {self.path} failed: {exc!r}', file=sys.stderr, flush=True)
+                saved = True
+            if saved:
+                pause = max(self.every, 10 * (time.monotonic() - began))
 
     def start(self) -> None:
         threading.Thread(target=self.run, name='state-saver', daemon=True).start()
