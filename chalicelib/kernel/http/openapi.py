@@ -341,7 +341,8 @@ def _list_parameters(fam: Family | None = None) -> list[dict[str, Any]]:
          'description': "filter expression, e.g. name == 'x' and not(active == false); may repeat (all must hold)",
          'schema': {'type': 'array', 'items': {'type': 'string'}}},
         {'name': 'query', 'in': 'query', 'required': False,
-         'description': 'free-text search over the searchable fields (name, description, ...)',
+         'description': 'free-text search over the searchable fields (name, description, title, ...; a document '
+                        'family\'s path and file name)',
          'schema': {'type': 'string'}},
         {'name': 'sort', 'in': 'query', 'required': False,
          'description': 'field:direction pairs separated by ";"; direction asc (default) or desc',
