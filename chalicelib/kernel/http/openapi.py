@@ -93,9 +93,11 @@ ERROR_RESPONSES = {
     403: ('Forbidden', 'Authenticated but not permitted'),
     404: ('NotFound', 'No resource with the given id'),
     409: ('Conflict', 'Stale changeSequence (the body carries the current one) or uniqueness violation'),
-    413: ('PayloadTooLarge', 'Request body larger than the front door accepts (10 MB); answered before the '
-                             'API runs, so without rate-limit headers'),
-    415: ('UnsupportedMediaType', 'The request body is not application/json'),
+    413: ('PayloadTooLarge', 'Request body too large: a JSON body over 350,000 bytes (the API), any body over '
+                             'the front door\'s 10 MB (answered before the API runs: on AWS without rate-limit '
+                             'headers)'),
+    415: ('UnsupportedMediaType', 'The request body is not declared application/json (no Content-Type, or another '
+                                  'type): send it as JSON with Content-Type: application/json'),
     429: ('TooManyRequests', 'Rate limit exceeded'),
     502: ('BadGateway', 'An upstream (service bridge) could not be reached or did not answer in HTTP'),
     503: ('ServiceUnavailable', 'A dependency cannot answer now (the database stays throttled, the rate limiter '
@@ -570,7 +572,11 @@ def build(routes: Mapping[str, Mapping[str, Any]], index: Mapping[str, tuple[Fam
             'version': API_VERSION,
             'description': ('Multi-tenant HTTP/JSON API for document processing, AI assistants, '
                             'knowledge management and workflow orchestration. Generated from the '
-                            'running service\'s route table and resource registry.'),
+                            'running service\'s route table and resource registry. API keys: '
+                            '`POST /api/account/me/api-keys` with a key you hold. Running locally '
+                            '(`make run`), the platform admin\'s key is in `.local/admin-api-key` of the '
+                            'checkout (printed once at the first start, kept across restarts): paste it '
+                            'into Authorize, ApiKeyAuth. Reference pages: docs/api/ in the repository.'),
         },
         'servers': list(servers or []),
         'security': [{'ApiKeyAuth': []}, {'BearerAuth': []}, {'BasicAuth': []}],
@@ -582,7 +588,8 @@ def build(routes: Mapping[str, Mapping[str, Any]], index: Mapping[str, tuple[Fam
             'headers': _header_components(rate_headers_required),
             'securitySchemes': {
                 'ApiKeyAuth': {'type': 'apiKey', 'in': 'header', 'name': 'x-api-key',
-                               'description': 'an API key created in the platform UI'},
+                               'description': 'an API key (POST /api/account/me/api-keys); locally, '
+                                              '`make run` writes the admin\'s to .local/admin-api-key'},
                 'BearerAuth': {'type': 'http', 'scheme': 'bearer', 'bearerFormat': 'JWT',
                                'description': 'a JWT from the identity provider'},
                 'BasicAuth': {'type': 'http', 'scheme': 'basic'},
