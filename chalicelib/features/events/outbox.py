@@ -38,11 +38,11 @@ PAYLOAD_FIELDS = ('family', 'resourceId', 'resourceIds', 'projectId', 'actorId',
                   'correlationId')
 # An update event's ``changes`` (docs/api/work.md "Domain events"): each changed field's old and
 # new value, read from the stream record's two images (no cost on the write path). Bounded: a
-# value over CHANGE_VALUE_BYTES of JSON, and every field once the event's changes reach
-# CHANGES_BYTES, is {"omitted": "size"}; a field whose name says it holds a secret is
+# field whose two values take over CHANGE_PAIR_BYTES of JSON, and every field once the event's
+# changes reach CHANGES_BYTES, is {"omitted": "size"}; a field whose name says it holds a secret is
 # {"omitted": "secret"}, and API keys, bearer credentials and JWTs inside any text are redacted
 # (core/observability.py ``redact``).
-CHANGE_VALUE_BYTES = 512
+CHANGE_PAIR_BYTES = 1024
 CHANGES_BYTES = 2048
 SECRET_NAME = re.compile(r'(?i)(secret|passw|token|credential|apikey|privatekey|signingkey|clientiphash)')
 
@@ -67,7 +67,7 @@ def changes_of(fields: list[str], old: dict[str, Any], new: dict[str, Any]) -> d
             continue
         pair = {'old': _redacted(old.get(name)), 'new': _redacted(new.get(name))}
         size = len(json.dumps(pair, default=str))
-        if size > 2 * CHANGE_VALUE_BYTES or used + size > CHANGES_BYTES:
+        if size > CHANGE_PAIR_BYTES or used + size > CHANGES_BYTES:
             out[name] = {'omitted': 'size'}
             continue
         used += size
