@@ -70,3 +70,20 @@ def test_an_empty_list_links_its_only_page(api):
     r = api.get(f"/api/tasks?filter=title%3D%3D%27{uuid.uuid4().hex}%27")
     links = _links(r.headers['link'])
     assert set(links) == {'first', 'last'} and 'page=0' in links['first'] and 'page=0' in links['last']
+
+
+def test_the_link_header_is_described_on_every_list_answer(api):
+    doc = api.get('/v3/api-docs', key=None).json
+    lists = [op for item in doc['paths'].values() for op in item.values()
+             if isinstance(op, dict) and any(p.get('name') == 'pageSize' for p in op.get('parameters', []))]
+    assert len(lists) > 40
+    assert all('Link' in op['responses']['200']['headers'] for op in lists)
+
+
+def test_a_task_group_s_history_links_its_pages_too(api, org_id):
+    project = _project(api, org_id)
+    group = api.post('/api/task-groups', {'name': 'G', 'projectId': project['id']})
+    assert group.status == 201, group.json
+    r = api.get(f"/api/task-groups/{group.json['id']}/history?pageSize=5")
+    assert r.status == 200 and set(_links(r.headers['link'])) == {'first', 'last'}
+    assert api.get(f"/api/task-groups/{group.json['id']}/history?pagesize=5").status == 400

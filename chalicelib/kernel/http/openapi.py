@@ -374,6 +374,7 @@ def _registry_operation(fam: Family, op: str) -> dict[str, Any]:
     out: dict[str, Any] = {'summary': summary, 'tags': [fam.path]}
     if op == 'list':
         out['parameters'] = _list_parameters(fam)
+        out['paged'] = True
         out['responses'] = {200: ('A page of ' + fam.path.replace('-', ' '), _page_of(entity))}
     elif op == 'get':
         out['responses'] = {200: (entity, _ref(entity))}
@@ -406,6 +407,7 @@ def _generic_operation(view_name: str, path: str, method: str, meta: Mapping[str
         out['description'] = meta['description']
     if meta.get('list_of'):  # a list endpoint: the list parameters and a page of that schema
         out['parameters'] = _list_parameters()
+        out['paged'] = True
         meta = {'responses': {200: _page_of(meta['list_of'])}, **meta}
     if meta.get('parameters'):
         out['parameters'] = out.get('parameters', []) + list(meta['parameters'])
@@ -426,6 +428,10 @@ def _generic_operation(view_name: str, path: str, method: str, meta: Mapping[str
     else:
         out['errors'] = GENERIC_ERRORS.get(method, GENERIC_WRITE_ERRORS)
     return out
+
+
+LINK_HEADER = {'description': 'RFC 8288 links to the first, prev, next and last pages: this request with only '
+                              '`page` changed (docs/api/conventions.md "Lists")', 'schema': {'type': 'string'}}
 
 
 def _rate_headers() -> dict[str, Any]:
@@ -450,6 +456,8 @@ def _render_operation(desc: dict[str, Any], op_id: str, path: str, method: str, 
     responses: dict[str, Any] = {}
     for status, (text, schema) in sorted(desc['responses'].items()):
         response: dict[str, Any] = {'description': text, 'headers': _rate_headers()}
+        if desc.get('paged') and status == 200:
+            response['headers']['Link'] = LINK_HEADER
         if isinstance(schema, dict) and set(schema) == {'content'}:  # a full content map (non-JSON bodies)
             response['content'] = schema['content']
         elif schema is not None:
