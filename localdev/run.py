@@ -132,18 +132,25 @@ def create_resources() -> None:
     from chalicelib.kernel.store.table import ensure_table
     cfg = get_config()
     ensure_table()
+    # what exists is only read (a restart over saved state changes nothing: no save follows it)
     s3 = boto3.client('s3', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
     try:
-        s3.create_bucket(Bucket=cfg.bucket_name)
-    except s3.exceptions.BucketAlreadyOwnedByYou:
-        pass
+        s3.head_bucket(Bucket=cfg.bucket_name)
+    except s3.exceptions.ClientError:
+        try:
+            s3.create_bucket(Bucket=cfg.bucket_name)
+        except s3.exceptions.BucketAlreadyOwnedByYou:
+            pass
     sqs = boto3.client('sqs', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
-    dlq = sqs.create_queue(QueueName=f'{cfg.activity_queue_name}-dlq')['QueueUrl']
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=['QueueArn'])['Attributes']['QueueArn']
-    import json
-    sqs.create_queue(QueueName=cfg.activity_queue_name, Attributes={
-        'RedrivePolicy': json.dumps({'deadLetterTargetArn': dlq_arn, 'maxReceiveCount': '5'}),
-        'VisibilityTimeout': os.environ.get('QUEUE_VISIBILITY_TIMEOUT') or '30'})
+    names = {url.rsplit('/', 1)[-1] for url in sqs.list_queues(QueueNamePrefix=cfg.activity_queue_name)
+             .get('QueueUrls', [])}
+    if not {cfg.activity_queue_name, f'{cfg.activity_queue_name}-dlq'} <= names:
+        dlq = sqs.create_queue(QueueName=f'{cfg.activity_queue_name}-dlq')['QueueUrl']
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=['QueueArn'])['Attributes']['QueueArn']
+        import json
+        sqs.create_queue(QueueName=cfg.activity_queue_name, Attributes={
+            'RedrivePolicy': json.dumps({'deadLetterTargetArn': dlq_arn, 'maxReceiveCount': '5'}),
+            'VisibilityTimeout': os.environ.get('QUEUE_VISIBILITY_TIMEOUT') or '30'})
     events = boto3.client('events', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
     if not any(b['Name'] == cfg.event_bus_name for b in events.list_event_buses().get('EventBuses', [])):
         events.create_event_bus(Name=cfg.event_bus_name)
@@ -172,8 +179,11 @@ def main() -> None:
             print(f'admin API key (shown once, also in {key_file}): {result["apiKey"]}')
         elif os.environ.get('PLATFORM_ADMIN_API_KEY'):
             print('admin API key: the value of PLATFORM_ADMIN_API_KEY')
-        else:
+        elif key_file.exists():
             print(f'admin key of the last run kept (in {key_file})', flush=True)
+        else:
+            print(f'the saved data has an admin key but {key_file} is gone: `make run FRESH=1` starts over '
+                  'with a new one', flush=True)
         from app import app
         from chalicelib.core.config import get_config
         from localdev.pollers import Pollers
