@@ -113,14 +113,14 @@ def test_make_run_from_a_clone_keeps_records_and_key_across_a_restart(clone):
         assert any('loaded from' in line for line in second.output), ''.join(second.output)
         saved = clone / '.local' / 'moto-state.pickle'
         before = saved.stat().st_mtime_ns
+        time.sleep(2.5)   # past the saver's period: the start changed nothing, so nothing was saved
+        assert saved.stat().st_mtime_ns == before, 'the start rewrote the saved state'
         status, read = _call(second.base, 'GET', f'/api/projects/{project["id"]}', key)
         assert status == 200, read
         assert (read['name'], read['description'], read['changeSequence']) == (
             'Survives', 'changed before the stop', 2)
         status, page = _call(second.base, 'GET', "/api/organizations?filter=slug=='kept'", key)
         assert status == 200 and [o['id'] for o in page['content']] == [org['id']]
-        time.sleep(2.5)   # past the saver's period: a start and reads change nothing, so no save
-        assert saved.stat().st_mtime_ns == before, 'the start or a read rewrote the saved state'
         # the restarted store takes writes too: its unique keys and counters came back whole
         status, again = _call(second.base, 'POST', '/api/organizations', key, {'name': 'Dup', 'slug': 'kept'})
         assert status == 409, again
