@@ -79,12 +79,12 @@ def changes_of(fields: list[str], old: dict[str, Any], new: dict[str, Any]) -> d
 def _with_changes(event: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
     """An update event carried by its record's own write, with the changed fields' values."""
     fields = event.get('changedFields')
-    old, new = (change.get('OldImage') or {}).get('data'), (change.get('NewImage') or {}).get('data')
-    if not fields or not old or not new or 'obx' not in (change.get('NewImage') or {}):
+    if not fields or 'obx' not in (change.get('NewImage') or {}):
         return event
-    from boto3.dynamodb.types import TypeDeserializer  # noqa: PLC0415 - lazy, with boto3
-    read = TypeDeserializer().deserialize
-    return {**event, 'changes': changes_of(fields, table.plain(read(old)), table.plain(read(new)))}
+    old, new = outbox_store.record_data(change.get('OldImage')), outbox_store.record_data(change.get('NewImage'))
+    if old is None or new is None:
+        return event
+    return {**event, 'changes': changes_of(fields, old, new)}
 
 
 def events_of(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
