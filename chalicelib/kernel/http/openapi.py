@@ -273,6 +273,9 @@ class _Schemas:
                 'error': {'type': 'string', 'description': 'the HTTP reason phrase'},
                 'message': {'type': 'string'},
                 'status': {'type': 'integer', 'description': 'the HTTP status'},
+                'unknown': {'type': 'array', 'items': {'type': 'string'},
+                            'description': 'a 400 for names the endpoint does not know: those body fields or '
+                                           'query parameters (docs/api/conventions.md)'},
             },
         }
         out['ConflictError'] = {'allOf': [_ref('Error'), {
