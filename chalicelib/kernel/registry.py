@@ -111,7 +111,10 @@ class Family:
 
     @cached_property
     def searchable(self) -> tuple[str, ...]:
-        return tuple(n for n in (*SEARCH_FIELDS, 'title') if n in self.fields)
+        """The fields ``query=`` matches: the usual text fields, and the family's name field
+        (a document family's ``path``)."""
+        names = (*SEARCH_FIELDS, 'title', self.name_field)
+        return tuple(dict.fromkeys(n for n in names if n in self.fields))
 
 
 def _f(path, entity, scope, spec, **kw) -> Family:
