@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from infra import app as app_stack
-from infra import iam, ocr_function, stack, usage_plan
+from infra import botocore_models, iam, ocr_function, stack, usage_plan
 from infra.names import Names
 
 pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
@@ -606,6 +606,17 @@ def test_the_zip_packaged_functions_fit_lambdas_unzipped_limit_with_the_parsers(
     assert {'pypdfium2', 'pypdfium2_raw', 'docx', 'python_calamine', 'lxml'} <= names
     assert not {name for name in names if name.lower().startswith(('pil', 'pillow'))}, names
     assert 'chalicelib/features/parsing/readers/pdf.py' in {info.filename for info in infos}
+
+
+def test_the_zip_keeps_botocores_models_of_the_listed_services_only(templates):
+    """infra/botocore_models.py: make package prunes botocore/data to SERVICES and botocore's own
+    top-level files (docs/operations/deploy.md)."""
+    with zipfile.ZipFile(OUT / 'deployment.zip') as z:
+        data = [n[len('botocore/data/'):] for n in z.namelist() if n.startswith('botocore/data/')]
+    assert {n.split('/', 1)[0] for n in data if '/' in n} == botocore_models.SERVICES
+    assert {'endpoints.json', 'partitions.json', '_retry.json', 'sdk-default-configuration.json'} <= \
+        {n for n in data if '/' not in n}
+    assert 'botocore/data/dynamodb/2012-08-10/service-2.json.gz' in {f'botocore/data/{n}' for n in data}
 
 
 def test_the_ocr_function_is_a_container_image_on_its_own_queue_with_a_dead_letter_queue(templates):
