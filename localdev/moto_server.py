@@ -322,6 +322,7 @@ def serialized(app, lock: threading.Lock | None = None):
 # `make run` keeps its data across restarts (docs/operations/local-state.md): the server's
 # backends are pickled to one file under .local/ and loaded from it on the next start.
 SAVED_SERVICES = ('dynamodb', 's3', 'sqs', 'events')
+STOP_SAVE_SECONDS = 50.0   # the last save's limit on SIGTERM (localdev/run.py MOTO_STOP_SECONDS is 60)
 DIRTY = [False]
 SQS_READS = frozenset({'ReceiveMessage', 'GetQueueAttributes', 'GetQueueUrl', 'ListQueues', 'ListQueueTags',
                        'ListDeadLetterSourceQueues'})
@@ -492,11 +493,22 @@ def main(argv: list[str] | None = None) -> None:
     def stop(*_: Any) -> None:
         if saved is None:
             sys.exit(0)
-        saved.stop()
-        sys.stderr.flush()
-        # nothing else to finish: the interpreter's teardown of a big state (freeing every
-        # object) took seconds more than the save itself
-        os._exit(0)
+        # once: a second SIGTERM (run.py's, then the kernel's when run.py exits during a long save)
+        # ran this handler again inside the first, which waited forever on the save's own lock
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # the process ends here whatever the save does: never through the interpreter's teardown
+        # (seconds more than the save for a big state); a save that fails is said, one that
+        # blocks ends with the watchdog (localdev/run.py waits MOTO_STOP_SECONDS)
+        threading.Timer(STOP_SAVE_SECONDS, lambda: os._exit(4)).start()
+        code = 0
+        try:
+            saved.stop()
+        except BaseException as exc:  # noqa: BLE001 - said, then the exit below
+            print(f'moto server: the last save of {args.state} failed: {exc!r}', file=sys.stderr)
+            code = 5
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
     signal.signal(signal.SIGTERM, stop)
 
     class Quiet(MotoRequestHandler):
