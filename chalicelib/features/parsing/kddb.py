@@ -201,7 +201,7 @@ def _read_file(path: str, *, seconds: float, max_nodes: int) -> dict[str, Any]:
     except sqlite3.Error:
         raise KddbRejected('it is not an SQLite database') from None
     try:
-        connection.set_progress_handler(lambda: 1 if time.monotonic() > ends else 0, 10_000)
+        connection.set_progress_handler(lambda: 1 if time.monotonic() > ends else 0, 1_000)
         connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         connection.execute('PRAGMA trusted_schema=OFF')
         return _rows(connection, max_nodes)
