@@ -324,3 +324,37 @@ def test_another_orgs_family_is_404_on_every_new_route(api, store, monkeypatch):
     assert api.get(f"/api/stores/default/{other_store['slug']}/families/{family['id']}").status == 404
     assert api.get(f'{base}/objects/{uuid.uuid4()}/content').status == 404
     assert json.loads(api.get(base).body)['id'] == family['id']
+
+
+@pytest.fixture
+def mcp_on(monkeypatch):
+    from chalicelib.core.config import get_config, reset_config
+    monkeypatch.setenv('MCP_ENABLED', 'true')
+    monkeypatch.setenv('MCP_PUBLIC_URL', 'https://api.example.com/mcp')
+    reset_config()
+    get_config()  # read now: chalice.test.Client swaps os.environ during requests
+    yield
+    monkeypatch.undo()
+    reset_config()
+
+
+def _tool(api, name, arguments):
+    body = {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call', 'params': {'name': name, 'arguments': arguments}}
+    reply = api.post('/mcp', body, headers={'accept': 'application/json, text/event-stream'})
+    assert reply.status == 200, reply.json
+    return reply.json['result']
+
+
+def test_an_agent_reads_the_text_through_mcp_with_its_callers_rights(api, store, monkeypatch, mcp_on):
+    family = upload(api, store)
+    parse(family['id'], fake_readers(pages=3), monkeypatch)
+    result = _tool(api, 'get_document_text', {'documentFamilyId': family['id'], 'page': 2})
+    assert result['isError'] is False, result
+    content = result['structuredContent']
+    assert content['text'] == 'Invoice page2 total\fInvoice page3 total' and content['firstPage'] == 2
+    assert content['pageCount'] == 3 and content.get('nextPage') is None
+    other = make_org(api)
+    from tests.conftest import make_user
+    _, key = make_user(api, other['id'], 'MANAGE')
+    refused = _tool(api.as_key(key), 'get_document_text', {'documentFamilyId': family['id']})
+    assert refused['isError'] is True and refused['structuredContent']['error']['status'] == 404
