@@ -34,7 +34,8 @@ class ParseFailure(Exception):
 
 
 class NoParser(Exception):
-    pass
+    def __init__(self, media_type: str) -> None:
+        super().__init__(f'no parser for {media_type}')
 
 
 class NeedsOcr(Exception):
@@ -67,7 +68,7 @@ def _page(n: int, words: list[str]) -> list[dict]:
 
 def fake_readers(pages: int = 3, per_call: int = 1, fail: ParseFailure | None = None, ocr_from: int | None = None,
                  no_parser: bool = False, calls: list | None = None):
-    def read(data, *, media_type, filename, first_page=1, deadline, limits=None, ocr=True):
+    def read(data, *, media_type, filename, first_page=1, deadline, limits=None, ocr=True, text_chars_before=0):
         if calls is not None:
             calls.append((first_page, ocr))
         if no_parser:

@@ -60,6 +60,7 @@ STEP_TEXT_BYTES = 100_000          # the parsed text a step's input carries
 STEP_NODES = 2_000                 # the nodes a step's input carries
 STEP_PAGES = 200                   # the pages a step's input lists
 KDDB_CONTENT_TYPE = 'application/x-kddb'
+CONTAINERS = frozenset({'document', 'page', 'sheet', 'table'})   # their text never speaks for their children
 
 
 # ----------------------------------------------------------------------------- the stage
@@ -115,10 +116,11 @@ def run_slice(family_id: str, state: dict[str, Any], *, principal: Principal, de
     try:
         result = readers.read(data, media_type=media_type, filename=str(family.data.get('path') or ''),
                               first_page=first, deadline=ends,
-                              ocr=readers.ocr_available() if ocr is None else ocr)
+                              ocr=readers.ocr_available() if ocr is None else ocr,
+                              text_chars_before=int(state.get('textChars') or 0))
     except readers.NoParser as exc:
-        return Slice('done', f'no parser for {media_type}: the document is kept as uploaded ({exc})'[:500], state,
-                     output={'parsed': False, 'reason': f'no parser for {media_type}'})
+        return Slice('done', f'{exc}: the document is kept as uploaded and the pipelines run on its metadata'[:500],
+                     state, output={'parsed': False, 'reason': str(exc)[:300]})
     except readers.NeedsOcr as exc:
         page = int(getattr(exc, 'page', first) or first)
         state = {**state, 'nextPage': page}
@@ -148,6 +150,7 @@ def run_slice(family_id: str, state: dict[str, Any], *, principal: Principal, de
         return Slice('failed', f'caps: the parsed document would hold more than {deltas.MAX_PARSED_NODES} nodes '
                                f'or {deltas.MAX_PARSED_BYTES} bytes (pages 1-{last} hold {total_nodes} nodes)', state)
     state['parser'], state['mediaType'] = result.parser, result.media_type
+    state['textChars'] = int(state.get('textChars') or 0) + int(getattr(result, 'text_chars', 0) or 0)
     if result.warnings:
         state['warnings'] = [str(w)[:300] for w in result.warnings][:10]
     if result.next_page:
@@ -265,8 +268,9 @@ def _discard(family: Stored, state: dict[str, Any]) -> None:
 
 def _text_lines(nodes: list[dict[str, Any]]) -> list[str]:
     """Reading order text of some nodes: the topmost node holding content speaks for what is below
-    it (a line for its words, a paragraph for its lines); a row without content joins its cells
-    with tabs; a page starts with a form feed (as pdftotext)."""
+    it (a line for its words, a paragraph for its lines), except containers (a sheet's name is a
+    line, then its rows); a row without content joins its cells with tabs; a page starts with a
+    form feed (as pdftotext)."""
     ordered = deltas.ordered(nodes)
     children: dict[str, list[dict[str, Any]]] = {}
     for node in ordered:
@@ -289,7 +293,8 @@ def _text_lines(nodes: list[dict[str, Any]]) -> list[str]:
             covered.add(node['id'])
         elif isinstance(content, str) and content and kind != 'document':
             lines.append(content)
-            covered.add(node['id'])
+            if kind not in CONTAINERS:   # a sheet's name or a table's caption is a line of its own
+                covered.add(node['id'])
     return lines
 
 
