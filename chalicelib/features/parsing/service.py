@@ -25,10 +25,12 @@ beside the version it renders), a KDDB the SDK writes back (``put_kddb``), the S
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
 import uuid
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +92,31 @@ def progress(state: dict[str, Any]) -> dict[str, Any]:
     return {'pagesDone': done, 'pageCount': state.get('pageCount')}
 
 
+_in_ocr_function: ContextVar[bool] = ContextVar('in_ocr_function', default=False)
+
+
+@contextlib.contextmanager
+def ocr_function():
+    """Marks the work done inside as the OCR function's (front/handlers.py ``ocr_batch``): there
+    pages without a text layer are read with Tesseract."""
+    token = _in_ocr_function.set(True)
+    try:
+        yield
+    finally:
+        _in_ocr_function.reset(token)
+
+
+def ocr_here() -> bool:
+    """Whether this process reads scans itself: in the OCR function, yes; in the zip worker, only
+    when Tesseract is there and no OCR function's queue is configured (``OCR_QUEUE_NAME`` empty
+    turns the hand-over off). Otherwise the readers raise NeedsOcr and the engine continues the
+    run on the OCR queue (docs/api/processing.md "The parse stage")."""
+    from chalicelib.core.config import get_config  # noqa: PLC0415 - small
+    if _in_ocr_function.get():
+        return True
+    return not get_config().ocr_queue_name and _readers().ocr_available()
+
+
 def _readers():
     from chalicelib.features.parsing import readers  # noqa: PLC0415 - lazy: pypdfium2, lxml... only in the worker
     return readers
@@ -116,7 +143,7 @@ def run_slice(family_id: str, state: dict[str, Any], *, principal: Principal, de
     try:
         result = readers.read(data, media_type=media_type, filename=str(family.data.get('path') or ''),
                               first_page=first, deadline=ends,
-                              ocr=readers.ocr_available() if ocr is None else ocr,
+                              ocr=ocr_here() if ocr is None else ocr,
                               text_chars_before=int(state.get('textChars') or 0))
     except readers.NoParser as exc:
         return Slice('done', f'{exc}: the document is kept as uploaded and the pipelines run on its metadata'[:500],
