@@ -165,7 +165,7 @@ _DOCUMENT = schema('DocumentContent', {
                    # a parsed document, stored by page ranges (docs/api/documents.md "Large documents")
                    'pageCount': {'type': 'integer'}, 'nodeCount': {'type': 'integer'},
                    'firstPage': {'type': 'integer'}, 'lastPage': {'type': 'integer'},
-                   'nextPage': {'type': ['integer', 'null']}}})
+                   'nextPage': {'type': 'integer', 'nullable': True}}})
 _VALIDATION = schema('ContentObjectValidationResult', {
     'type': 'object', 'required': ['taxonPath', 'name', 'passed'],
     'properties': {'taxonPath': {'type': 'string'}, 'name': {'type': 'string'}, 'passed': {'type': 'boolean'},
