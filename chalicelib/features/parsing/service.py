@@ -26,6 +26,7 @@ beside the version it renders), a KDDB the SDK writes back (``put_kddb``), the S
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 import time
@@ -82,14 +83,9 @@ class Slice:
 
 def new_state(run: str) -> dict[str, Any]:
     """The state of a parse run before its first message (``run``: unique per run, e.g. the
-    execution's id)."""
-    return {'run': run, 'nextPage': 1, 'parts': [], 'pageCount': None}
-
-
-def progress(state: dict[str, Any]) -> dict[str, Any]:
-    """Pages done of pages, as the execution shows it (docs/api/processing.md)."""
-    done = max([int(p[1]) for p in state.get('parts') or []] or [0])
-    return {'pagesDone': done, 'pageCount': state.get('pageCount')}
+    execution's id). It rides on the execution (``metadata.progress``, at most a few hundred
+    bytes: pages done of pages); the list of parts is in S3 (``_index``)."""
+    return {'run': run, 'nextPage': 1, 'pagesDone': 0, 'pageCount': None}
 
 
 _in_ocr_function: ContextVar[bool] = ContextVar('in_ocr_function', default=False)
@@ -160,30 +156,45 @@ def run_slice(family_id: str, state: dict[str, Any], *, principal: Principal, de
         del data
     nodes = list(result.nodes)
     root, page_nodes = _split_root(nodes)
-    state['pageCount'] = result.page_count
-    state.setdefault('root', None)
-    if root is not None and state.get('root') is None:
-        state['root'] = root
-    last = (int(result.next_page) - 1) if result.next_page else int(result.page_count or first)
-    last = max(last, first)
-    if page_nodes or not state['parts']:
+    last = max((int(result.next_page) - 1) if result.next_page else int(result.page_count or first), first)
+    index = _index(family, run)
+    if root is not None and index.get('root') is None:
+        index['root'] = root
+    if page_nodes or not index['parts']:
         size = deltas.put_part(deltas.part_key(family, run, first), page_nodes)
-        parts = [p for p in state['parts'] if int(p[0]) != first] + [[first, last, len(page_nodes), size]]
-        state['parts'] = sorted(parts)
-    total_nodes = sum(int(p[2]) for p in state['parts'])
-    total_bytes = sum(int(p[3]) for p in state['parts'])
+        # a message delivered again re-reads from the same first page: what it wrote before goes
+        index['parts'] = [p for p in index['parts'] if int(p[0]) < first] + [[first, last, len(page_nodes), size]]
+    if result.warnings:
+        index['warnings'] = [*index.get('warnings', []), *(str(w)[:300] for w in result.warnings)][:20]
+    total_nodes = sum(int(p[2]) for p in index['parts'])
+    total_bytes = sum(int(p[3]) for p in index['parts'])
     if total_nodes > deltas.MAX_PARSED_NODES or total_bytes > deltas.MAX_PARSED_BYTES:
         _discard(family, state)
         return Slice('failed', f'caps: the parsed document would hold more than {deltas.MAX_PARSED_NODES} nodes '
                                f'or {deltas.MAX_PARSED_BYTES} bytes (pages 1-{last} hold {total_nodes} nodes)', state)
-    state['parser'], state['mediaType'] = result.parser, result.media_type
-    state['textChars'] = int(state.get('textChars') or 0) + int(getattr(result, 'text_chars', 0) or 0)
-    if result.warnings:
-        state['warnings'] = [str(w)[:300] for w in result.warnings][:10]
+    state.update(pageCount=result.page_count, pagesDone=last, parser=result.parser, mediaType=result.media_type,
+                 textChars=int(state.get('textChars') or 0) + int(getattr(result, 'text_chars', 0) or 0))
     if result.next_page:
+        _save_index(family, run, index)
         state['nextPage'] = int(result.next_page)
         return Slice('continue', f'pages {first}-{last} of {result.page_count} read', state)
-    return _finish(family, state, principal)
+    return _finish(family, state, index, principal)
+
+
+def _index_key(family: Stored, run: str) -> str:
+    return f'{documents.family_folder(family.org, family.id)}parsed/{run}/index.json'
+
+
+def _index(family: Stored, run: str) -> dict[str, Any]:
+    """The run's parts so far ``{root, parts: [[first, last, nodes, bytes]], warnings}`` (S3: it
+    grows with the page count, the execution item must not)."""
+    if blobs.head(_index_key(family, run)) is None:
+        return {'root': None, 'parts': []}
+    return json.loads(blobs.read(_index_key(family, run)))
+
+
+def _save_index(family: Stored, run: str, index: dict[str, Any]) -> None:
+    blobs.put(_index_key(family, run), json.dumps(index, separators=(',', ':')).encode(), 'application/json')
 
 
 def _split_root(nodes: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -196,13 +207,14 @@ def derived_id(run: str) -> str:
     return str(uuid.uuid5(NAMESPACE, run))
 
 
-def _finish(family: Stored, state: dict[str, Any], principal: Principal) -> Slice:
+def _finish(family: Stored, state: dict[str, Any], index: dict[str, Any], principal: Principal) -> Slice:
     run = str(state['run'])
     co_id = derived_id(run)
     parts = [{'key': deltas.part_key(family, run, int(p[0])), 'first': int(p[0]), 'last': int(p[1]),
-              'nodes': int(p[2]), 'bytes': int(p[3])} for p in state['parts']]
-    root = dict(state.get('root') or {'id': 'doc', 'parentId': None, 'nodeType': 'document', 'content': None,
+              'nodes': int(p[2]), 'bytes': int(p[3])} for p in index['parts']]
+    root = dict(index.get('root') or {'id': 'doc', 'parentId': None, 'nodeType': 'document', 'content': None,
                                       'index': 0, 'features': {}})
+    state = {**state, 'warnings': index.get('warnings') or []}
     root['features'] = {**(root.get('features') or {}), 'mediaType': state.get('mediaType'),
                         'pageCount': state.get('pageCount'), 'parser': state.get('parser')}
     nodes = 1 + sum(p['nodes'] for p in parts)
@@ -282,11 +294,10 @@ def content_objects(family: Stored) -> list[dict[str, Any]]:
 
 
 def _discard(family: Stored, state: dict[str, Any]) -> None:
-    """A failed run's parts: nothing references them; deleted (the family's delete sweeps any
-    that a failure here leaves)."""
-    keys = [deltas.part_key(family, str(state.get('run')), int(p[0])) for p in state.get('parts') or []]
+    """A failed run's parts and index: nothing references them; deleted (the family's delete
+    sweeps any that a failure here leaves)."""
     try:
-        blobs.delete(keys)
+        blobs.delete_prefix(f"{documents.family_folder(family.org, family.id)}parsed/{state.get('run')}/")
     except Exception:  # noqa: BLE001 - unreferenced parts are harmless; the family's folder sweep removes them
         log.warning('parts of a failed parse of family %s were not deleted now', family.id, exc_info=True)
 
