@@ -7,12 +7,11 @@ from typing import Any
 
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.principal import Principal
+from chalicelib.features.work.statuses import TERMINAL as TERMINAL_EXECUTION
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel import records
 from chalicelib.kernel.listing import ListRequest, list_resources
 from chalicelib.kernel.store import table
-
-TERMINAL_EXECUTION = {'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'}
 
 
 def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
