@@ -226,7 +226,8 @@ def _finish(family: Stored, state: dict[str, Any], index: dict[str, Any], princi
     for attempt in range(FINISH_ATTEMPTS):
         if table.get(CONTENT_OBJECTS.path, co_id) is not None:   # a redelivered finish: already stored
             return _done(state, co_id, family, nodes, size, again=True)
-        previous = _derived_objects(family)
+        # a family's first version has no parse result to replace: no index read (16 Queries)
+        previous = _derived_objects(family) if family.data.get('documentVersion') else []
 
         def ops(version: int, family: Stored = family, previous: list[Stored] = previous) -> list:
             values = {'documentFamilyId': family.id, 'name': f"{str(family.data.get('path') or 'document')[-180:]}"
