@@ -42,6 +42,20 @@ def reprocess_content_object(orgSlug, storeSlug, id, coId):
                                                   assistant_id=query_value('assistantId'), content_object_id=coId))
 
 
+_VERSIONED = '/api/stores/{orgSlug}/{storeSlug}/{version}/families/{id}'   # the SDK's path: version ignored
+
+
+@bp.route(f'{_VERSIONED}/reprocess', methods=['PUT'], name='reprocessStoreFamilyVersioned', content_types=ANY_CONTENT)
+def reprocess_store_family_versioned(orgSlug, storeSlug, version, id):
+    return reprocess_store_family(orgSlug, storeSlug, id)
+
+
+@bp.route(f'{_VERSIONED}/objects/{{coId}}/reprocess', methods=['PUT'], name='reprocessContentObjectVersioned',
+          content_types=ANY_CONTENT)
+def reprocess_content_object_versioned(orgSlug, storeSlug, version, id, coId):
+    return reprocess_content_object(orgSlug, storeSlug, id, coId)
+
+
 _TEXT = ('A new run of the parse stage over the family (the original bytes read again: a new document '
          'version, the derived content object replaced), then the pipeline of the assistant named by '
          'assistantId (it must be of the family\'s project and subscribe to the family), or without one of '
@@ -62,3 +76,11 @@ describe('reprocessStoreFamily', summary='Parse a document family again (the SDK
 describe('reprocessContentObject', summary='Parse a document family again, named by its content object',
          tags=['stores'], description=_TEXT + ' The content object must be one of the family\'s.',
          parameters=[*_SLUGS, _ASSISTANT], responses={202: ref('Execution')}, errors=_E)
+_VERSION = {'name': 'version', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+            'description': 'any value (the SDK sends the store version, or "None"): ignored'}
+describe('reprocessStoreFamilyVersioned', summary="Parse a document family again (the SDK's path, with a store "
+         'version)', tags=['stores'], description=_TEXT, parameters=[*_SLUGS, _VERSION, _ASSISTANT],
+         responses={202: ref('Execution')}, errors=_E)
+describe('reprocessContentObjectVersioned', summary='Parse a document family again, named by its content object '
+         '(with a store version)', tags=['stores'], description=_TEXT, parameters=[*_SLUGS, _VERSION, _ASSISTANT],
+         responses={202: ref('Execution')}, errors=_E)
