@@ -133,6 +133,9 @@ def test_through_the_worker_the_stage_runs_first_and_a_script_labels_from_the_te
     got = api.get(f"/api/document-families/{family['id']}").json
     assert got['documentVersion'] == 1 and got['labels'] == [labels['licence']], got
     assert got['metadata'] == {'pages': '8', 'parser': 'pdf-text'}
+    from chalicelib.ops import check_table
+    violations, snap = check_table.run()   # the run, the version, the derived object: every invariant kept
+    assert not violations, check_table.report(violations, snap, check_table.CHECKS)
 
 
 def test_a_scan_continues_on_the_ocr_queue_and_a_hostile_file_fails_and_starts_no_pipeline(api, store, work):
