@@ -353,3 +353,17 @@ def test_an_agent_reads_the_text_through_mcp_with_its_callers_rights(api, store,
     _, key = make_user(api, other['id'], 'MANAGE')
     refused = _tool(api.as_key(key), 'get_document_text', {'documentFamilyId': family['id']})
     assert refused['isError'] is True and refused['structuredContent']['error']['status'] == 404
+
+
+def test_a_page_that_needs_ocr_fails_when_no_ocr_runs_anywhere(api, store, monkeypatch):
+    from chalicelib.core.config import get_config, reset_config
+    family = upload(api, store)
+    monkeypatch.setenv('OCR_QUEUE_NAME', '')
+    reset_config()
+    assert get_config().ocr_queue_name == ''
+    try:
+        done, _ = parse(family['id'], fake_readers(pages=2, ocr_from=1), monkeypatch, ocr=False)
+    finally:
+        monkeypatch.delenv('OCR_QUEUE_NAME')
+        reset_config()
+    assert done.kind == 'failed' and done.message.startswith('ocr-unavailable: page 1 has no text layer')
