@@ -12,7 +12,7 @@ STAGE ?= prod
 OUT := out/$(STAGE)
 
 .PHONY: run test check chaos bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk \
-	browser-test ocr-tools bench-tools
+	browser-test ocr-tools bench-tools ocr-image
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -153,6 +153,13 @@ load: $(STAMP)
 # libraries) and nothing of requirements-dev.txt (chalice's CLI included). The first run downloads
 # the Lambda wheels (~70 s here), later ones reuse .chalice/deployments (~15 s). `make test` runs
 # the same build in its deploy rehearsal (tests/integration/test_deploy_rehearsal.py).
+# The OCR function's container image (infra/ocr/Dockerfile; docs/operations/parsing.md "The OCR
+# image"): needs docker and the network (the Lambda base image, Debian's source archive). Push it to
+# ECR and pass its URI as the app stack's OcrImageUri parameter.
+OCR_IMAGE ?= platform-ocr:latest
+ocr-image:
+	docker build -f infra/ocr/Dockerfile -t $(OCR_IMAGE) .
+
 package: $(STAMP)
 	PYTHONPATH=. $(PY) -m infra.package $(STAGE) $(OUT)
 

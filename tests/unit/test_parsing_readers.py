@@ -297,9 +297,9 @@ def _fake_clock(monkeypatch, step: float = 1.0):
         now[0] += step
         return now[0]
 
-    for module in ('nodes', 'pdf', 'images', 'ocr'):
-        monkeypatch.setattr(f'chalicelib.features.parsing.readers.{module}.time.monotonic', monotonic)
-    monkeypatch.setattr('chalicelib.features.parsing.readers.time.monotonic', monotonic)
+    # the readers' modules share the time module: this replaces time.monotonic for the test
+    # (subprocess keeps its own reference, so Tesseract's real timeout is unaffected)
+    monkeypatch.setattr('chalicelib.features.parsing.readers.nodes.time.monotonic', monotonic)
     return now
 
 
@@ -434,3 +434,56 @@ def test_the_public_api_is_what_the_parse_stage_codes_against():
     assert issubclass(NoParser, ParseFailure) and issubclass(NeedsOcr, ParseFailure)
     assert DEFAULT_LIMITS.ocr_dpi == 300
     assert readers.sniff(_data('memo.docx'), filename='memo.docx').endswith('wordprocessingml.document')
+
+
+def test_page_limit_reads_a_pdf_in_fixed_chunks_that_concatenate():
+    whole = _read_once('lppl.pdf')
+    nodes: list[dict] = []
+    starts = []
+    first_page = 1
+    while first_page is not None:
+        starts.append(first_page)
+        result = _read('lppl.pdf', first_page=first_page, page_limit=3)
+        nodes.extend(result.nodes)
+        first_page = result.next_page
+    assert starts == [1, 4, 7]
+    assert nodes == whole.nodes
+    with pytest.raises(ValueError):
+        _read('lppl.pdf', page_limit=0)
+
+
+@pytest.mark.slow
+def test_images_cut_short_fail_as_truncated_or_corrupt_not_as_ocr_errors():
+    png = _data('scanned-page.png')[:20_000]
+    with pytest.raises(ParseFailure) as failure:
+        read(png, media_type='image/png', filename='cut.png', deadline=time.monotonic() + 30)
+    assert failure.value.cause == 'truncated'
+    jpeg = _data('scanned-page.jpg')[:20_000]
+    with pytest.raises(ParseFailure) as failure:
+        read(jpeg, media_type='image/jpeg', filename='cut.jpg', deadline=time.monotonic() + 30)
+    assert failure.value.cause == 'corrupt' and 'cannot be decoded' in str(failure.value)
+
+
+def test_an_html_page_without_text_is_a_document_without_blocks():
+    for page in (b'<html><head><style>p{}</style></head><body></body></html>', b'<!DOCTYPE html>'):
+        result = read(page, media_type=None, filename='blank.html', deadline=time.monotonic() + 5)
+        assert [node['id'] for node in result.nodes] == ['doc'] and result.parser == 'html'
+
+
+@pytest.mark.parametrize('rotation', [90, 270])
+def test_boxes_of_a_rotated_page_are_in_the_displayed_page(rotation):
+    """/Rotate turns the page clockwise: boxes and the page's size are those a viewer shows."""
+    rotated = pdfium.PdfDocument.new()
+    rotated.import_pages(pdfium.PdfDocument(_data('lppl.pdf')), [0])
+    rotated[0].set_rotation(rotation)
+    out = io.BytesIO()
+    rotated.save(out)
+    upright = {node['content']: node['features']['bbox'] for node in _read_once('lppl.pdf').nodes
+               if node['nodeType'] == 'word' and node['features']['page'] == 1}
+    result = read(out.getvalue(), media_type=None, filename='rotated.pdf', deadline=time.monotonic() + 10)
+    page = result.nodes[1]['features']
+    assert (page['width'], page['height']) == (841.89, 595.28)
+    x0, y0, x1, y1 = next(node['features']['bbox'] for node in result.nodes if node['content'] == 'Preamble')
+    u0, v0, u1, v1 = upright['Preamble']
+    expected = [841.89 - v1, u0, 841.89 - v0, u1] if rotation == 90 else [v0, 595.28 - u1, v1, 595.28 - u0]
+    assert [x0, y0, x1, y1] == pytest.approx(expected, abs=0.02)

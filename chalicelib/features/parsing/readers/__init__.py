@@ -12,7 +12,11 @@ sizes before it is opened) plus the caller's ``deadline`` (a ``time.monotonic()`
 and multi-page TIFFs stop between two pages when the next one would not fit and say where to go
 on (``next_page``); the ids of the nodes are the same whichever ranges a document is read in, so
 the chunks concatenate. ``text_chars_before`` carries the text read by earlier chunks so
-``max_text_chars`` holds for the whole document.
+``max_text_chars`` holds for the whole document; ``page_limit`` caps the pages of one call (a
+caller that stores each chunk before reading the next keeps its memory flat in page count).
+
+One read at a time per process for PDFs: pdfium is not thread-safe (the worker reads one message
+at a time; never read PDFs from several threads at once).
 
 Parsers: ``pdf-text`` (pypdfium2's text layer), ``pdf-ocr`` (some page of this call rendered and
 read by Tesseract), ``image-ocr``, ``docx``, ``xlsx``, ``csv``, ``html``, ``text``.
@@ -52,10 +56,14 @@ def sniff(data: bytes, *, media_type: str | None = None, filename: str | None = 
 
 
 def read(data: bytes, *, media_type: str | None, filename: str | None, first_page: int = 1, deadline: float,
-         limits: Limits = DEFAULT_LIMITS, ocr: bool = True, text_chars_before: int = 0) -> ReadResult:
-    """Read ``data`` from page ``first_page`` until it ends or ``deadline`` is near (see the module)."""
+         limits: Limits = DEFAULT_LIMITS, ocr: bool = True, text_chars_before: int = 0,
+         page_limit: int | None = None) -> ReadResult:
+    """Read ``data`` from page ``first_page`` until it ends, ``deadline`` is near or ``page_limit``
+    pages are read (see the module)."""
     if first_page < 1:
         raise ValueError('first_page counts from 1')
+    if page_limit is not None and page_limit < 1:
+        raise ValueError('page_limit is at least 1')
     if len(data) > limits.max_bytes:
         raise ParseFailure('too-large', f'the file is {len(data):,} bytes, more than {limits.describe("max_bytes")} '
                                         'allows', limit='max_bytes')
@@ -69,13 +77,15 @@ def read(data: bytes, *, media_type: str | None, filename: str | None, first_pag
     if kind == sniffing.PDF:
         from chalicelib.features.parsing.readers.pdf import read_pdf  # noqa: PLC0415 - lazy: pypdfium2 loads for PDFs only
 
-        outcome = read_pdf(data, first_page=first_page, budget=budget, limits=limits, ocr=ocr)
+        outcome = read_pdf(data, first_page=first_page, budget=budget, limits=limits, ocr=ocr,
+                           page_limit=page_limit)
         parser = 'pdf-ocr' if outcome.ocr_pages else 'pdf-text'
         nodes, pages, next_page, warnings = outcome.nodes, outcome.page_count, outcome.next_page, outcome.warnings
     elif kind in (sniffing.PNG, sniffing.JPEG, sniffing.TIFF):
         from chalicelib.features.parsing.readers.images import read_image  # noqa: PLC0415 - lazy: Pillow loads for images only
 
-        outcome = read_image(data, first_page=first_page, budget=budget, limits=limits, ocr=ocr)
+        outcome = read_image(data, first_page=first_page, budget=budget, limits=limits, ocr=ocr,
+                             page_limit=page_limit)
         parser = 'image-ocr'
         nodes, pages, next_page, warnings = outcome.nodes, outcome.page_count, outcome.next_page, outcome.warnings
     else:

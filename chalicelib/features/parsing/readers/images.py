@@ -12,7 +12,6 @@ declares one (72 otherwise, so a point is a pixel).
 from __future__ import annotations
 
 import io
-import time
 import warnings
 
 from PIL import Image, UnidentifiedImageError
@@ -20,7 +19,7 @@ from PIL import Image, UnidentifiedImageError
 from chalicelib.features.parsing.readers import ocr as tesseract
 from chalicelib.features.parsing.readers.errors import NeedsOcr, ParseFailure
 from chalicelib.features.parsing.readers.limits import Limits
-from chalicelib.features.parsing.readers.nodes import Budget
+from chalicelib.features.parsing.readers.nodes import Budget, PageRange, check_page_count
 
 _UNKNOWN_DPI_FOR_TESSERACT = 300
 
@@ -56,6 +55,21 @@ def _check_pixels(image: Image.Image, number: int, limits: Limits) -> None:
         raise ParseFailure('corrupt', f'page {number} of the image has no pixels', page=number)
 
 
+def _verify(data: bytes, image_format: str | None) -> None:
+    """A PNG's chunks and their CRCs checked without inflating its pixels (Pillow's ``verify``):
+    a PNG cut short fails here as ``truncated`` rather than inside Tesseract."""
+    if image_format != 'PNG':
+        return
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', Image.DecompressionBombWarning)
+            Image.open(io.BytesIO(data)).verify()
+    except (OSError, SyntaxError, ValueError, EOFError) as error:
+        if 'truncated' in str(error).lower() or isinstance(error, EOFError):
+            raise ParseFailure('truncated', 'the PNG image is cut short: upload the whole file', page=1) from error
+        raise ParseFailure('corrupt', f'the PNG image is damaged: {error}', page=1) from error
+
+
 def _dpi(image: Image.Image) -> float | None:
     value = image.info.get('dpi')
     try:
@@ -65,7 +79,8 @@ def _dpi(image: Image.Image) -> float | None:
     return dpi if 50 <= dpi <= 4800 else None
 
 
-def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, ocr: bool) -> Outcome:
+def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, ocr: bool,
+               page_limit: int | None = None) -> Outcome:
     outcome = Outcome()
     image = _open(data, limits)
     try:
@@ -74,16 +89,13 @@ def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, 
         except (OSError, ValueError, SyntaxError) as error:
             raise ParseFailure('corrupt', f'the image\'s frames cannot be read: {error}') from error
         outcome.page_count = frames
-        if frames > limits.max_pages:
-            raise ParseFailure('too-many-pages', f'the image has {frames:,} pages, more than '
-                                                 f'{limits.describe("max_pages")} allows', limit='max_pages')
+        check_page_count(frames, limits, 'the image')
         _check_pixels(image, 1, limits)
         if not ocr:
             raise NeedsOcr(first_page)
-        slowest = 0.0
+        pacing = PageRange(budget, first_page, page_limit)
         for number in range(first_page, frames + 1):
-            started = time.monotonic()
-            if number > first_page and budget.left() < slowest * 1.5:
+            if pacing.stop_before(number):
                 outcome.next_page = number
                 break
             budget.check(f'page {number}', page=number)
@@ -96,6 +108,7 @@ def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, 
             dpi = _dpi(image)
             width, height = image.size
             if frames == 1:
+                _verify(data, image.format)
                 payload = data
             else:
                 try:
@@ -107,21 +120,18 @@ def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, 
                 except (OSError, ValueError, SyntaxError) as error:
                     raise ParseFailure('corrupt', f'page {number} of the image cannot be decoded: {error}',
                                        page=number) from error
-            try:
-                tsv = tesseract.tesseract_tsv(payload, dpi=round(dpi or _UNKNOWN_DPI_FOR_TESSERACT), page=number,
-                                              deadline=budget.deadline, limits=limits)
-            except ParseFailure as error:
-                if error.cause == 'time-budget' and number > first_page:
-                    outcome.next_page = number
-                    break
-                raise
+            tsv = tesseract.tesseract_tsv_or_stop(payload, dpi=round(dpi or _UNKNOWN_DPI_FOR_TESSERACT), page=number,
+                                                  first_page=first_page, deadline=budget.deadline, limits=limits)
             del payload
+            if tsv is None:
+                outcome.next_page = number
+                break
             points = 72 / (dpi or 72)
             nodes, chars = tesseract.page_nodes(tsv, page=number, points_per_pixel=points, width=width * points,
                                                 height=height * points, index=number - 1)
             budget.text(chars, page=number)
             outcome.nodes.extend(nodes)
-            slowest = max(slowest, time.monotonic() - started)
+            pacing.done()
     finally:
         image.close()
     return outcome

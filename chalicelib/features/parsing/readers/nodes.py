@@ -56,3 +56,31 @@ class Budget:
         if time.monotonic() >= self.deadline:
             raise ParseFailure('time-budget', f'reading {what} did not finish within the time budget of this '
                                               'step', page=page, limit='deadline')
+
+
+def check_page_count(count: int, limits: Limits, what: str) -> None:
+    if count > limits.max_pages:
+        raise ParseFailure('too-many-pages', f'{what} has {count:,} pages, more than {limits.describe("max_pages")} '
+                                             'allows', limit='max_pages')
+
+
+class PageRange:
+    """The pacing of one call over pages: always the first page, then each next page only while
+    the time left is over 1.5 x the slowest page so far and ``page_limit`` is not reached."""
+
+    def __init__(self, budget: Budget, first_page: int, page_limit: int | None):
+        self.budget = budget
+        self.first_page = first_page
+        self.page_limit = page_limit
+        self.slowest = 0.0
+        self.started = 0.0
+
+    def stop_before(self, number: int) -> bool:
+        self.started = time.monotonic()
+        if number == self.first_page:
+            return False
+        return self.budget.left() < self.slowest * 1.5 or (
+            self.page_limit is not None and number - self.first_page >= self.page_limit)
+
+    def done(self) -> None:
+        self.slowest = max(self.slowest, time.monotonic() - self.started)

@@ -49,13 +49,29 @@ def tesseract_tsv(image: bytes, *, dpi: int, page: int, deadline: float, limits:
     except subprocess.TimeoutExpired as error:
         raise ParseFailure('time-budget', f'OCR of page {page} did not finish within the time budget of this step',
                            page=page, limit='deadline') from error
+    stderr = done.stderr.decode('utf-8', 'replace')
+    if 'no pix returned' in stderr or 'Error in pixReadMem' in stderr:
+        raise ParseFailure('corrupt', f'page {page}: the image cannot be decoded (it is damaged or cut short)',
+                           page=page)
     if done.returncode != 0:
-        detail = (done.stderr.decode('utf-8', 'replace').strip().splitlines() or ['no message'])[-1]
+        detail = (stderr.strip().splitlines() or ['no message'])[-1]
         if done.returncode < 0 or 'alloc' in detail.lower():
             raise ParseFailure('ocr-failed', f'OCR of page {page} ran out of {limits.describe("ocr_memory_bytes")} '
                                              'bytes of memory', page=page, limit='ocr_memory_bytes')
         raise ParseFailure('ocr-failed', f'OCR of page {page} failed: {detail[:300]}', page=page)
     return done.stdout.decode('utf-8', 'replace')
+
+
+def tesseract_tsv_or_stop(image: bytes, *, dpi: int, page: int, first_page: int, deadline: float,
+                          limits: Limits) -> str | None:
+    """``tesseract_tsv``, or None when the time ran out on a page after the call's first: the
+    caller stops there (``next_page``) and the next message goes on from that page."""
+    try:
+        return tesseract_tsv(image, dpi=dpi, page=page, deadline=deadline, limits=limits)
+    except ParseFailure as error:
+        if error.cause == 'time-budget' and page > first_page:
+            return None
+        raise
 
 
 def page_nodes(tsv: str, *, page: int, points_per_pixel: float, width: float, height: float,

@@ -193,6 +193,8 @@ def read_html(data: bytes, *, budget: Budget, limits: Limits, warnings: list[str
     try:
         tree = lxml.html.document_fromstring(data, parser=parser)
     except (lxml.etree.ParserError, ValueError) as error:
+        if 'empty' in str(error).lower():
+            return []      # markup and nothing else: a document without blocks
         raise ParseFailure('corrupt', f'the HTML cannot be read: {error}') from error
     reader = _Html(budget)
     body = tree.find('body')
