@@ -148,11 +148,6 @@ check-data: $(STAMP)
 load: $(STAMP)
 	PYTHONPATH=. $(PY) tests/load/run_load.py
 
-# The deployable templates of a stage, no AWS account needed: out/$(STAGE)/data.json (data
-# stack), app.json + deployment.zip (app stack). The zip carries requirements.txt (the runtime
-# libraries) and nothing of requirements-dev.txt (chalice's CLI included). The first run downloads
-# the Lambda wheels (~70 s here), later ones reuse .chalice/deployments (~15 s). `make test` runs
-# the same build in its deploy rehearsal (tests/integration/test_deploy_rehearsal.py).
 # The OCR function's container image (infra/ocr/Dockerfile; docs/operations/parsing.md "The OCR
 # image"): needs docker and the network (the Lambda base image, Debian's source archive). Push it to
 # ECR and pass its URI as the app stack's OcrImageUri parameter.
@@ -160,6 +155,11 @@ OCR_IMAGE ?= platform-ocr:latest
 ocr-image:
 	docker build -f infra/ocr/Dockerfile -t $(OCR_IMAGE) .
 
+# The deployable templates of a stage, no AWS account needed: out/$(STAGE)/data.json (data
+# stack), app.json + deployment.zip (app stack). The zip carries requirements.txt (the runtime
+# libraries) and nothing of requirements-dev.txt (chalice's CLI included). The first run downloads
+# the Lambda wheels (~70 s here), later ones reuse .chalice/deployments (~15 s). `make test` runs
+# the same build in its deploy rehearsal (tests/integration/test_deploy_rehearsal.py).
 package: $(STAMP)
 	PYTHONPATH=. $(PY) -m infra.package $(STAGE) $(OUT)
 
