@@ -18,6 +18,7 @@ SCRIPTS = (
     'bench_store_fs.py',
     'bench_lambda_package.py',
     'bench_parsing.py',
+    'bench_parse_stage.py',
 )
 for script in SCRIPTS:
     print(f'\n===== {script} =====', flush=True)

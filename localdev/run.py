@@ -142,13 +142,17 @@ def create_resources() -> None:
         except s3.exceptions.BucketAlreadyOwnedByYou:
             pass
     sqs = boto3.client('sqs', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
-    names = {url.rsplit('/', 1)[-1] for url in sqs.list_queues(QueueNamePrefix=cfg.activity_queue_name)
-             .get('QueueUrls', [])}
-    if not {cfg.activity_queue_name, f'{cfg.activity_queue_name}-dlq'} <= names:
-        dlq = sqs.create_queue(QueueName=f'{cfg.activity_queue_name}-dlq')['QueueUrl']
+    import json
+    queues = [cfg.activity_queue_name]
+    if cfg.ocr_queue_name:   # the OCR function's queue (features/parsing/service.py), with its own DLQ
+        queues.append(cfg.ocr_queue_name)
+    for queue in queues:
+        names = {url.rsplit('/', 1)[-1] for url in sqs.list_queues(QueueNamePrefix=queue).get('QueueUrls', [])}
+        if {queue, f'{queue}-dlq'} <= names:
+            continue
+        dlq = sqs.create_queue(QueueName=f'{queue}-dlq')['QueueUrl']
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=['QueueArn'])['Attributes']['QueueArn']
-        import json
-        sqs.create_queue(QueueName=cfg.activity_queue_name, Attributes={
+        sqs.create_queue(QueueName=queue, Attributes={
             'RedrivePolicy': json.dumps({'deadLetterTargetArn': dlq_arn, 'maxReceiveCount': '5'}),
             'VisibilityTimeout': os.environ.get('QUEUE_VISIBILITY_TIMEOUT') or '30'})
     events = boto3.client('events', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
@@ -198,12 +202,14 @@ def main() -> None:
                           queue_name=cfg.activity_queue_name, table_name=cfg.table_name,
                           tick_seconds=float(os.environ.get('SCHEDULER_TICK_SECONDS') or 60),
                           stream_batch_size=stream.batch_size,
-                          stream_window_seconds=stream.maximum_batching_window_in_seconds)
+                          stream_window_seconds=stream.maximum_batching_window_in_seconds,
+                          ocr_queue_name=cfg.ocr_queue_name or None)
         if os.environ.get('LOCAL_WORKERS', 'on').lower() in ('0', 'off', 'false', 'no'):
             pollers.threads = []   # LOCAL_WORKERS=off: starts stay PENDING (the fuzz run uses it)
         pollers.start()
         state = 'on' if pollers.threads else 'off'
-        print(f'work ({state}): queue poller on {cfg.activity_queue_name}, '
+        print(f'work ({state}): queue poller on {cfg.activity_queue_name}'
+              + (f' and {cfg.ocr_queue_name} (OCR)' if pollers.ocr else '') + ', '
               f'scheduler every {pollers.tick_seconds:g} s '
               '(SCHEDULER_TICK_SECONDS), outbox drained from the table stream', flush=True)
         if rate and moto is not None:
