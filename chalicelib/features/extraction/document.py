@@ -120,10 +120,10 @@ class Document:
             if at < 0:
                 at = cursor
             conf = wf.get('confidence')
+            conf = float(conf) if isinstance(conf, (int, float)) and not isinstance(conf, bool) else None
             unit.words.append(Word(id=str(w['id']), text=wtext, page=wf.get('page') if isinstance(wf.get('page'), int)
                                    else unit_page, bbox=_bbox(wf.get('bbox')),
-                                   confidence=float(conf) if isinstance(conf, (int, float)) and not isinstance(conf, bool)
-                                   else None, start=at, end=at + len(wtext)))
+                                   confidence=conf, start=at, end=at + len(wtext)))
             cursor = at + len(wtext)
         if unit.bbox is None and unit.words:
             box = union([w.bbox for w in unit.words if w.bbox])

@@ -264,7 +264,8 @@ def assess(objects: list[dict[str, Any]], taxon_of: dict[str, dict[str, Any]]) -
             threshold = taxon.get('threshold')
             conf = attr.get('confidence')
             if threshold is not None and conf is not None and conf < threshold and not attr.get('confirmed'):
-                add(o, LOW_CONFIDENCE, path, f"{label} ({path}): '{attr['value']}' was read with confidence {conf:.2f}, "
+                add(o, LOW_CONFIDENCE, path, f"{label} ({path}): '{attr['value']}' was read with confidence "
+                                             f'{conf:.2f}, '
                                              f'under its threshold {threshold:.2f}: check it against the document and '
                                              'confirm or correct it', attr=attr, severity='WARNING')
             for entry in taxon.get('validations') or []:

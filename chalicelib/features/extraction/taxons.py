@@ -88,7 +88,8 @@ def _rule(rule: Any, where: str, taxon: dict[str, Any], parent: dict[str, Any] |
     if kind == 'regex':
         pattern = rule.get('pattern')
         if not isinstance(pattern, str) or not pattern or len(pattern) > MAX_PATTERN_LENGTH:
-            raise DefinitionError(f'{where}: pattern must be a regular expression of 1 to {MAX_PATTERN_LENGTH} characters')
+            raise DefinitionError(f'{where}: pattern must be a regular expression of 1 to {MAX_PATTERN_LENGTH} '
+                                  'characters')
         if rule.get('ignoreCase') is not None and not isinstance(rule.get('ignoreCase'), bool):
             raise DefinitionError(f'{where}: ignoreCase must be true or false')
         try:
@@ -135,7 +136,8 @@ def _rule(rule: Any, where: str, taxon: dict[str, Any], parent: dict[str, Any] |
 
 def _validation(entry: Any, where: str) -> None:
     if not isinstance(entry, dict) or not isinstance(entry.get('ruleFormula'), str) or not entry['ruleFormula'].strip():
-        raise DefinitionError(f'{where}: a validation is {{name, ruleFormula, messageFormula?}} with a JSONata ruleFormula')
+        raise DefinitionError(f'{where}: a validation is {{name, ruleFormula, messageFormula?}} with a JSONata '
+                              'ruleFormula')
     for key in ('ruleFormula', 'messageFormula'):
         if entry.get(key) is not None:
             if not isinstance(entry[key], str):
@@ -179,7 +181,8 @@ def _taxon(taxon: Any, path: str, depth: int, parent: dict[str, Any] | None, see
             raise DefinitionError(f'{where}: a group taxon needs children')
         names = [c.get('name') for c in children if isinstance(c, dict)]
         if len(set(names)) != len(names):
-            raise DefinitionError(f'{where}: two children share the name {next(n for n in names if names.count(n) > 1)!r}')
+            twice = next(n for n in names if names.count(n) > 1)
+            raise DefinitionError(f'{where}: two children share the name {twice!r}')
     else:
         if parent is None:
             raise DefinitionError(f'{where}: a top-level taxon must be a group (group: true, with children)')

@@ -1,0 +1,132 @@
+"""Where extraction's records live in the single table (docs/api/extraction.md "Storage"):
+
+* a data object is one ``data-objects`` record (kernel/registry.py) holding its attributes: an
+  attribute is never an item of its own, so an extracted object is one entity item, and its
+  index entries (store, family, parent, extraction run), written in the transaction of its
+  chunk. The SDK's ``/dataObjects/{id}/attributes`` reads them from the object.
+* an exception is one ``data-exceptions`` record, indexed by ``storeState`` =
+  ``{dataStoreId}#{OPEN|CLOSED}``: the open exceptions of a store are one run of one value
+  index, so listing them costs the same whether the store holds 10 or 10,000 objects (and
+  however many closed ones), and by ``sourceKey`` (the extraction that raised them),
+  ``documentFamilyId``, ``dataObjectId`` and ``taxon``.
+* a write holds only its own items: records of one extraction go in chunks of
+  ``CHUNK`` records per transaction (their entities, counter moves summed per shard, their
+  parents' guard shards); nothing names the store, the definition or the family item.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from chalicelib.core.principal import Principal
+from chalicelib.kernel import records
+from chalicelib.kernel.registry import family as family_of
+from chalicelib.kernel.store import table
+from chalicelib.kernel.store.table import Stored
+
+OBJECTS = family_of('data-objects')
+EXCEPTIONS = family_of('data-exceptions')
+CHUNK = 20          # records per transaction (<= 100 items with their counters and guard shards)
+
+
+def store_state(store_id: str, state: str) -> str:
+    return f'{store_id}#{state}'
+
+
+def keyed(family, org: str, field_name: str, value: str, *, limit: int | None = None) -> list[Stored]:
+    """The records of ``family`` holding ``value`` in an indexed field (keys, then one BatchGet)."""
+    keys = table.walk_value(family.path, org, slot=family.slot_of(field_name), field_name=field_name,
+                            value=value, descending=False, limit=limit)
+    found = table.batch_get((family.path, i) for _, i in keys)
+    return [found[i] for _, i in keys if i in found]
+
+
+def objects_of_run(org: str, source_key: str) -> list[Stored]:
+    return keyed(OBJECTS, org, 'sourceKey', source_key)
+
+
+def exceptions_of_run(org: str, source_key: str) -> list[Stored]:
+    return keyed(EXCEPTIONS, org, 'sourceKey', source_key)
+
+
+def exceptions_of_family(org: str, family_id: str) -> list[Stored]:
+    return keyed(EXCEPTIONS, org, 'documentFamilyId', family_id)
+
+
+def get(family, id_: str) -> Stored | None:
+    return table.get(family.path, id_)
+
+
+def _chunks(items: list[Any]) -> Iterable[list[Any]]:
+    for i in range(0, len(items), CHUNK):
+        yield items[i:i + CHUNK]
+
+
+def create(family, rows: list[dict[str, Any]], principal: Principal) -> None:
+    for chunk in _chunks(rows):
+        records.commit(records.create_ops(family, chunk, principal))
+
+
+def delete(family, stored: list[Stored], principal: Principal) -> None:
+    for chunk in _chunks(stored):
+        ops = []
+        for s in chunk:
+            ops += records.delete_ops(family, s, principal)
+        records.commit(ops)
+
+
+def replace(family, new: dict[str, Any], stored: Stored, principal: Principal) -> list:
+    """The operations of one record's update (locked on its sequence)."""
+    return records.update_ops(family, new, stored, principal=principal)
+
+
+def commit(ops: list) -> None:
+    records.commit(ops)
+
+
+def new_record(family, values: dict[str, Any], *, principal: Principal, org: str, project_id: str) -> dict[str, Any]:
+    return records.new_record(family, values, principal=principal, org=org, project_id=project_id)
+
+
+def set_family_summary(family_id: str, summary: dict[str, Any]) -> None:
+    """The family's ``extraction`` field: a side write moving neither its sequence nor updatedOn."""
+    from chalicelib.kernel.store import repository  # noqa: PLC0415 - lazy: cold start
+    repository.set_side_field('document-families', family_id, 'extraction', summary)
+
+
+def find(family_path: str, project_id: str, ref: str) -> Stored | None:
+    """A project's record by id or slug."""
+    import uuid  # noqa: PLC0415
+    try:
+        stored = table.get(family_path, str(uuid.UUID(ref)))
+    except ValueError:
+        owner = table.unique_owner(family_path, scope=project_id, field_name='slug', value=ref)
+        stored = table.get(family_path, owner) if owner else None
+    if stored is None or stored.data.get('projectId') != project_id:
+        return None
+    return stored
+
+
+def find_org(family_path: str, org: str, ref: str) -> Stored | None:
+    """An organization's record by id or slug."""
+    import uuid  # noqa: PLC0415
+    try:
+        stored = table.get(family_path, str(uuid.UUID(ref)))
+    except ValueError:
+        owner = table.unique_owner(family_path, scope=org, field_name='slug', value=ref)
+        stored = table.get(family_path, owner) if owner else None
+    if stored is None or stored.org != org:
+        return None
+    return stored
+
+
+def stores_with_slug(org: str, slug: str) -> list[Stored]:
+    return keyed(family_of('data-stores'), org, 'slug', slug, limit=10)
+
+
+def family_record(family_id: str) -> Stored | None:
+    return table.get('document-families', family_id)
+
+
+def objects_of_store(org: str, store_id: str) -> list[Stored]:
+    return keyed(OBJECTS, org, 'dataStoreId', store_id)
