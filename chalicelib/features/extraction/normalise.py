@@ -56,6 +56,9 @@ def locale_of(name: str | None) -> tuple[str, str, str]:
 
 
 def _decimal(text: str, locale: str | None, what: str) -> Decimal:
+    """A number written the locale's way: digits grouped in threes by one of its grouping
+    separators (or not grouped), then its decimal separator and the decimals. Anything else
+    (``4.50`` in de-DE, ``12,50`` in en-US) is refused rather than guessed."""
     dec, groups, _ = locale_of(locale)
     s = text.strip()
     negative = False
@@ -63,20 +66,20 @@ def _decimal(text: str, locale: str | None, what: str) -> Decimal:
         negative, s = True, s[1:-1].strip()
     if s.endswith('-'):
         negative, s = True, s[:-1].strip()
-    if s.startswith(('-', '−')):
+    if s.startswith(('-', '\u2212')):
         negative, s = True, s[1:].strip()
-    for g in groups:
-        s = s.replace(g, '')
-    if dec != '.':
-        if '.' in s and dec not in s and '.' not in groups:
-            raise NotNormalised(f"'{text}' is not a {what} in {locale or DEFAULT_LOCALE} (decimal separator '{dec}')")
-        s = s.replace(dec, '.')
-    if not re.fullmatch(r'\d+(\.\d+)?', s):
-        raise NotNormalised(f"'{text}' is not a {what}")
+    g = '[' + re.escape(groups) + ']'
+    shape = re.compile(rf'(\d{{1,3}}(?:{g}\d{{3}})+|\d+)(?:{re.escape(dec)}(\d+))?')
+    m = shape.fullmatch(s)
+    article = 'an' if what[0] in 'aeiou' else 'a'
+    if m is None:
+        raise NotNormalised(f"'{text}' is not {article} {what} as {locale or DEFAULT_LOCALE} writes one "
+                            f"(decimal separator '{dec}')")
+    digits = re.sub(g, '', m.group(1)) + ('.' + m.group(2) if m.group(2) else '')
     try:
-        value = Decimal(s)
+        value = Decimal(digits)
     except InvalidOperation:
-        raise NotNormalised(f"'{text}' is not a {what}") from None
+        raise NotNormalised(f"'{text}' is not {article} {what}") from None
     return -value if negative else value
 
 
