@@ -266,12 +266,12 @@ FAMILIES: tuple[Family, ...] = (
        indexed={'slug': 1}),   # /api/stores/{orgSlug}/{storeSlug}/dataObjects (features/extraction/)
     _f('data-forms', 'DataForm', 'project', f'{_NAMED} template:object options:object'),
     _f('data-definitions', 'DataDefinition', 'org',
-       f'{_NAMED} taxonomyType enabled:bool=true taxons:array metadata:object', hook='data_definitions'),
+       f'{_NAMED} taxonomyType enabled:bool=true taxons:array(Taxon) metadata:object', hook='data_definitions'),
     # extraction's output (features/extraction/, docs/api/extraction.md): attributes live on their object
     _f('data-objects', 'DataObject', 'project',
        'dataStoreId!>data-stores documentFamilyId>document-families? dataDefinitionId>data-definitions? '
-       'taxonomyRef path! parentId? rowNum:int sourceOrdering sourceKey attributes:array dataExceptions:array '
-       'exceptionCount:int lineage:object', name_field='path', hook='data_objects',
+       'taxonomyRef path! parentId? rowNum:int sourceOrdering sourceKey attributes:array(DataAttribute) '
+       'dataExceptions:array exceptionCount:int lineage:object', name_field='path', hook='data_objects',
        indexed={'dataStoreId': 1, 'documentFamilyId': 2, 'parentId': 3, 'sourceKey': 4},
        server=('sourceKey', 'dataExceptions', 'exceptionCount')),
     _f('data-exceptions', 'DataException', 'project',

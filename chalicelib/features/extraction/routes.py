@@ -83,12 +83,12 @@ def put_attribute_by_id(id, attributeId):  # noqa: A002 - the route's name for i
     return _reads().put_attribute(None, None, id, attributeId, body(), caller())
 
 
-@bp.route('/api/exceptions', methods=['GET'], name='listDataExceptions', content_types=ANY_CONTENT)
+@bp.route('/api/exceptions', methods=['GET'], name='listExceptions', content_types=ANY_CONTENT)
 def list_exceptions():
     return _reads().list_exceptions(params(), caller(), one_based=one_based_pages())
 
 
-@bp.route('/api/exceptions/{id}', methods=['PUT'], name='closeDataException', content_types=JSON_CONTENT)
+@bp.route('/api/exceptions/{id}', methods=['PUT'], name='closeException', content_types=JSON_CONTENT)
 def put_exception(id):  # noqa: A002 - the route's name for it
     return _reads().put_exception(id, body(), caller())
 
@@ -101,7 +101,7 @@ _SLUGS = [{'name': 'orgSlug', 'in': 'path', 'required': True, 'schema': {'type':
            'description': "the data store's slug (or id)"}]
 _OBJ = {'name': 'objectId', 'in': 'path', 'required': True, 'schema': {'type': 'string'}}
 _ATTR = {'name': 'attributeId', 'in': 'path', 'required': True, 'schema': {'type': 'string'}}
-_R = [400, 401, 403, 404, 409, 422, 429, 503]
+_R = [400, 401, 403, 404, 409, 429, 503]   # 422 (a cap reached) is in docs/api/extraction.md
 _REVIEW = {'type': 'object', 'properties': {'value': {'type': 'string', 'nullable': True},
                                             'confirmed': {'type': 'boolean'}, 'comment': {'type': 'string'}}}
 _T = ['extraction']
@@ -133,10 +133,10 @@ describe('listStoreDataAttributes', summary="Attributes across a data store's ob
          parameters=_SLUGS, responses={200: {'type': 'object'}}, errors=_R)
 describe('listStoreTaxonomies', summary='The data definitions of a store, as taxonomies', tags=_T,
          parameters=_SLUGS, responses={200: {'type': 'array', 'items': {'type': 'object'}}}, errors=_R)
-describe('listDataExceptions', summary='Data exceptions', tags=_T,
+describe('listExceptions', summary='Data exceptions', tags=_T,
          description='dataStoreId with state (OPEN default, CLOSED, ALL), documentFamilyId, taxon, dataObjectId, '
                      'exceptionType; filter, sort, page, pageSize as every list.',
          list_of='DataException', errors=_R)
-describe('closeDataException', summary='Close a data exception by hand', tags=_T,
+describe('closeException', summary='Close a data exception by hand', tags=_T,
          request={'type': 'object', 'properties': {'open': {'type': 'boolean'}, 'closingComment': {'type': 'string'}}},
          responses={200: ref('DataException')}, errors=_R)
