@@ -12,7 +12,7 @@ STAGE ?= prod
 OUT := out/$(STAGE)
 
 .PHONY: run test check chaos bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk \
-	browser-test
+	browser-test ocr-tools bench-tools
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -37,7 +37,21 @@ $(SDK_STAMP): requirements-sdk.txt
 
 sdk: $(SDK_STAMP)
 
-run: $(STAMP)
+# OCR of scanned PDFs and images (chalicelib/features/parsing/readers/ocr.py) runs Debian's
+# tesseract-ocr + tesseract-ocr-eng: installed with apt-get (as root) when `tesseract` is missing.
+# On AWS the OCR function's container image carries them (infra/ocr/Dockerfile).
+ocr-tools:
+	@if ! command -v tesseract >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+				tesseract-ocr tesseract-ocr-eng; \
+		else \
+			echo "tesseract missing (OCR of scans and images): run as root, or: sudo apt-get install tesseract-ocr tesseract-ocr-eng"; \
+			exit 1; \
+		fi; \
+	fi
+
+run: $(STAMP) ocr-tools
 	PYTHONPATH=. $(PY) -m localdev.run
 
 # Two groups that share nothing, side by side on the 2 cores: the in-process group (tests/unit,
@@ -46,7 +60,7 @@ run: $(STAMP)
 # done) and the live-server group (tests/integration: real local servers on free loopback ports).
 # Fails if either fails, or collects nothing (pytest's exit 5). docs/architecture.md "The test loop".
 TEST_LOG := .local/test-in-process.log
-test: $(STAMP) $(SDK_STAMP)
+test: $(STAMP) $(SDK_STAMP) ocr-tools
 	@mkdir -p .local; status=0; \
 	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" -n 2 --dist loadfile \
 		tests/unit tests/api > $(TEST_LOG) 2>&1 & inproc=$$!; \
@@ -90,7 +104,19 @@ browser-test: $(STAMP)
 	fi
 	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m browser tests/browser
 
-bench: $(STAMP)
+# bench/bench_parsing.py's peers and fixtures: poppler's pdftotext, qpdf (a 500-page PDF), tesseract.
+bench-tools: ocr-tools
+	@if ! command -v pdftotext >/dev/null 2>&1 || ! command -v qpdf >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+				poppler-utils qpdf; \
+		else \
+			echo "pdftotext/qpdf missing (bench_parsing.py): run as root, or: sudo apt-get install poppler-utils qpdf"; \
+			exit 1; \
+		fi; \
+	fi
+
+bench: $(STAMP) bench-tools
 	PYTHONPATH=. $(PY) bench/run_all.py
 
 # the layer contracts (.importlinter) and ruff (ruff.toml); `make test` and `make check` run both too

@@ -219,13 +219,19 @@ class StreamReader:
 # ----------------------------------------------------------------------------- make run
 
 class Pollers:
-    """The three loops of `make run`, on daemon threads; ``stop`` ends them. ``app`` is the app
+    """The loops of `make run` (the queue worker, the OCR queue's worker, the outbox drain, the
+    scheduler), on daemon threads; ``stop`` ends them. ``app`` is the app
     module (its handlers ``activity_start_worker``, ``scheduled_jobs``, ``outbox_publisher``)."""
 
     def __init__(self, app, *, region: str, endpoint_url: str | None, queue_name: str, table_name: str,
                  tick_seconds: float, drain_seconds: float = 0.5, stream_batch_size: int = 100,
-                 stream_window_seconds: float = 0.0) -> None:
+                 stream_window_seconds: float = 0.0, ocr_queue_name: str | None = None) -> None:
         self.queue = QueuePoller(app.activity_start_worker, queue_name, region=region, endpoint_url=endpoint_url)
+        # the OCR function's queue, through its handler (front/handlers.py ocr_batch), as its
+        # container-image Lambda runs it on AWS
+        from chalicelib.front import handlers
+        self.ocr = QueuePoller(handlers.ocr_batch, ocr_queue_name, region=region,
+                               endpoint_url=endpoint_url) if ocr_queue_name else None
         self.stream = StreamReader(app.outbox_publisher, table_name, region=region, endpoint_url=endpoint_url,
                                    batch_size=stream_batch_size, window_seconds=stream_window_seconds)
         self.app = app
@@ -237,6 +243,9 @@ class Pollers:
                         for name, fn, busy, idle in (('queue-poller', self.queue.poll_once, 0.0, 0.2),
                                                      ('outbox-drain', self.stream.poll_once, 0.0, drain_seconds),
                                                      ('scheduler', self._tick, tick_seconds, tick_seconds))]
+        if self.ocr is not None:
+            self.threads.append(threading.Thread(target=self._loop, args=(self.ocr.poll_once, 0.0, 0.2),
+                                                 name='ocr-poller', daemon=True))
 
     def _tick(self) -> dict:
         self.app.scheduled_jobs(scheduled_event(self.region), context())

@@ -108,6 +108,12 @@ def create_resources() -> None:
     sqs.create_queue(QueueName=cfg.activity_queue_name, Attributes={
         'RedrivePolicy': json.dumps({'deadLetterTargetArn': dlq_arn, 'maxReceiveCount': '5'}),
         'VisibilityTimeout': os.environ.get('QUEUE_VISIBILITY_TIMEOUT') or '30'})
+    if cfg.ocr_queue_name:   # the OCR function's queue (features/parsing/service.py), with its own DLQ
+        ocr_dlq = sqs.create_queue(QueueName=f'{cfg.ocr_queue_name}-dlq')['QueueUrl']
+        ocr_dlq_arn = sqs.get_queue_attributes(QueueUrl=ocr_dlq, AttributeNames=['QueueArn'])['Attributes']['QueueArn']
+        sqs.create_queue(QueueName=cfg.ocr_queue_name, Attributes={
+            'RedrivePolicy': json.dumps({'deadLetterTargetArn': ocr_dlq_arn, 'maxReceiveCount': '5'}),
+            'VisibilityTimeout': os.environ.get('QUEUE_VISIBILITY_TIMEOUT') or '30'})
     events = boto3.client('events', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
     if not any(b['Name'] == cfg.event_bus_name for b in events.list_event_buses().get('EventBuses', [])):
         events.create_event_bus(Name=cfg.event_bus_name)
@@ -150,12 +156,14 @@ def main() -> None:
                           queue_name=cfg.activity_queue_name, table_name=cfg.table_name,
                           tick_seconds=float(os.environ.get('SCHEDULER_TICK_SECONDS') or 60),
                           stream_batch_size=stream.batch_size,
-                          stream_window_seconds=stream.maximum_batching_window_in_seconds)
+                          stream_window_seconds=stream.maximum_batching_window_in_seconds,
+                          ocr_queue_name=cfg.ocr_queue_name or None)
         if os.environ.get('LOCAL_WORKERS', 'on').lower() in ('0', 'off', 'false', 'no'):
             pollers.threads = []   # LOCAL_WORKERS=off: starts stay PENDING (the fuzz run uses it)
         pollers.start()
         state = 'on' if pollers.threads else 'off'
-        print(f'work ({state}): queue poller on {cfg.activity_queue_name}, '
+        print(f'work ({state}): queue poller on {cfg.activity_queue_name}'
+              + (f' and {cfg.ocr_queue_name} (OCR)' if pollers.ocr else '') + ', '
               f'scheduler every {pollers.tick_seconds:g} s '
               '(SCHEDULER_TICK_SECONDS), outbox drained from the table stream', flush=True)
         if rate and moto is not None:

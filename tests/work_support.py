@@ -28,6 +28,9 @@ def create_resources() -> None:
     dlq = sqs.create_queue(f'{cfg.activity_queue_name}-dlq')
     sqs.create_queue(cfg.activity_queue_name, VisibilityTimeout='0', RedrivePolicy=json.dumps(
         {'deadLetterTargetArn': dlq.queue_arn, 'maxReceiveCount': str(DLQ_MAX_RECEIVES)}))
+    ocr_dlq = sqs.create_queue(f'{cfg.ocr_queue_name}-dlq')
+    sqs.create_queue(cfg.ocr_queue_name, VisibilityTimeout='0', RedrivePolicy=json.dumps(
+        {'deadLetterTargetArn': ocr_dlq.queue_arn, 'maxReceiveCount': str(DLQ_MAX_RECEIVES)}))
     events_backends[DEFAULT_ACCOUNT_ID][cfg.region].create_event_bus(name=cfg.event_bus_name)
 
 
@@ -42,6 +45,9 @@ class Work:
         self.queue = QueuePoller(app.activity_start_worker, cfg.activity_queue_name, region=cfg.region,
                                  endpoint_url=None, wait_seconds=0)
         self.stream = StreamReader(app.outbox_publisher, cfg.table_name, region=cfg.region, endpoint_url=None)
+        from chalicelib.front import handlers
+        self.ocr = QueuePoller(handlers.ocr_batch, cfg.ocr_queue_name, region=cfg.region, endpoint_url=None,
+                               wait_seconds=0)
         self.sqs = self.queue.sqs
         self.dlq_url = self.sqs.get_queue_url(QueueName=f'{cfg.activity_queue_name}-dlq')['QueueUrl']
 
@@ -51,10 +57,10 @@ class Work:
         received = 0
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            got = self.queue.poll_once(wait_seconds=0)['received']
+            got = self.queue.poll_once(wait_seconds=0)['received'] + self.ocr.poll_once(wait_seconds=0)['received']
             received += got
             if got == 0:
-                if self.depth() == 0:
+                if self.depth() == 0 and self.depth(self.ocr.url) == 0:
                     break
                 time.sleep(0.1)
         return received

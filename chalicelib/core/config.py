@@ -66,6 +66,8 @@ class Config:
     # the activity queue's redrive maxReceiveCount (infra/stack.py MAX_RECEIVE_COUNT): a message
     # failing on that receive goes to the dead-letter queue (the DlqSends metric)
     activity_max_receive_count: int = 5
+    # the OCR function's queue (features/parsing/service.py: scans the zip worker cannot read go there)
+    ocr_queue_name: str = 'platform-local-ocr'
     # the MCP tool connector at <basePath>/mcp (services/mcp/): off unless MCP_ENABLED;
     # mcp_public_url is the resource identifier bearer tokens must carry in their audience
     mcp_enabled: bool = False
@@ -160,6 +162,7 @@ def get_config() -> Config:
         client_ip_hash_key=env.get('CLIENT_IP_HASH_KEY') or None,
         event_bus_name=env.get('EVENT_BUS_NAME') or 'platform-local',
         activity_max_receive_count=_int('ACTIVITY_MAX_RECEIVE_COUNT', 5),
+        ocr_queue_name=env.get('OCR_QUEUE_NAME') or 'platform-local-ocr',
         mcp_enabled=_flag('MCP_ENABLED'),
         mcp_public_url=(env.get('MCP_PUBLIC_URL') or '').strip() or None,
         mcp_allowed_origins=frozenset(o.strip().rstrip('/').lower()

@@ -113,7 +113,7 @@ def test_make_run_serves_the_mcp_connector_at_its_local_url(server):
     assert status == 401 and f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"' in challenge
     status, _, listed = _call(base, 'POST', '/mcp', {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/list'}, key,
                               headers={'mcp-protocol-version': '2025-11-25'})
-    assert status == 200 and len(listed['result']['tools']) == 19
+    assert status == 200 and len(listed['result']['tools']) == 20
 
 
 def test_errors_are_json_everywhere(server):

@@ -1,7 +1,7 @@
 """The MCP tool connector through the official MCP Python SDK client (``streamable_http_client``
 + ``ClientSession``) over HTTP, against the app served on a loopback port (localdev/server.py,
 the `make run` front door) with moto in process: both protocol eras (the 2025 ``initialize``
-handshake and the 2026-07-28 ``server/discover`` envelope), the 19 tools, each read, each write
+handshake and the 2026-07-28 ``server/discover`` envelope), the 20 tools, each read, each write
 verified through REST on the same server, the same permission, tenancy, locking and group rules
 as REST; the 401 challenge and the RFC 9728 metadata; version negotiation; transport edges.
 Every address is 127.0.0.1."""
@@ -22,7 +22,7 @@ from tests.support import create
 
 READS = {'whoami', 'list_organizations', 'list_projects', 'list_teams', 'list_organization_members',
          'list_activities', 'get_activity', 'list_tasks', 'get_task', 'list_task_groups', 'get_task_group',
-         'list_task_statuses'}
+         'list_task_statuses', 'get_document_text'}
 WRITES = {'assign_task', 'unassign_task', 'assign_task_group', 'unassign_task_group', 'update_task_status',
           'add_tasks_to_group', 'remove_task_from_group'}
 
@@ -155,7 +155,7 @@ def test_initialize_and_the_19_tools_in_both_protocol_eras(served):
             async with session_for(served, modern=modern) as session:
                 assert session.protocol_version == ('2026-07-28' if modern else '2025-11-25')
                 listed = await session.list_tools()
-                assert {t.name for t in listed.tools} == READS | WRITES and len(listed.tools) == 19
+                assert {t.name for t in listed.tools} == READS | WRITES and len(listed.tools) == 20
                 for tool in listed.tools:
                     assert tool.input_schema['type'] == 'object' and tool.output_schema['type'] == 'object'
                     assert tool.input_schema.get('additionalProperties') is False
@@ -184,7 +184,7 @@ def test_version_negotiation_and_unsupported_versions(served):
     # each supported version lists the tools; no header means 2025-03-26
     for version in ('2025-11-25', '2025-06-18', '2025-03-26', None):
         status, _, body = served.rpc({'jsonrpc': '2.0', 'id': 4, 'method': 'tools/list'}, version=version)
-        assert status == 200 and len(body['result']['tools']) == 19 and 'resultType' not in body['result']
+        assert status == 200 and len(body['result']['tools']) == 20 and 'resultType' not in body['result']
     # 2026-07-28 without its envelope, or with headers that disagree with it, is refused
     status, _, body = served.rpc({'jsonrpc': '2.0', 'id': 5, 'method': 'tools/list'}, version='2026-07-28',
                                  headers={'mcp-method': 'tools/list'})
@@ -196,7 +196,7 @@ def test_version_negotiation_and_unsupported_versions(served):
     assert status == 400 and body['error']['code'] == -32020
     status, _, body = served.rpc({'jsonrpc': '2.0', 'id': 7, 'method': 'tools/list', 'params': envelope},
                                  version='2026-07-28', headers={'mcp-method': 'tools/list'})
-    assert status == 200 and body['result']['resultType'] == 'complete' and len(body['result']['tools']) == 19
+    assert status == 200 and body['result']['resultType'] == 'complete' and len(body['result']['tools']) == 20
     status, _, body = served.rpc({**init, 'params': {**init['params'], 'protocolVersion': '2026-07-28'}},
                                  version='2026-07-28')
     assert status == 400 and body['error']['code'] == -32022

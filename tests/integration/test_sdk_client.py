@@ -58,6 +58,18 @@ def test_the_sdk_session(server, sdk_bin, tmp_path):  # noqa: F811 - the fixture
     assert run.stdout.rstrip().endswith('{"done": true}')
 
 
+def test_the_sdk_reads_writes_and_reprocesses_a_parsed_document(server, sdk_bin, tmp_path):  # noqa: F811
+    corpus = ROOT / 'tests' / 'fixtures' / 'documents'
+    run = subprocess.run([str(sdk_bin / 'python'), str(Path(__file__).with_name('sdk_documents_session.py')),
+                          server['base'], server['key'], str(corpus)], capture_output=True, text=True, timeout=300,
+                         env=_env(tmp_path), cwd=tmp_path)
+    _untripped(run)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for step in ('get_document', 'put_document', 'reprocess'):
+        assert any(line.startswith(f'ok {step} ') for line in run.stdout.splitlines()), (step, run.stdout)
+    assert run.stdout.rstrip().endswith('{"done": true}')
+
+
 def test_the_guard_of_the_sdk_processes_trips_beyond_loopback(sdk_bin, tmp_path):
     code = ("import socket\n"
             "for attempt in (lambda: socket.create_connection(('example.com', 80), timeout=1),\n"

@@ -12,6 +12,14 @@ the document is exactly as it was and no object is referenced that does not exis
 that lost the race to another writer is applied again on the newer version (its operations
 name nodes, not positions), so concurrent deltas all land.
 
+A parsed document (features/parsing/service.py) may be far larger than one object should hold:
+its version is a *manifest* ``{version, root, parts: [{key, first, last, nodes, bytes}], nodeCount,
+bytes, pageCount}`` naming per-page-range part objects (``{folder}parsed/{run}/{first}.json``, one
+list of nodes each, written one at a time while parsing: memory stays flat in page count). The
+node and byte caps below apply to what is loaded *whole* (deltas, PUT, an unpaged read); a
+manifest up to ``MAX_PARSED_NODES`` / ``MAX_PARSED_BYTES`` is read page range by page range
+(``read_document`` with ``page``; docs/api/documents.md "Large documents").
+
 Reads never walk a parent cycle forever: ordering (parents first) and the checks of ``move``
 keep a visited set.
 """
@@ -47,6 +55,9 @@ SETTABLE = ('nodeType', 'content', 'index', 'features')
 MAX_NODES = 100_000
 MAX_OPERATIONS = 1_000
 MAX_DOCUMENT_BYTES = 20 * 2 ** 20
+MAX_PARSED_NODES = 5_000_000          # a parsed document stored in parts (module docstring)
+MAX_PARSED_BYTES = 1 * 2 ** 30
+MAX_READ_BYTES = 4 * 2 ** 20          # one answer of GET .../document: Lambda answers at most 6 MB
 SAVE_ATTEMPTS = 60
 SAVE_BUDGET_SECONDS = 20.0
 _CHECK_EVERY = 4096   # steps of a walk between two budget checks
@@ -54,6 +65,9 @@ _CHECK_EVERY = 4096   # steps of a walk between two budget checks
 
 class _Stale(Exception):
     """The family changed under the write (or the write could not be taken now): re-read."""
+
+
+Stale = _Stale   # for writers outside this module (features/parsing/service.py)
 
 
 # ----------------------------------------------------------------------------- nodes
@@ -287,9 +301,61 @@ def load_nodes(family: Stored) -> list[dict[str, Any]]:
         if key in _cache:
             _cache.move_to_end(key)
             return copy.deepcopy(_cache[key])
-    nodes = json.loads(blobs.read(key))['nodes']
+    stored = json.loads(blobs.read(key))
+    if 'parts' in stored:
+        if stored.get('nodeCount', 0) > MAX_NODES or stored.get('bytes', 0) > MAX_DOCUMENT_BYTES:
+            raise BadRequest(f"The document holds {stored.get('nodeCount')} nodes ({stored.get('bytes')} bytes), more "
+                             f'than the {MAX_NODES} nodes or {MAX_DOCUMENT_BYTES} bytes a document edited as a whole '
+                             'may hold: read it page by page (GET .../document?page=)')
+        nodes = [stored['root']] if stored.get('root') else []
+        for part in stored['parts']:
+            nodes += read_part(part['key'])
+    else:
+        nodes = stored['nodes']
     _remember(key, nodes)
     return copy.deepcopy(nodes)
+
+
+def manifest(family: Stored) -> dict[str, Any] | None:
+    """The family's current version when it is stored in parts (module docstring), else None."""
+    key = family.data.get('documentKey')
+    if not family.data.get('documentVersion') or not key:
+        return None
+    stored = json.loads(blobs.read(key))
+    return stored if 'parts' in stored else None
+
+
+def part_key(family: Stored, run: str, first: int) -> str:
+    return f'{family_folder(family.org, family.id)}parsed/{run}/{first:06d}.json'
+
+
+def put_part(key: str, nodes: list[dict[str, Any]]) -> int:
+    """One part of a parsed document (a page range's nodes); its size in bytes. Rewriting the
+    same key with the same nodes is harmless (a redelivered message does)."""
+    payload = json.dumps(nodes, separators=(',', ':')).encode()
+    blobs.put(key, payload, 'application/json')
+    return len(payload)
+
+
+def read_part(key: str) -> list[dict[str, Any]]:
+    return json.loads(blobs.read(key))
+
+
+def save_parts(family: Stored, root: dict[str, Any], parts: list[dict[str, Any]], principal: Principal,
+               extra_ops=lambda version: []) -> int:
+    """Store a parsed document written in parts as the family's next version: one manifest
+    object and the same single conditional write as any version (raises ``_Stale`` when the
+    family changed meanwhile; the caller decides whether to try again)."""
+    nodes = 1 + sum(int(p['nodes']) for p in parts)
+    size = sum(int(p['bytes']) for p in parts)
+    if nodes > MAX_PARSED_NODES or size > MAX_PARSED_BYTES:
+        raise BadRequest(f'The parsed document would hold {nodes} nodes ({size} bytes), more than the '
+                         f'{MAX_PARSED_NODES} nodes or {MAX_PARSED_BYTES} bytes a parsed document may hold')
+    version = int(family.data.get('documentVersion') or 0) + 1
+    pages = max([int(p['last']) for p in parts] or [0])
+    payload = json.dumps({'version': version, 'root': root, 'parts': parts, 'nodeCount': nodes, 'bytes': size,
+                          'pageCount': pages}, separators=(',', ':')).encode()
+    return _commit_version(family, version, payload, None, principal, extra_ops)
 
 
 def _remember(key: str, nodes: list[dict[str, Any]]) -> None:
@@ -307,6 +373,11 @@ def _save_version(family: Stored, nodes: list[dict[str, Any]], principal: Princi
     payload = json.dumps({'version': version, 'nodes': nodes}, separators=(',', ':')).encode()
     if len(payload) > MAX_DOCUMENT_BYTES:
         raise BadRequest(f'The document would be larger than {MAX_DOCUMENT_BYTES} bytes')
+    return _commit_version(family, version, payload, nodes, principal, extra_ops)
+
+
+def _commit_version(family: Stored, version: int, payload: bytes, nodes: list[dict[str, Any]] | None,
+                    principal: Principal, extra_ops) -> int:
     key = _version_key(family, version)
     blobs.put(key, payload, 'application/json')
     new = dict(family.data)
@@ -330,7 +401,8 @@ def _save_version(family: Stored, nodes: list[dict[str, Any]], principal: Princi
     except BaseException:
         _forget(key)
         raise
-    _remember(key, nodes)   # the next delta on this document starts from memory, not S3
+    if nodes is not None:
+        _remember(key, nodes)   # the next delta on this document starts from memory, not S3
     return version
 
 
@@ -343,9 +415,41 @@ def _forget(key: str) -> None:
 
 # ----------------------------------------------------------------------------- document routes
 
-def read_document(family_id: str, principal: Principal) -> dict[str, Any]:
+def read_document(family_id: str, principal: Principal, *, page: int | None = None) -> dict[str, Any]:
+    """The family's document. A document stored in parts (a parsed one) is answered whole when
+    it fits one answer (``MAX_READ_BYTES``), else from ``page`` (default 1) on, as many page
+    ranges as fit, with ``nextPage`` naming where the next read starts (docs/api/documents.md)."""
     family = resources.load_visible(FAMILIES, family_id, principal)
-    return {'version': int(family.data.get('documentVersion') or 0), 'nodes': ordered(load_nodes(family))}
+    version = int(family.data.get('documentVersion') or 0)
+    stored = manifest(family)
+    if stored is None:
+        if page is not None:
+            raise BadRequest("Parameter 'page' applies to a document stored by pages (a parsed one)")
+        return {'version': version, 'nodes': ordered(load_nodes(family))}
+    parts = stored['parts']
+    first = 1 if page is None else page
+    if page is None and stored.get('bytes', 0) <= MAX_READ_BYTES:
+        chosen = parts
+    else:
+        chosen, size = [], 0
+        for part in parts:
+            if int(part['last']) < first:
+                continue
+            if chosen and size + int(part['bytes']) > MAX_READ_BYTES:
+                break
+            chosen.append(part)
+            size += int(part['bytes'])
+    nodes = [stored['root']]
+    for part in chosen:
+        budget.check(f"reading pages {part['first']}-{part['last']} of a document of {stored.get('pageCount')} pages")
+        nodes += read_part(part['key'])
+    following = [p for p in parts if chosen and int(p['first']) > int(chosen[-1]['last'])]
+    answer = {'version': version, 'nodes': ordered(nodes), 'pageCount': stored.get('pageCount'),
+              'nodeCount': stored.get('nodeCount')}
+    if chosen:
+        answer.update(firstPage=int(chosen[0]['first']), lastPage=int(chosen[-1]['last']))
+    answer['nextPage'] = int(following[0]['first']) if following else None
+    return answer
 
 
 def replace_document(family_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:

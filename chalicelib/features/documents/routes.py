@@ -17,6 +17,7 @@ from __future__ import annotations
 from chalice import Blueprint, Response
 
 from chalicelib.core import limits
+from chalicelib.core.errors import BadRequest
 from chalicelib.kernel.http.docmeta import describe, ref, schema
 from chalicelib.kernel.http.request import (
     ANY_CONTENT,
@@ -101,7 +102,10 @@ def family_content(id):
           content_types=ANY_CONTENT)
 def get_document(id):
     from chalicelib.features.documents import deltas  # noqa: PLC0415 - lazy: cold start
-    return deltas.read_document(id, caller())
+    page = query_value('page')
+    if page is not None and (not page.isascii() or not page.isdigit() or not 1 <= int(page) <= 1_000_000):
+        raise BadRequest("Parameter 'page' must be a page number (1 or more)")
+    return deltas.read_document(id, caller(), page=None if page is None else int(page))
 
 
 @bp.route('/api/document-families/{id}/document', methods=['PUT'], name='putDocumentContent',
@@ -157,7 +161,11 @@ _NODE = schema('DocumentNode', {
 _DOCUMENT = schema('DocumentContent', {
     'type': 'object', 'required': ['version', 'nodes'],
     'properties': {'version': {'type': 'integer', 'description': '0 before the first save'},
-                   'nodes': {'type': 'array', 'items': _NODE}}})
+                   'nodes': {'type': 'array', 'items': _NODE},
+                   # a parsed document, stored by page ranges (docs/api/documents.md "Large documents")
+                   'pageCount': {'type': 'integer'}, 'nodeCount': {'type': 'integer'},
+                   'firstPage': {'type': 'integer'}, 'lastPage': {'type': 'integer'},
+                   'nextPage': {'type': 'integer', 'nullable': True}}})
 _VALIDATION = schema('ContentObjectValidationResult', {
     'type': 'object', 'required': ['taxonPath', 'name', 'passed'],
     'properties': {'taxonPath': {'type': 'string'}, 'name': {'type': 'string'}, 'passed': {'type': 'boolean'},
@@ -236,7 +244,14 @@ describe('getDocumentFamilyContent', summary="Read a family's uploaded file", ta
          responses={307: None}, errors=[400, 401, 403, 404, 429, 503])
 describe('getDocumentContent', summary="A family's document content", tags=['document-families'],
          description='{version, nodes}: version 0 with no nodes before the first save. Nodes come parents first '
-                     '(siblings by index); nodes on a parent cycle follow, in stored order.',
+                     '(siblings by index); nodes on a parent cycle follow, in stored order. A parsed document '
+                     '(stored by page ranges) adds pageCount, nodeCount, firstPage, lastPage and nextPage: it is '
+                     'answered whole when it holds at most 4 MiB, else from page (default 1) as many page ranges '
+                     'as fit 4 MiB; nextPage (null at the end) is the page to ask for next '
+                     '(docs/api/documents.md "Large documents").',
+         parameters=[{'name': 'page', 'in': 'query', 'required': False,
+                      'schema': {'type': 'integer', 'minimum': 1},
+                      'description': 'a parsed document: the first page of the answer'}],
          responses={200: _DOCUMENT}, errors=[400, 401, 403, 404, 429, 503])
 describe('putDocumentContent', summary="Replace a family's document content", tags=['document-families'],
          description='version must be the current version (409 otherwise, with the current one); saves a new '

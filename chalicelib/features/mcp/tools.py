@@ -1,4 +1,4 @@
-"""The 19 MCP tools: each a thin adapter from validated arguments to the same service call a
+"""The 20 MCP tools: each a thin adapter from validated arguments to the same service call a
 REST route makes (kernel/crud.py, listing.py, workflow.py, task_grouping.py), with the
 caller's principal. Permissions, tenancy (another organization's record is "not found"),
 optimistic locking, the task-group assignee rule (hooks/tasks.py, hooks/task_groups.py), history
@@ -23,6 +23,7 @@ from typing import Any
 from chalicelib.core import limits
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.principal import Principal
+from chalicelib.features.parsing import service as parsing
 from chalicelib.features.tasks import grouping as task_grouping
 from chalicelib.features.tasks import service as workflow
 from chalicelib.kernel import crud as resources
@@ -294,6 +295,13 @@ def list_task_statuses(args, principal):
                  _org_filter(args, principal), sort=[('sortOrder', False)])
 
 
+def get_document_text(args, principal):
+    """The family's parsed text (features/parsing/service.py ``text_for``): what the caller may
+    read of it, a page range at a time (docs/api/mcp.md)."""
+    return parsing.text_for(args['documentFamilyId'], principal, page=args.get('page'),
+                            limit=args.get('maxBytes', parsing.STEP_TEXT_BYTES))
+
+
 # ----------------------------------------------------------------------------- writes
 
 def assign_task(args, principal):
@@ -383,6 +391,20 @@ TOOLS: tuple[Tool, ...] = (
                          'totalTasks': {'type': 'integer'}}}, required=('taskGroupId',)),
     Tool('list_task_statuses', 'List task statuses', "The organization's task statuses (slug, label, statusType), "
          'in their sort order.', {**ORG, **PAGING}, list_task_statuses, _page_schema()),
+    Tool('get_document_text', 'Get the text of a document', "A document family's parsed text (lines end with \\n, "
+         'a page starts with a form feed), from page (default 1) up to maxBytes; nextPage names where the next '
+         'read starts (null at the end).',
+         {'documentFamilyId': _id('document family'),
+          'page': {'type': 'integer', 'minimum': 1, 'maximum': 1_000_000, 'description': 'first page to read'},
+          'maxBytes': {'type': 'integer', 'minimum': 1_000, 'maximum': 1_000_000, 'default': 100_000,
+                       'description': 'UTF-8 bytes of text at most'}},
+         get_document_text,
+         {'type': 'object', 'required': ['documentFamilyId', 'text', 'version'], 'additionalProperties': True,
+          'properties': {'documentFamilyId': {'type': 'string'}, 'text': {'type': 'string'},
+                         'version': {'type': 'integer'}, 'pageCount': {'type': ['integer', 'null']},
+                         'firstPage': {'type': ['integer', 'null']}, 'lastPage': {'type': ['integer', 'null']},
+                         'nextPage': {'type': ['integer', 'null']}, 'truncated': {'type': 'boolean'}}},
+         required=('documentFamilyId',)),
     Tool('assign_task', 'Assign a task', 'Set the assignee of a task that is not in a task group (a grouped '
          "task's assignee is set through its group: assign_task_group).",
          {'taskId': _id('task'), 'assigneeId': ASSIGNEE, 'changeSequence': SEQUENCE}, assign_task, TASK,
