@@ -103,8 +103,14 @@ def regex(scope: Scope, rule: dict[str, Any]) -> Found | None:
 # ----------------------------------------------------------------------------- label
 
 def _label_span(unit: Unit, label: str) -> tuple[int, int] | None:
-    at = unit.text.casefold().find(label.casefold())
-    return (at, at + len(label)) if at >= 0 else None
+    """Where ``label`` stands in the unit as whole words ('Total' is not in 'Subtotal'),
+    ignoring case and runs of spaces."""
+    words = label.split()
+    if not words:
+        return None
+    pattern = re.compile(r'(?<!\w)' + r'\s+'.join(re.escape(w) for w in words) + r'(?!\w)', re.IGNORECASE)
+    m = pattern.search(unit.text)
+    return m.span() if m else None
 
 
 def _strip_lead(words: list[Word]) -> list[Word]:
@@ -252,8 +258,48 @@ def _structured(doc: Document, columns: dict[str, str], stop, where: str) -> lis
     return None
 
 
+def visual_rows(doc: Document) -> list[Unit]:
+    """The page's words regrouped into visual rows (by vertical position, left to right): a
+    reader (OCR above all) may give a table's columns as separate line nodes; a table row is
+    the words that sit at the same height, whichever lines they came in."""
+    by_page: dict[int | None, list[Word]] = {}
+    for u in doc.units:
+        for w in u.words:
+            if w.bbox:
+                by_page.setdefault(w.page if w.page is not None else u.page, []).append(w)
+    rows: list[Unit] = []
+    for page in sorted(by_page, key=lambda p: (p is None, p or 0)):
+        words = sorted(by_page[page], key=lambda w: ((w.bbox[1] + w.bbox[3]) / 2, w.bbox[0]))
+        band: tuple[float, float] | None = None
+        current: list[Word] = []
+        for w in words:
+            mid = (w.bbox[1] + w.bbox[3]) / 2
+            if band is not None and not band[0] - 0.5 <= mid <= band[1] + 0.5:
+                rows.append(_row_unit(current, page, len(rows)))
+                current, band = [], None
+            if band is None:
+                band = (w.bbox[1], w.bbox[3])
+            current.append(w)
+        if current:
+            rows.append(_row_unit(current, page, len(rows)))
+    return rows
+
+
+def _row_unit(words: list[Word], page: int | None, n: int) -> Unit:
+    words = sorted(words, key=lambda w: w.bbox[0])
+    out, at = [], 0
+    for w in words:
+        out.append(Word(w.id, w.text, w.page, w.bbox, w.confidence, at, at + len(w.text)))
+        at += len(w.text) + 1
+    box = (min(w.bbox[0] for w in words), min(w.bbox[1] for w in words),
+           max(w.bbox[2] for w in words), max(w.bbox[3] for w in words))
+    return Unit(id=f'row{n}', node_type='line', text=' '.join(w.text for w in words), page=page, bbox=box,
+                start=0, words=out)
+
+
 def _laid_out(doc: Document, columns: dict[str, str], stop, where: str) -> list[dict[str, Found]] | None:
-    lines = [u for u in doc.units if u.node_type == 'line' and u.words and u.words[0].bbox]
+    lines = visual_rows(doc)
+    units_of = {w.id: u for u in doc.units for w in u.words}
     for i, line in enumerate(lines):
         spans = {name: _label_span(line, header) for name, header in columns.items()}
         if any(s is None for s in spans.values()):
@@ -265,11 +311,12 @@ def _laid_out(doc: Document, columns: dict[str, str], stop, where: str) -> list[
                 break
             ranges[name] = (min(w.bbox[0] for w in words), max(w.bbox[2] for w in words))
         else:
-            return _rows(lines[i + 1:], line, ranges, stop, where)
+            return _rows(lines[i + 1:], line, ranges, stop, where, units_of)
     return None
 
 
-def _rows(lines: list[Unit], header: Unit, ranges: dict[str, tuple[float, float]], stop, where: str):
+def _rows(lines: list[Unit], header: Unit, ranges: dict[str, tuple[float, float]], stop, where: str,
+          units_of: dict[str, Unit]):
     order = sorted(ranges, key=lambda n: ranges[n][0])
     cuts = [(ranges[a][1] + ranges[b][0]) / 2 for a, b in zip(order, order[1:], strict=False)]
     height = max(header.bbox[3] - header.bbox[1], 1.0) if header.bbox else 10.0
@@ -308,7 +355,6 @@ def _rows(lines: list[Unit], header: Unit, ranges: dict[str, tuple[float, float]
             raise _too_many(where)
         out.append(cells)
         last = line
-    units_of = {w.id: u for u in lines for w in u.words}
     return [{name: Found(text=' '.join(w.text for w in words), words=words,
                          units=list({units_of[w.id].id: units_of[w.id] for w in words}.values()))
              for name, words in row.items()} for row in out]
