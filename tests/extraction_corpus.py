@@ -20,6 +20,11 @@ LINE_ITEMS = [
 ]
 
 
+def many_items(n: int) -> list[tuple[str, int, Decimal]]:
+    """``n`` line items (a long invoice: its table runs over pages)."""
+    return [(f'Part {i:04d} steel bracket', 1 + i % 9, Decimal(f'{3 + i % 40}.{i % 100:02d}')) for i in range(n)]
+
+
 def invoice_values(*, number: str = 'INV-2026-0042', items=LINE_ITEMS, broken: bool = False) -> dict[str, Any]:
     lines = [{'description': d, 'quantity': q, 'unitPrice': p, 'amount': p * q} for d, q, p in items]
     subtotal = sum((li['amount'] for li in lines), Decimal('0'))
@@ -74,12 +79,24 @@ def invoice_pdf(values: dict[str, Any]) -> bytes:
     c.setFont('Helvetica', 10)
     y -= 18
     for li in values['lineItems']:
+        if y < 80:   # the table goes on over the next page, under its header again
+            c.showPage()
+            c.setFont('Helvetica-Bold', 10)
+            y = h - 60
+            for x, text in cols:
+                c.drawString(x, y, text)
+            c.setFont('Helvetica', 10)
+            y -= 18
         c.drawString(50, y, li['description'])
         c.drawRightString(320, y, str(li['quantity']))
         c.drawRightString(420, y, _money(li['unitPrice']))
         c.drawRightString(520, y, _money(li['amount']))
         y -= 16
     y -= 14
+    if y < 140:
+        c.showPage()
+        c.setFont('Helvetica', 10)
+        y = h - 60
     for label, value in (('Subtotal', values['subtotal']), ('Tax (20%)', values['tax']), ('Total', values['total'])):
         c.drawString(360, y, label)
         c.drawRightString(520, y, f"EUR {_money(value)}")

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,7 @@ class Scope:
     text: str
     units: list[Unit]
     starts: list[int]
+    _folded: str | None = None
 
     @classmethod
     def of_document(cls, doc: Document) -> Scope:
@@ -60,6 +62,13 @@ class Scope:
             parts.append(u.text)
             at += len(u.text) + 1
         return cls('\n'.join(parts), units, starts)
+
+    def folded(self) -> str:
+        """The text in lower case (same length: ``str.lower`` keeps offsets for the scripts the
+        platform reads; a label search only uses it to find candidate units)."""
+        if self._folded is None:
+            self._folded = self.text.lower()
+        return self._folded
 
     def locate(self, start: int, end: int) -> tuple[list[Unit], list[Word]]:
         units, words = [], []
@@ -132,10 +141,26 @@ def _run(words: list[Word], gap: float) -> list[Word]:
     return out
 
 
+def _candidates(scope: Scope, text: str) -> list[int]:
+    """Indexes of the units whose text holds ``text`` ignoring case (a substring search over the
+    scope's text, then the units at each hit), in order."""
+    folded = scope.folded()
+    needle = text.lower()
+    out: list[int] = []
+    at = folded.find(needle)
+    while at >= 0:
+        k = bisect_right(scope.starts, at) - 1
+        if k >= 0 and (not out or out[-1] != k):
+            out.append(k)
+        at = folded.find(needle, at + 1)
+    return out
+
+
 def label(scope: Scope, rule: dict[str, Any]) -> Found | None:
-    text = rule['label'].strip()
+    text = ' '.join(rule['label'].split())
     direction = rule.get('direction', 'right')
-    for i, unit in enumerate(scope.units):
+    for i in _candidates(scope, text):
+        unit = scope.units[i]
         span = _label_span(unit, text)
         if span is None:
             continue
@@ -363,10 +388,12 @@ def _rows(lines: list[Unit], header: Unit, ranges: dict[str, tuple[float, float]
 # ----------------------------------------------------------------------------- jsonata
 
 def document_input(doc: Document) -> dict[str, Any]:
-    return {'text': doc.text,
+    """A JSONata rule's input: the text and its units (``lines``: every line, paragraph, heading
+    and cell with its id, page and box), not the raw node list (words included, it is several
+    times larger and JSONata walks its whole input on every evaluation)."""
+    return {'text': doc.text, 'pageCount': (doc.root.get('features') or {}).get('pageCount'),
             'lines': [{'id': u.id, 'text': u.text, 'page': u.page, 'bbox': list(u.bbox) if u.bbox else None,
-                       'nodeType': u.node_type} for u in doc.units],
-            'nodes': doc.nodes}
+                       'nodeType': u.node_type} for u in doc.units]}
 
 
 def found_of(value: Any, doc: Document, rule: dict[str, Any]) -> Found | None:

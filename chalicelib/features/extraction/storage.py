@@ -9,13 +9,12 @@
   index, so listing them costs the same whether the store holds 10 or 10,000 objects (and
   however many closed ones), and by ``sourceKey`` (the extraction that raised them),
   ``documentFamilyId``, ``dataObjectId`` and ``taxon``.
-* a write holds only its own items: records of one extraction go in chunks of
-  ``CHUNK`` records per transaction (their entities, counter moves summed per shard, their
+* a write holds only its own items: records of one extraction go in transactions of as many
+  records as 100 items hold (their entities, counter moves summed per shard, their
   parents' guard shards); nothing names the store, the definition or the family item.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from chalicelib.core.principal import Principal
@@ -26,7 +25,7 @@ from chalicelib.kernel.store.table import Stored
 
 OBJECTS = family_of('data-objects')
 EXCEPTIONS = family_of('data-exceptions')
-CHUNK = 20          # records per transaction (<= 100 items with their counters and guard shards)
+MAX_ITEMS = 100     # items of one TransactWriteItems
 
 
 def store_state(store_id: str, state: str) -> str:
@@ -57,22 +56,30 @@ def get(family, id_: str) -> Stored | None:
     return table.get(family.path, id_)
 
 
-def _chunks(items: list[Any]) -> Iterable[list[Any]]:
-    for i in range(0, len(items), CHUNK):
-        yield items[i:i + CHUNK]
+def _in_transactions(items: list[Any], ops_of) -> None:
+    """Commit ``ops_of(chunk)`` for chunks of ``items`` as large as DynamoDB's 100 items per
+    transaction allow (after merging: counter moves summed per shard)."""
+    chunk: list[Any] = []
+    ops: list = []
+    for item in items:
+        tentative = records.merged(ops_of([*chunk, item]))
+        if chunk and len(tentative) > MAX_ITEMS:
+            records.commit(ops)
+            chunk, tentative = [], records.merged(ops_of([item]))
+        chunk.append(item)
+        ops = tentative
+    if chunk:
+        records.commit(ops)
 
 
 def create(family, rows: list[dict[str, Any]], principal: Principal) -> None:
-    for chunk in _chunks(rows):
-        records.commit(records.create_ops(family, chunk, principal))
+    """New records in as few transactions as possible: their entities, their project's guard
+    shards, counter moves summed per shard, one outbox item for the chunk's event."""
+    _in_transactions(rows, lambda chunk: records.create_ops(family, chunk, principal))
 
 
 def delete(family, stored: list[Stored], principal: Principal) -> None:
-    for chunk in _chunks(stored):
-        ops = []
-        for s in chunk:
-            ops += records.delete_ops(family, s, principal)
-        records.commit(ops)
+    _in_transactions(stored, lambda chunk: [op for s in chunk for op in records.delete_ops(family, s, principal)])
 
 
 def replace(family, new: dict[str, Any], stored: Stored, principal: Principal) -> list:
