@@ -17,6 +17,8 @@ SCRIPTS = (
     'bench_request_path.py',
     'bench_store_fs.py',
     'bench_parsing.py',
+    'bench_lambda_package.py',
+    'bench_extraction.py',
 )
 for script in SCRIPTS:
     print(f'\n===== {script} =====', flush=True)
