@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Any
 
-from chalicelib.core import clock, observability
+from chalicelib.core import budget, clock, observability
 from chalicelib.core.errors import ApiError, BadRequest, NotFound
 from chalicelib.core.principal import Principal
 from chalicelib.features.extraction import engine, review, storage
@@ -187,12 +187,18 @@ def run_extract_step(execution: dict[str, Any], options: dict[str, Any], seconds
     if not isinstance(family_id, str) or not family_id:
         raise BadRequest('an EXTRACT step needs a document family (documentFamilyId in the inputs)')
     step = execution.get('step') or {}
-    origin = execution.get('assistantId') or execution.get('activityId') or execution.get('id')
-    origin = f"assistant:{execution['assistantId']}" if execution.get('assistantId') else \
-        f"plan:{(execution.get('metadata') or {}).get('activityPlanId') or origin}"
-    summary = run(family_id, options, origin=origin, step=str(step.get('name') or 'extract'),
-                  run_id=str(execution.get('id')), principal=principal)
-    return summary
+    if execution.get('assistantId'):
+        origin = f"assistant:{execution['assistantId']}"
+    else:   # an activity plan's step: the same plan's step replaces its own earlier runs
+        activity = storage.get(family_of('activities'), str(execution.get('activityId') or ''))
+        plan = (activity.data.get('activityPlanId') if activity else None) or execution.get('activityId')
+        origin = f'plan:{plan or execution.get("id")}'
+    token = budget.start(min(seconds, budget.remaining()))   # the attempt's box: rules stop within it
+    try:
+        return run(family_id, options, origin=origin, step=str(step.get('name') or 'extract'),
+                   run_id=str(execution.get('id')), principal=principal)
+    finally:
+        budget.end(token)
 
 
 def extract_now(family_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
