@@ -16,6 +16,7 @@ from chalicelib.features.mcp import routes as mcp
 from chalicelib.features.parsing import routes as parsing
 from chalicelib.features.tasks import routes as workflow
 from chalicelib.features.work import internal_routes as internal
+from chalicelib.features.work import reprocess_routes as reprocess
 from chalicelib.features.work import routes as work
 from chalicelib.front import middleware
 from chalicelib.kernel.http import aliases, docs, health
@@ -43,6 +44,7 @@ app.register_blueprint(documents.bp)
 app.register_blueprint(store_fs.bp)        # the SDK's and CLI's store file API (/api/stores/...)
 app.register_blueprint(extraction.bp)      # data objects, attributes, exceptions, review (docs/api/extraction.md)
 app.register_blueprint(parsing.bp)         # parsed documents: text, the SDK's families and KDDB content
+app.register_blueprint(reprocess.bp)       # parse a family again (the engine's parse stage)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)
 
 # Event handlers (chalicelib/front/handlers.py; infra/app.py sets their event sources up when

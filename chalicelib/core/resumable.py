@@ -24,7 +24,10 @@ class Continue:
 
     ``progress`` is JSON-able and small (at most 4,000 bytes as JSON: it is kept on the
     execution item); ``message`` is recorded in the execution's ``statusMessages``;
-    ``delay_seconds`` (0-900) holds the next message back (SQS DelaySeconds)."""
+    ``delay_seconds`` (0-900) holds the next message back (SQS DelaySeconds); ``queue``
+    ``'ocr'`` sends it to the OCR function's queue (OCR_QUEUE_NAME: the parse stage's pages that
+    need Tesseract, docs/api/processing.md "The parse stage"), None to the activity queue."""
     progress: Any
     message: str = ''
     delay_seconds: int = 0
+    queue: str | None = None

@@ -233,6 +233,10 @@ def test_the_sdk_reads_the_document_as_kddb_and_writes_one_back(api, store, monk
     parse(family['id'], fake_readers(pages=2), monkeypatch)
     base = f"/api/stores/default/{store['slug']}/families/{family['id']}"
     native, derived = api.get(base).json['contentObjects']
+    # the SDK's paths carry the store's version (``.../None/families/...``): accepted, ignored
+    versioned = f"/api/stores/default/{store['slug']}/None/families/{family['id']}"
+    assert api.get(versioned).json['contentObjects'] == [native, derived]
+    assert api.get(f"{versioned}/objects/{derived['id']}/content").status == 307
     r = api.get(f"{base}/objects/{native['id']}/content")
     assert r.status == 307 and blobs.read(_location_key(r.headers['location'])) == b'%PDF-1.4 fake'
     r = api.get(f"{base}/objects/{derived['id']}/content")

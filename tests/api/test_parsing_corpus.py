@@ -8,6 +8,7 @@ import json
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -95,3 +96,101 @@ def test_each_hostile_file_fails_with_its_cause_and_changes_nothing(api, store, 
     assert time.monotonic() - started < 60
     assert api.get(f"/api/document-families/{family['id']}/document").json == {'version': 0, 'nodes': []}
     assert api.get(f"/api/document-families/{family['id']}").json['contentObjectId'] == family['contentObjectId']
+
+
+def _run_all(work, rounds: int = 30) -> None:
+    for _ in range(rounds):
+        if not (work.publish_outbox() + work.drain(seconds=10)):
+            return
+
+
+def _parse_run(api, family_id: str) -> dict:
+    page = api.get('/api/executions?pageSize=50&filter=' + quote(f"documentFamilyId == '{family_id}'")).json
+    return next(e for e in page['content'] if (e.get('metadata') or {}).get('stage') == 'parse')
+
+
+def test_through_the_worker_the_stage_runs_first_and_a_script_labels_from_the_text(api, store, work):
+    api.post('/api/assistants', {'projectId': store['projectId'], 'name': 'Reader', 'slug': 'reader',
+                                 'options': {'pipeline': {'steps': [{'name': 'label', 'stepType': 'SCRIPT', 'options': {
+                                     'expression': "{'labels': [$contains(document.text, 'Preamble') ? 'licence' : "
+                                                   "'other'], 'metadata': {'pages': $string(document.pageCount), "
+                                                   "'parser': stages.parse.parser}}"}}]}}})
+    family = _upload(api, store, 'lppl.pdf')
+    _run_all(work)
+    run = _parse_run(api, family['id'])
+    assert run['status'] == 'SUCCEEDED', run['statusMessages']
+    assert run['output']['parse']['parsed'] and run['output']['parse']['pageCount'] == 8
+    got = api.get(f"/api/document-families/{family['id']}").json
+    assert got['documentVersion'] == 1 and got['labels'] == ['licence'], got
+    assert got['metadata'] == {'pages': '8', 'parser': 'pdf-text'}
+
+
+def test_a_scan_continues_on_the_ocr_queue_and_a_hostile_file_fails_and_starts_no_pipeline(api, store, work):
+    api.post('/api/assistants', {'projectId': store['projectId'], 'name': 'Tagger', 'slug': 'tagger',
+                                 'options': {'pipeline': {'steps': [{'name': 'tag', 'stepType': 'SCRIPT', 'options': {
+                                     'expression': "{'labels': [document ? 'read' : 'unread']}"}}]}}})
+    scan = _upload(api, store, 'scanned-pages.tiff')
+    bad = _upload(api, store, 'hostile-encrypted.pdf')
+    _run_all(work)
+    run = _parse_run(api, scan['id'])
+    assert run['status'] == 'SUCCEEDED', run['statusMessages']
+    assert any('continues in a new message' in m['message'] and 'needs OCR' in m['message']
+               for m in run['statusMessages']), run['statusMessages']
+    assert run['output']['parse']['parser'] == 'image-ocr' and run['output']['parse']['pageCount'] == 2
+    failed = _parse_run(api, bad['id'])
+    assert failed['status'] == 'FAILED' and any(m['message'].startswith("step 'parse': attempt 1 failed: encrypted:")
+                                                for m in failed['statusMessages']), failed['statusMessages']
+    assert api.get(f"/api/document-families/{scan['id']}").json['labels'] == ['read']
+    assert api.get(f"/api/document-families/{bad['id']}").json['labels'] == []   # no pipeline ran
+
+
+def test_reprocess_parses_again_and_runs_the_named_assistant(api, store, work):
+    from tests.conftest import make_org, make_user
+    reader = api.post('/api/assistants', {'projectId': store['projectId'], 'name': 'Reader', 'slug': 'reader',
+                                          'options': {'pipeline': {'steps': [{'name': 'count', 'stepType': 'SCRIPT',
+                                                                              'options': {'expression': '1'}}]}}}).json
+    api.post('/api/assistants', {'projectId': store['projectId'], 'name': 'Other', 'slug': 'other',
+                                 'options': {'pipeline': {'steps': [{'name': 'x', 'stepType': 'SCRIPT',
+                                                                     'options': {'expression': '2'}}]}}})
+    family = _upload(api, store, 'upref.pdf')
+    _run_all(work)
+    doc = api.get(f"/api/document-families/{family['id']}/document").json
+    edited = [n for n in doc['nodes'] if n['nodeType'] != 'word']
+    assert api.put(f"/api/document-families/{family['id']}/document", {'version': 1, 'nodes': edited}).status == 200
+    r = api.post(f"/api/document-families/{family['id']}/reprocess")
+    assert r.status == 202 and r.json['metadata']['stage'] == 'parse', r.json
+    assert r.json['metadata']['trigger'].startswith('reprocess:') and r.json['status'] == 'PENDING'
+    _run_all(work)
+    again = api.get(f"/api/executions/{r.json['id']}").json
+    assert again['status'] == 'SUCCEEDED', again['statusMessages']
+    doc = api.get(f"/api/document-families/{family['id']}/document").json
+    assert doc['version'] == 3 and any(n['nodeType'] == 'word' for n in doc['nodes'])
+    base = f"/api/stores/default/{store['slug']}/families/{family['id']}"
+    objects = api.get(base).json['contentObjects']
+    assert [o['contentType'] for o in objects] == ['NATIVE', 'DOCUMENT']   # the parse's result replaced
+    assert objects[1]['documentVersion'] == '3'
+    runs = api.get('/api/executions?pageSize=50&filter=' + quote(
+        f"documentFamilyId == '{family['id']}'")).json['content']
+    assert sorted(e['name'] for e in runs if not e['metadata'].get('stages')) == ['Other', 'Other', 'Reader', 'Reader']
+    # the SDK's path, naming one assistant: only that one runs again
+    r = api.put(f"{base}/reprocess?assistantId={reader['id']}")
+    assert r.status == 202, r.json
+    r2 = api.put(f"{base}/objects/{objects[0]['id']}/reprocess?assistantId={reader['id']}")
+    assert r2.status == 202 and r2.json['id'] != r.json['id']
+    _run_all(work)
+    runs = api.get('/api/executions?pageSize=50&filter=' + quote(
+        f"documentFamilyId == '{family['id']}'")).json['content']
+    names = [e['name'] for e in runs if not e['metadata'].get('stages')]
+    assert names.count('Reader') == 4 and names.count('Other') == 2
+    # errors and tenancy
+    unknown = {'assistantId': str(uuid.uuid4())}
+    assert api.post(f"/api/document-families/{family['id']}/reprocess", unknown).status == 400
+    assert api.post(f"/api/document-families/{family['id']}/reprocess", raw=b'[1]').status == 400
+    assert api.put(f"{base}/objects/{uuid.uuid4()}/reprocess").status == 404
+    org = make_org(api)
+    _, key = make_user(api, org['id'], 'MANAGE')
+    stranger = api.as_key(key)
+    assert stranger.post(f"/api/document-families/{family['id']}/reprocess").status == 404
+    assert stranger.put(f'{base}/reprocess').status == 404
+    _, viewer = make_user(api, store['organizationId'], 'VIEWER')
+    assert api.as_key(viewer).post(f"/api/document-families/{family['id']}/reprocess").status == 403

@@ -68,6 +68,29 @@ def put_object_content(orgSlug, storeSlug, id, coId):
                             principal=caller())
 
 
+# The SDK builds its store paths from the store's ref ``org/slug:version`` with ':' read as '/'
+# (``.../{storeSlug}/None/families/...`` for a store without a version): the version segment
+# is accepted and ignored, as on the store file API (features/documents/store_fs_routes.py).
+_VERSIONED = '/api/stores/{orgSlug}/{storeSlug}/{version}/families/{id}'
+
+
+@bp.route(_VERSIONED, methods=['GET'], name='getStoreFamilyVersioned', content_types=ANY_CONTENT)
+def store_family_versioned(orgSlug, storeSlug, version, id):
+    return store_family(orgSlug, storeSlug, id)
+
+
+@bp.route(f'{_VERSIONED}/objects/{{coId}}/content', methods=['GET'], name='getContentObjectContentVersioned',
+          content_types=ANY_CONTENT)
+def object_content_versioned(orgSlug, storeSlug, version, id, coId):
+    return object_content(orgSlug, storeSlug, id, coId)
+
+
+@bp.route(f'{_VERSIONED}/objects/{{coId}}/content', methods=['POST'], name='putContentObjectContentVersioned',
+          content_types=ANY_CONTENT)
+def put_object_content_versioned(orgSlug, storeSlug, version, id, coId):
+    return put_object_content(orgSlug, storeSlug, id, coId)
+
+
 # ----------------------------------------------------------------------------- OpenAPI
 
 _SLUGS = [{'name': 'orgSlug', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
@@ -103,4 +126,16 @@ describe('putContentObjectContent', summary="Store a family's document from a KD
                      'update_document sends it, or the KDDB as the body: the family\'s next document version. '
                      'At most 5 MiB and 100,000 nodes; a file that is not a readable KDDB is 400 naming why.',
          request={'type': 'string', 'format': 'binary'}, parameters=_SLUGS,
+         responses={200: ref('DocumentFamily')}, errors=[400, 401, 403, 404, 409, 413, 429, 503])
+_VERSION = {'name': 'version', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+            'description': 'any value (the SDK sends the store version, or "None"): ignored'}
+describe('getStoreFamilyVersioned', summary='A document family, as the SDK reads it (with a store version)',
+         tags=['stores'], description='As getStoreFamily; the version segment is ignored.',
+         parameters=[*_SLUGS, _VERSION], responses={200: ref('DocumentFamily')}, errors=_R)
+describe('getContentObjectContentVersioned', summary="A content object's content (with a store version)",
+         tags=['stores'], description='As getContentObjectContent; the version segment is ignored.',
+         parameters=[*_SLUGS, _VERSION], responses={307: None}, errors=_R)
+describe('putContentObjectContentVersioned', summary="Store a family's document from a KDDB file (with a store "
+         'version)', tags=['stores'], description='As putContentObjectContent; the version segment is ignored.',
+         request={'type': 'string', 'format': 'binary'}, parameters=[*_SLUGS, _VERSION],
          responses={200: ref('DocumentFamily')}, errors=[400, 401, 403, 404, 409, 413, 429, 503])

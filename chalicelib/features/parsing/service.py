@@ -102,6 +102,10 @@ def ocr_function():
         _in_ocr_function.reset(token)
 
 
+def in_ocr_function() -> bool:
+    return _in_ocr_function.get()
+
+
 def ocr_here() -> bool:
     """Whether this process reads scans itself: in the OCR function, yes; in the zip worker, only
     when Tesseract is there and no OCR function's queue is configured (``OCR_QUEUE_NAME`` empty
@@ -222,7 +226,8 @@ def _finish(family: Stored, state: dict[str, Any], index: dict[str, Any], princi
     for attempt in range(FINISH_ATTEMPTS):
         if table.get(CONTENT_OBJECTS.path, co_id) is not None:   # a redelivered finish: already stored
             return _done(state, co_id, family, nodes, size, again=True)
-        previous = _derived_objects(family)
+        # a family's first version has no parse result to replace: no index read (16 Queries)
+        previous = _derived_objects(family) if family.data.get('documentVersion') else []
 
         def ops(version: int, family: Stored = family, previous: list[Stored] = previous) -> list:
             values = {'documentFamilyId': family.id, 'name': f"{str(family.data.get('path') or 'document')[-180:]}"
@@ -420,7 +425,7 @@ def text_for(family_id: str, principal: Principal, *, page: int | None = None,
 
 # ----------------------------------------------------------------------------- the SDK's routes
 
-def _family_in_store(org_slug: str, store_slug: str, family_id: str, principal: Principal) -> tuple[str, Stored]:
+def family_in_store(org_slug: str, store_slug: str, family_id: str, principal: Principal) -> tuple[str, Stored]:
     from chalicelib.features.documents import store_fs  # noqa: PLC0415 - lazy: the SDK's routes only
     org, store = store_fs.resolve_store(org_slug, store_slug, principal)
     family = resources.load_visible(FAMILIES, family_id, principal)
@@ -438,13 +443,13 @@ def sdk_family(org_slug: str, store_slug: str, family_id: str, principal: Princi
     """``GET /api/stores/{org}/{store}/families/{id}`` (the SDK's ``get_family``): the family with
     ``storeRef`` and its ``contentObjects`` (NATIVE first, then DOCUMENT)."""
     from chalicelib.kernel import embedding  # noqa: PLC0415 - lazy: the SDK's routes only
-    store_ref, family = _family_in_store(org_slug, store_slug, family_id, principal)
+    store_ref, family = family_in_store(org_slug, store_slug, family_id, principal)
     data = embedding.embed_one(FAMILIES, family.data, principal)
     return {**data, 'storeRef': store_ref,
             'contentObjects': [_sdk_object(c, store_ref) for c in content_objects(family)]}
 
 
-def _object_of(family: Stored, co_id: str) -> dict[str, Any]:
+def object_of(family: Stored, co_id: str) -> dict[str, Any]:
     for data in content_objects(family):
         if data['id'] == co_id:
             return data
@@ -454,8 +459,8 @@ def _object_of(family: Stored, co_id: str) -> dict[str, Any]:
 def object_content_url(org_slug: str, store_slug: str, family_id: str, co_id: str, principal: Principal) -> str:
     """``GET .../families/{id}/objects/{coId}/content``: a presigned GET of the original bytes
     (the native object) or of the family's current document as KDDB (a derived one)."""
-    _, family = _family_in_store(org_slug, store_slug, family_id, principal)
-    obj = _object_of(family, co_id)
+    _, family = family_in_store(org_slug, store_slug, family_id, principal)
+    obj = object_of(family, co_id)
     if int(obj.get('contentType') or 0) != DOCUMENT_CONTENT_TYPE:
         return documents.content_url_of(family)
     return kddb_url(family)
@@ -502,9 +507,9 @@ def put_kddb(org_slug: str, store_slug: str, family_id: str, co_id: str, *, data
     """``POST .../families/{id}/objects/{coId}/content`` with a KDDB (multipart part ``document``
     or ``file``, or the body): the family's next document version (the SDK's
     ``update_document``). Answers the SDK's family view."""
-    _, family = _family_in_store(org_slug, store_slug, family_id, principal)
+    _, family = family_in_store(org_slug, store_slug, family_id, principal)
     resources.require_write(FAMILIES, principal, family, op='update')
-    _object_of(family, co_id)
+    object_of(family, co_id)
     raw = data or b''
     header = (content_type or '').strip()
     if header.lower().startswith('multipart/form-data'):

@@ -168,13 +168,14 @@ def append(data: dict[str, Any], kind: str, text: str) -> None:
     data['statusMessages'] = [*(data.get('statusMessages') or []), message(kind, text)][-MAX_STATUS_MESSAGES:]
 
 
-def send(messages: list[tuple[dict[str, Any], int]]) -> None:
-    """Send (body, delay seconds) messages; a refused send raises, so the message being processed
-    is delivered again and its recovery sends them again (every receiver is idempotent)."""
+def send(messages: list[tuple[dict[str, Any], int]], *, queue: str | None = None) -> None:
+    """Send (body, delay seconds) messages (``queue``: see ``Continue.queue``); a refused send
+    raises, so the message being processed is delivered again and its recovery sends them again
+    (every receiver is idempotent)."""
     if not messages:
         return
     try:
-        work_store.send_messages(messages, correlation_id=observability.correlation_id())
+        work_store.send_messages(messages, correlation_id=observability.correlation_id(), queue=queue)
     except work_store.SendFailed as exc:
         raise ServiceUnavailable(f'work messages not sent: {exc}') from None
 
@@ -577,5 +578,5 @@ def _continue(kind: Kind, stored, index: int, attempt: int, policy: dict[str, An
     written = write(stored, mutate)
     if written is None:
         return 'changed meanwhile'
-    send([(kind.message(stored.id, index, attempt), delay)])
+    send([(kind.message(stored.id, index, attempt), delay)], queue=more.queue)
     return text

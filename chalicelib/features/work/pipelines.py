@@ -46,7 +46,7 @@ from chalicelib.core.errors import ApiError, BadRequest
 from chalicelib.core.expressions import evaluate
 from chalicelib.core.principal import Principal
 from chalicelib.features.identity.service_token import SERVICE, SERVICE_USER
-from chalicelib.features.work import engine
+from chalicelib.features.work import engine, parse_stage
 from chalicelib.features.work.statuses import FAILED, PENDING, SUCCEEDED, TERMINAL
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel import filtering, records
@@ -77,8 +77,10 @@ MAX_LABELS = 100
 # is a step ``{name, stepType, options?, executionPolicy?}`` whose stepType has a runner in
 # engine.RUNNERS (the parse stage: ``{'name': 'parse', 'stepType': 'PARSE'}``). Empty: new
 # families go straight to the pipelines, as before.
-STAGES_BEFORE_PIPELINES: list[dict[str, Any]] = []
+STAGES_BEFORE_PIPELINES: list[dict[str, Any]] = [parse_stage.STEP]   # the parse stage (issue 39)
 STAGES_NAME = 'stages before the pipelines'
+engine.RUNNERS.setdefault(parse_stage.STEP_TYPE, parse_stage.RUNNER)
+REPROCESS = 'reprocess:'        # the trigger of a run started again on demand (features/work/reprocess.py)
 
 
 def _send(messages: list[tuple[dict[str, Any], int]]) -> None:
@@ -94,8 +96,11 @@ def execution_id(assistant_id: str, family_id: str, trigger: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f'{assistant_id}:{family_id}:{trigger}'))
 
 
-def stages_id(family_id: str) -> str:
-    """The one run of the stages before the pipelines of a family."""
+def stages_id(family_id: str, trigger: str = CREATED) -> str:
+    """The one run of the stages before the pipelines of a family (per trigger: a reprocess is
+    another run)."""
+    if trigger.startswith(REPROCESS):
+        return str(uuid.uuid5(NAMESPACE, f'stages:{family_id}:{trigger}'))
     return str(uuid.uuid5(NAMESPACE, f'stages:{family_id}'))
 
 
@@ -147,10 +152,12 @@ def _families_created(event: dict[str, Any]) -> None:
     _start_pipelines(project_id, ids)
 
 
-def _start_pipelines(project_id: str, ids: list[str]) -> None:
-    """One ``pipeline.start`` per (family, active subscribed assistant) of the project."""
+def _start_pipelines(project_id: str, ids: list[str], *, trigger: str = CREATED,
+                     assistant_id: str | None = None) -> None:
+    """One ``pipeline.start`` per (family, active subscribed assistant) of the project (only
+    ``assistant_id``'s when given: a reprocess naming one)."""
     assistants = [a for a in table.query_project('assistants', project_id) if a.get('active') is not False
-                  and steps_of(a)]
+                  and steps_of(a) and (assistant_id is None or a.get('id') == assistant_id)]
     if not assistants:
         return
     found = table.batch_get(('document-families', i) for i in ids)
@@ -162,7 +169,7 @@ def _start_pipelines(project_id: str, ids: list[str]) -> None:
         for assistant in assistants:
             if subscribes(assistant, stored.data):
                 messages.append(({'type': START, 'assistantId': assistant['id'], 'documentFamilyId': stored.id,
-                                  'trigger': CREATED}, 0))
+                                  'trigger': trigger}, 0))
     _send(messages)
     observability.count('PipelineTriggers', len(messages))
 
@@ -221,14 +228,14 @@ def run_start(assistant_id: str, family_id: str, trigger: str) -> str:
                        name=str(assistant.data.get('name') or 'assistant')[:200], assistantId=assistant_id)
 
 
-def run_stages(family_id: str, trigger: str) -> str:
+def run_stages(family_id: str, trigger: str, assistant_id: str | None = None) -> str:
     """A ``pipeline.stages`` message: the run of the stages before the pipelines of a new family
     (its id derived from the family: one run, however often the message comes)."""
     try:
         family_id = str(uuid.UUID(family_id))
     except ValueError:
         raise engine.PoisonMessage('a pipeline stages message names an id that is not a UUID') from None
-    eid = stages_id(family_id)
+    eid = stages_id(family_id, trigger[:200])
     existing = table.get('executions', eid)
     if existing is not None:
         return _resend_first(existing)
@@ -240,16 +247,20 @@ def run_stages(family_id: str, trigger: str) -> str:
     if not steps:   # no stage any more (the message was sent before a deploy): the pipelines now
         _start_pipelines(str(family.data.get('projectId')), [family_id])
         return 'no stages: pipelines started'
-    return _create_run(eid, family, steps, trigger[:200], _invalid_steps(steps), name=STAGES_NAME, stages=True)
+    then = {'then': {'assistantId': assistant_id}} if assistant_id else {}
+    return _create_run(eid, family, steps, trigger[:200], _invalid_steps(steps), name=STAGES_NAME, stages=True,
+                       meta_extra=then)
 
 
 def _create_run(eid: str, family, steps: list[dict[str, Any]], trigger: str, problem: str | None, *,
-                name: str, stages: bool = False, **fields: Any) -> str:
+                name: str, stages: bool = False, meta_extra: dict[str, Any] | None = None, **fields: Any) -> str:
     """Create the execution ``eid`` running ``steps`` over ``family`` (conditional on its id being
     free) and queue its first step; FAILED at once when ``problem`` says it cannot run."""
     meta: dict[str, Any] = {'stepIndex': 0, 'trigger': trigger}
     if stages:
         meta['stages'] = True
+        meta['stage'] = 'parse' if any(s.get('stepType') == parse_stage.STEP_TYPE for s in steps) else 'stages'
+    meta.update(meta_extra or {})
     values = {'name': name, 'status': PENDING, **fields, 'documentFamilyId': family.id, 'attempts': 0,
               'output': {}, 'pipeline': {'steps': steps, 'trigger': trigger}, 'step': steps[0] if steps else {},
               'metadata': meta,
@@ -276,16 +287,21 @@ def _create_run(eid: str, family, steps: list[dict[str, Any]], trigger: str, pro
 
 
 def _stages_done(data: dict[str, Any]) -> None:
-    """The stages of a new family succeeded: its assistants' pipelines start now."""
+    """The stages of a family succeeded: its assistants' pipelines start now, with the stages'
+    trigger (a reprocess naming an assistant: that one only)."""
     if data.get('projectId') and data.get('documentFamilyId'):
-        _start_pipelines(data['projectId'], [data['documentFamilyId']])
+        meta = data.get('metadata') or {}
+        trigger = str(meta.get('trigger') or CREATED)
+        _start_pipelines(data['projectId'], [data['documentFamilyId']], trigger=trigger,
+                         assistant_id=(meta.get('then') or {}).get('assistantId'))
 
 
-def stage_outputs(family_id: str) -> dict[str, Any] | None:
-    """The outputs of the family's stages by step name (None without stages)."""
+def stage_outputs(family_id: str, trigger: str = CREATED) -> dict[str, Any] | None:
+    """The outputs of the family's stages by step name (None without stages): those of the run
+    with ``trigger`` (a reprocess), else of the family's first run."""
     if not STAGES_BEFORE_PIPELINES:
         return None
-    stored = table.get('executions', stages_id(family_id))
+    stored = table.get('executions', stages_id(family_id, trigger))
     return (stored.data.get('output') or {}) if stored is not None else None
 
 
@@ -451,9 +467,11 @@ def _input(execution: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, 
     value = {'family': family.data, 'contentObject': content, 'assistant': summary,
              'outputs': execution.get('output') or {}, 'contentUrl': url}
     if a is not None:
-        stages = stage_outputs(family.id)
+        stages = stage_outputs(family.id, str((execution.get('metadata') or {}).get('trigger') or CREATED))
         if stages is not None:
             value['stages'] = stages
+        from chalicelib.features.parsing import service as parsing  # noqa: PLC0415 - lazy: the parsed document, for steps
+        value['document'] = parsing.step_view(family)
     return value, a, ''
 
 

@@ -70,13 +70,15 @@ class SendFailed(Exception):
     """The queue did not take a message (throttled, failing, missing)."""
 
 
-def send_messages(messages: list[tuple[dict[str, Any], int]], *, correlation_id: str | None = None) -> None:
-    """Send (body, delay seconds) messages to the activity queue, in batches of 10; any that
-    SQS refuses raise ``SendFailed`` (after the client's own retries)."""
+def send_messages(messages: list[tuple[dict[str, Any], int]], *, correlation_id: str | None = None,
+                  queue: str | None = None) -> None:
+    """Send (body, delay seconds) messages to the activity queue (``queue='ocr'``: the OCR
+    function's, OCR_QUEUE_NAME), in batches of 10; any that SQS refuses raise ``SendFailed``
+    (after the client's own retries)."""
     from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415 - lazy, with boto3
     attributes = {'correlationId': {'DataType': 'String', 'StringValue': correlation_id}} if correlation_id else {}
     try:
-        url = queue_url()
+        url = queue_url(get_config().ocr_queue_name if queue == 'ocr' else None)
         for start in range(0, len(messages), SEND_BATCH):
             chunk = messages[start:start + SEND_BATCH]
             if len(chunk) == 1:

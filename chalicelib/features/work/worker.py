@@ -58,7 +58,9 @@ def handle_message(body: str, *, deadline: float | None = None) -> str:
     if kind == pipelines.START and _strings(message, 'assistantId', 'documentFamilyId', 'trigger'):
         return pipelines.run_start(message['assistantId'], message['documentFamilyId'], message['trigger'])
     if kind == pipelines.STAGES and _strings(message, 'documentFamilyId', 'trigger'):
-        return pipelines.run_stages(message['documentFamilyId'], message['trigger'])
+        assistant = message.get('assistantId')
+        return pipelines.run_stages(message['documentFamilyId'], message['trigger'],
+                                    assistant if isinstance(assistant, str) and assistant else None)
     if kind == pipelines.EXISTING and _strings(message, 'assistantId', 'run', 'before'):
         cursor = message.get('cursor')
         return pipelines.run_existing(message['assistantId'], message['run'], message['before'],
