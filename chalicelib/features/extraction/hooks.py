@@ -18,7 +18,7 @@ from chalicelib.kernel.hooks import Hook
 MAX_ATTRIBUTES = 500
 _ATTRIBUTE_KEYS = {'id', 'tag', 'taxon', 'path', 'label', 'type', 'value', 'typedValue', 'confidence',
                    'dataFeatures', 'stringValue', 'numberValue', 'decimalValue', 'floatValue', 'dateValue',
-                   'booleanValue', 'currency', 'confirmed', 'attributeStatus', 'ownerUri', 'truncated',
+                   'booleanValue', 'currency', 'confirmed', 'reviewStatus', 'attributeStatus', 'ownerUri', 'truncated',
                    'normaliseError', 'history', 'dataExceptions', 'dataObjId', 'tagUuid'}
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import Any
 
 from chalicelib.core import budget
@@ -39,7 +40,7 @@ STORES = family_of('data-stores')
 MAX_SCANNED_OBJECTS = 10_000     # objects one attribute list or export reads
 ATTRIBUTE_SCHEMA = DictSchema({'taxon': 'string', 'tag': 'string', 'path': 'string', 'label': 'string',
                                'type': 'string', 'value': 'string', 'typedValue': 'any', 'confidence': 'number',
-                               'confirmed': 'boolean', 'attributeStatus': 'string', 'dataObjId': 'string',
+                               'confirmed': 'boolean', 'reviewStatus': 'string', 'dataObjId': 'string',
                                'currency': 'string', 'dataFeatures': 'any', 'exceptionCount': 'integer',
                                'documentFamilyId': 'string', 'objectPath': 'string'})
 EXCEPTION_PARAMS = ('dataStoreId', 'documentFamilyId', 'taxon', 'dataObjectId', 'exceptionType')
@@ -226,7 +227,8 @@ def list_exceptions(params: dict[str, list[str]], principal: Principal, *, one_b
     """The exceptions the caller may see; ``dataStoreId`` with ``state`` (OPEN, the default, or
     CLOSED) reads one value index, flat in the store's size (features/extraction/storage.py)."""
     filters = []
-    store_id = _params_one(params, 'dataStoreId') or _params_one(params, 'storeId')
+    sdk_store, rest = _sdk_store_filter(params.get('filter') or [])
+    store_id = _params_one(params, 'dataStoreId') or _params_one(params, 'storeId') or sdk_store
     state = (_params_one(params, 'state') or '').upper() or None
     if state not in (None, 'OPEN', 'CLOSED', 'ALL'):
         raise BadRequest('state must be OPEN, CLOSED or ALL')
@@ -241,10 +243,30 @@ def list_exceptions(params: dict[str, list[str]], principal: Principal, *, one_b
         if value:
             filters.append(f"{name} == '{_safe(value)}'")
     q = {k: v for k, v in params.items() if k not in (*EXCEPTION_PARAMS, 'state', 'storeId')}
-    q['filter'] = [f for f in q.get('filter') or [] if not f.strip().startswith('dataObject.store.')]
+    q['filter'] = rest
     req = listing.parse_request(storage.EXCEPTIONS, q, one_based=one_based)
     req.filters = [*filters, *req.filters]
     return listing.list_resources(storage.EXCEPTIONS, req, principal)
+
+
+_SDK_STORE = re.compile(r"^\s*dataObject\.store\.id\s*(?::|==)\s*'([^']*)'\s*(?:AND\s*\((.*)\)\s*)?$",
+                        re.IGNORECASE | re.DOTALL)
+
+
+def _sdk_store_filter(filters: list[str]) -> tuple[str | None, list[str]]:
+    """The SDK's ``dataObject.store.id: '<id>' [AND (<filter>)]`` (DataStoreEndpoint
+    ``get_data_exceptions``) as the store's id and the rest; its ``dataObject.store.slug=...`` is
+    dropped (docs/api/extraction.md "Exceptions")."""
+    store, rest = None, []
+    for f in filters:
+        m = _SDK_STORE.match(f)
+        if m:
+            store = m.group(1)
+            if m.group(2) and m.group(2).strip():
+                rest.append(m.group(2))
+        elif not f.strip().startswith('dataObject.store.') and f.strip():
+            rest.append(f)
+    return store, rest
 
 
 def put_exception(exception_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:

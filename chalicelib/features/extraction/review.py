@@ -200,8 +200,8 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any], principal: Pr
         attr['confirmed'] = body['confirmed']
     if body.get('comment'):
         change['comment'] = body['comment']
-    attr['attributeStatus'] = 'CONFIRMED' if attr.get('confirmed') else 'CORRECTED' if 'value' in body else \
-        attr.get('attributeStatus')
+    attr['reviewStatus'] = 'CONFIRMED' if attr.get('confirmed') else 'CORRECTED' if 'value' in body else \
+        attr.get('reviewStatus')
     attr['history'] = [*(attr.get('history') or []), change][-MAX_HISTORY:]
     attrs = [attr if a.get('id') == attribute_id else a for a in attrs]
     new['attributes'] = attrs

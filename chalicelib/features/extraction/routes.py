@@ -9,6 +9,7 @@ features/extraction/service.py and reads.py.
   GET  /api/stores/{orgSlug}/{storeSlug}/dataObjects/{id}/children
   GET  /api/stores/{orgSlug}/{storeSlug}/attributes             attributes across the store (filter)
   GET  /api/stores/{orgSlug}/{storeSlug}/taxonomies
+  (each of these also with the SDK's version segment: /api/stores/{orgSlug}/{storeSlug}/{version}/...)
   PUT  /api/data-objects/{id}/attributes/{attributeId}          a reviewer's change, by object id
   GET  /api/exceptions                                          exceptions (dataStoreId, state, ...)
   PUT  /api/exceptions/{id}                                     close one by hand {open: false, closingComment}
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from chalice import Blueprint
 
-from chalicelib.kernel.http.docmeta import describe, ref
+from chalicelib.kernel.http.docmeta import OPERATIONS, describe, ref
 from chalicelib.kernel.http.request import ANY_CONTENT, JSON_CONTENT, body, caller, one_based_pages, params
 
 bp = Blueprint(__name__)
@@ -77,6 +78,45 @@ def taxonomies(orgSlug, storeSlug):
     return _reads().taxonomies(orgSlug, storeSlug, caller())
 
 
+# The SDK builds its store paths with the store's version after the slug (``.../{storeSlug}/None/
+# dataObjects``, as for the store file API): the same views, the version accepted and ignored.
+_V = f'{_STORE}/{{version}}'
+
+
+@bp.route(f'{_V}/dataObjects', methods=['GET'], name='listStoreDataObjectsVersioned', content_types=ANY_CONTENT)
+def list_objects_v(orgSlug, storeSlug, version):
+    return list_objects(orgSlug, storeSlug)
+
+
+@bp.route(f'{_V}/dataObjects/{{objectId}}', methods=['GET'], name='getStoreDataObjectVersioned',
+          content_types=ANY_CONTENT)
+def get_object_v(orgSlug, storeSlug, version, objectId):
+    return get_object(orgSlug, storeSlug, objectId)
+
+
+@bp.route(f'{_V}/dataObjects/{{objectId}}/attributes', methods=['GET'], name='listDataObjectAttributesVersioned',
+          content_types=ANY_CONTENT)
+def get_attributes_v(orgSlug, storeSlug, version, objectId):
+    return get_attributes(orgSlug, storeSlug, objectId)
+
+
+@bp.route(f'{_V}/dataObjects/{{objectId}}/attributes/{{attributeId}}', methods=['PUT'],
+          name='reviewStoreDataAttributeVersioned', content_types=JSON_CONTENT)
+def put_attribute_v(orgSlug, storeSlug, version, objectId, attributeId):
+    return put_attribute(orgSlug, storeSlug, objectId, attributeId)
+
+
+@bp.route(f'{_V}/dataObjects/{{objectId}}/children', methods=['GET'], name='listDataObjectChildrenVersioned',
+          content_types=ANY_CONTENT)
+def children_v(orgSlug, storeSlug, version, objectId):
+    return children(orgSlug, storeSlug, objectId)
+
+
+@bp.route(f'{_V}/taxonomies', methods=['GET'], name='listStoreTaxonomiesVersioned', content_types=ANY_CONTENT)
+def taxonomies_v(orgSlug, storeSlug, version):
+    return taxonomies(orgSlug, storeSlug)
+
+
 @bp.route('/api/data-objects/{id}/attributes/{attributeId}', methods=['PUT'], name='reviewDataAttribute',
           content_types=JSON_CONTENT)
 def put_attribute_by_id(id, attributeId):  # noqa: A002 - the route's name for it
@@ -133,6 +173,16 @@ describe('listStoreDataAttributes', summary="Attributes across a data store's ob
          parameters=_SLUGS, responses={200: {'type': 'object'}}, errors=_R)
 describe('listStoreTaxonomies', summary='The data definitions of a store, as taxonomies', tags=_T,
          parameters=_SLUGS, responses={200: {'type': 'array', 'items': {'type': 'object'}}}, errors=_R)
+_VERSION = {'name': 'version', 'in': 'path', 'required': True, 'schema': {'type': 'string'},
+            'description': 'any value (the SDK sends the store version, or "None"): ignored'}
+for _name, _extra in (('listStoreDataObjects', []), ('getStoreDataObject', [_OBJ]),
+                      ('listDataObjectAttributes', [_OBJ]), ('reviewStoreDataAttribute', [_OBJ, _ATTR]),
+                      ('listDataObjectChildren', [_OBJ]), ('listStoreTaxonomies', [])):
+    _entry = dict(OPERATIONS[_name])
+    _entry['parameters'] = [*_SLUGS, _VERSION, *_extra]
+    _entry['summary'] = _entry['summary'] + ' (the SDK\'s path with the store version)'
+    OPERATIONS[f'{_name}Versioned'] = _entry
+
 describe('listExceptions', summary='Data exceptions', tags=_T,
          description='dataStoreId with state (OPEN default, CLOSED, ALL), documentFamilyId, taxon, dataObjectId, '
                      'exceptionType; filter, sort, page, pageSize as every list.',
