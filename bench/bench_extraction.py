@@ -153,11 +153,10 @@ def write_units() -> list[tuple[str, int, int, int]]:
                 fam = call('POST', '/api/document-families', {'projectId': project, 'path': f'{uuid.uuid4()}.pdf'})
                 call('PUT', f"/api/document-families/{fam['id']}/document", {'version': 0, 'nodes': nodes})
                 body = {'dataDefinition': 'invoice', 'dataStore': 'invoices'}
-                units, summary = cost(lambda fam=fam, body=body: call('POST', f"/api/document-families/{fam['id']}/extract",
-                                                                      body))
+                path = f"/api/document-families/{fam['id']}/extract"
+                units, summary = cost(lambda path=path, body=body: call('POST', path, body))
                 rows.append((f'{name}: first run', summary['objects'], units, len(captured)))
-                units, summary = cost(lambda fam=fam, body=body: call('POST', f"/api/document-families/{fam['id']}/extract",
-                                                                      body))
+                units, summary = cost(lambda path=path, body=body: call('POST', path, body))
                 rows.append((f'{name}: run again (replaces)', summary['objects'], units, len(captured)))
     model.reset()
     return rows
@@ -226,13 +225,12 @@ def exceptions_flat(sizes: list[int], repeat: int) -> list[tuple[int, int, int, 
             client = model.client()
             read_items = [0]
 
-            def after(parsed, model, **_):
+            def after(parsed, model, read_items=read_items, **_):
                 if model.name == 'Query':
                     read_items[0] += parsed.get('ScannedCount', 0)
                 elif model.name == 'BatchGetItem':
                     read_items[0] += sum(len(v) for v in parsed.get('Responses', {}).values())
-            client.meta.events.register('after-call.dynamodb', lambda http_response, parsed, model, **kw:
-                                        after(parsed, model))
+            client.meta.events.register('after-call.dynamodb', after)
             with Client(app) as c:
                 headers = {'x-api-key': ADMIN_KEY, 'content-type': 'application/json'}
                 org = platform['organizationId']
@@ -243,7 +241,7 @@ def exceptions_flat(sizes: list[int], repeat: int) -> list[tuple[int, int, int, 
                 seed_store(org, project, store, platform['userId'], n)
                 path = f'/api/exceptions?dataStoreId={store}&state=OPEN&pageSize=50'
 
-                def get(path=path):
+                def get(path=path, headers=headers):
                     r = c.http.get(path, headers=headers)
                     assert r.status_code == 200, r.body
                     return json.loads(r.body)
@@ -260,22 +258,33 @@ def exceptions_flat(sizes: list[int], repeat: int) -> list[tuple[int, int, int, 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument('--quick', action='store_true')
+    parser.add_argument('--parts', default='123', help='which measurements: 1, 2 and/or 3')
     args = parser.parse_args()
     from localdev.moto_server import patch_moto
     patch_moto()   # moto as make run's server runs it (a Query reads its partition, not the whole table)
-    print('1. seconds per page (medians), the parse stage\'s reader vs extraction of the 20-taxon definition')
-    print(f"{'document':<50}{'pages':>6}{'parse s/page':>14}{'extract s/page':>16}{'ratio':>8}")
-    for name, pages, parse, extract in time_per_page(5 if args.quick else 15):
-        print(f'{name:<50}{pages:>6}{parse:>14.4f}{extract:>16.4f}{extract / parse:>7.2f}x')
+    if '1' in args.parts:
+        print('1. seconds per page (medians), the parse stage\'s reader vs extraction of the 20-taxon definition')
+        print(f"{'document':<50}{'pages':>6}{'parse s/page':>14}{'extract s/page':>16}{'ratio':>8}")
+        for name, pages, parse, extract in time_per_page(5 if args.quick else 15):
+            print(f'{name:<50}{pages:>6}{parse:>14.4f}{extract:>16.4f}{extract / parse:>7.2f}x', flush=True)
+    if '2' in args.parts:
+        _print_write_units()
+    if '3' in args.parts:
+        _print_exceptions([100, 1000] if args.quick else [100, 1000, 10_000])
+
+
+def _print_write_units() -> None:
     print('\n2. write units of POST /api/document-families/{id}/extract (DynamoDB\'s rules, from the requests sent)')
     print(f"{'run':<46}{'objects':>8}{'WCU':>7}{'WCU/object':>12}{'writes':>8}")
     for name, objects, units, writes in write_units():
-        print(f'{name:<46}{objects:>8}{units:>7}{units / objects:>12.1f}{writes:>8}')
-    sizes = [100, 1000] if args.quick else [100, 1000, 10_000]
+        print(f'{name:<46}{objects:>8}{units:>7}{units / objects:>12.1f}{writes:>8}', flush=True)
+
+
+def _print_exceptions(sizes: list[int]) -> None:
     print('\n3. GET /api/exceptions?dataStoreId=&state=OPEN (18 open; N/10 closed) by store size')
     print(f"{'objects in store':>17}{'open':>6}{'calls':>7}{'items read':>12}{'ms':>9}")
     for n, total, calls, items, ms in exceptions_flat(sizes, 5):
-        print(f'{n:>17,}{total:>6}{calls:>7}{items:>12}{ms:>9.1f}')
+        print(f'{n:>17,}{total:>6}{calls:>7}{items:>12}{ms:>9.1f}', flush=True)
 
 
 if __name__ == '__main__':

@@ -272,13 +272,13 @@ FAMILIES: tuple[Family, ...] = (
        'dataStoreId!>data-stores documentFamilyId>document-families? dataDefinitionId>data-definitions? '
        'taxonomyRef path! parentId? rowNum:int sourceOrdering sourceKey attributes:array(DataAttribute) '
        'dataExceptions:array exceptionCount:int lineage:object', name_field='path', hook='data_objects',
-       indexed={'dataStoreId': 1, 'documentFamilyId': 2, 'parentId': 3, 'sourceKey': 4},
+       indexed={'dataStoreId': 1, 'documentFamilyId': 2},
        server=('sourceKey', 'dataExceptions', 'exceptionCount')),
     _f('data-exceptions', 'DataException', 'project',
        'dataStoreId>data-stores? documentFamilyId>document-families? dataObjectId attributeId taxon message '
        'exceptionType severity open:bool=true state=OPEN closingComment exceptionDetails key sourceKey '
        'storeState closedBy closedOn:datetime?', name_field='message', read_only=True,
-       indexed={'storeState': 1, 'documentFamilyId': 2, 'dataObjectId': 3, 'sourceKey': 4, 'taxon': 5}),
+       indexed={'storeState': 1, 'documentFamilyId': 2}),
     _f('channels', 'Channel', 'org', f'{_NAMED} isPrivate:bool=false memberIds:strings metadata:object'),
     _f('messages', 'Message', 'org',
        'channelId!>channels content role=USER@ChatMessageRole userId>users? metadata:object',

@@ -88,6 +88,10 @@ def test_an_invoice_is_extracted_with_typed_values_and_provenance(api, setup):
     assert one['storeRef'] == f"{setup['org']['slug']}/invoices" and one['taxonomyRef'] == 'invoice'
     attrs = api.get(f"{_base(setup)}/dataObjects/{invoice['id']}/attributes").json
     assert {a['tag'] for a in attrs} == set(got) and all(a['dataObjId'] == invoice['id'] for a in attrs)
+    kids = api.get(f"{_base(setup)}/dataObjects/{invoice['id']}/children?pageSize=10").json
+    assert [k['id'] for k in kids['content']] == [i['id'] for i in items]
+    versioned = api.get(f"{_base(setup)}/None/dataObjects/{invoice['id']}/attributes").json
+    assert versioned == attrs
     taxonomies = api.get(f"{_base(setup)}/taxonomies").json
     assert taxonomies[0]['taxons'][0]['name'] == 'invoice' and taxonomies[0]['taxons'][0]['taxonType'] == 'SECTION'
     # running the same step again replaces its objects

@@ -81,13 +81,15 @@ def list_objects(org_slug: str, store_slug: str, params: dict[str, list[str]], p
         return export(store, org_slug, params, principal, fmt)
     filters = [f"dataStoreId == '{store.id}'"]
     path = _params_one(params, 'path')
-    if parent_id:
-        filters.append(f"parentId == '{_safe(parent_id)}'")
+    if parent_id:   # its family's objects (an index), then the parent's children among them
+        parent, _ = load_object(org_slug, store_slug, parent_id, principal)
+        filters = [f"documentFamilyId == '{_safe(parent.data.get('documentFamilyId') or '')}'",
+                   f"parentId == '{_safe(parent_id)}'", *filters]
     elif path and path != '/':
         filters.append(f"path == '{_safe(path.strip('/'))}'")
     family_id = _params_one(params, 'documentFamilyId')
-    if family_id:
-        filters.append(f"documentFamilyId == '{_safe(family_id)}'")
+    if family_id:   # first: the first indexed equality is the one the list reads (kernel/listing.py)
+        filters.insert(0, f"documentFamilyId == '{_safe(family_id)}'")
     q = {k: v for k, v in params.items() if k not in ('path', 'documentFamilyId', 'storeRef', 'format')}
     if not q.get('sort'):
         q['sort'] = ['sourceOrdering']

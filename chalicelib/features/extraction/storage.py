@@ -1,14 +1,17 @@
 """Where extraction's records live in the single table (docs/api/extraction.md "Storage"):
 
 * a data object is one ``data-objects`` record (kernel/registry.py) holding its attributes: an
-  attribute is never an item of its own, so an extracted object is one entity item, and its
-  index entries (store, family, parent, extraction run), written in the transaction of its
-  chunk. The SDK's ``/dataObjects/{id}/attributes`` reads them from the object.
+  attribute is never an item of its own, so an extracted object is one entity item and its
+  index entries (store, family), written in the transaction of its chunk. The SDK's
+  ``/dataObjects/{id}/attributes`` reads them from the object.
 * an exception is one ``data-exceptions`` record, indexed by ``storeState`` =
   ``{dataStoreId}#{OPEN|CLOSED}``: the open exceptions of a store are one run of one value
   index, so listing them costs the same whether the store holds 10 or 10,000 objects (and
-  however many closed ones), and by ``sourceKey`` (the extraction that raised them),
-  ``documentFamilyId``, ``dataObjectId`` and ``taxon``.
+  however many closed ones), and by ``documentFamilyId``.
+* two equality indexes per family, no more: each costs every record two index entries (its
+  GSI pair) and a counter move. A run's records (``sourceKey``) and an object's children
+  (``parentId``) are found through the family's index and filtered: a family holds one
+  document's objects, a few hundred at most.
 * a write holds only its own items: records of one extraction go in transactions of as many
   records as 100 items hold (their entities, counter moves summed per shard, their
   parents' guard shards); nothing names the store, the definition or the family item.
@@ -40,12 +43,19 @@ def keyed(family, org: str, field_name: str, value: str, *, limit: int | None = 
     return [found[i] for _, i in keys if i in found]
 
 
+def _family_of_run(source_key: str) -> str:
+    return source_key.split(':', 1)[0]   # service.source_key: '{familyId}:{digest}'
+
+
 def objects_of_run(org: str, source_key: str) -> list[Stored]:
-    return keyed(OBJECTS, org, 'sourceKey', source_key)
+    """A run's objects: the family's (its value index), those of this run."""
+    return [s for s in keyed(OBJECTS, org, 'documentFamilyId', _family_of_run(source_key))
+            if s.data.get('sourceKey') == source_key]
 
 
 def exceptions_of_run(org: str, source_key: str) -> list[Stored]:
-    return keyed(EXCEPTIONS, org, 'sourceKey', source_key)
+    return [s for s in keyed(EXCEPTIONS, org, 'documentFamilyId', _family_of_run(source_key))
+            if s.data.get('sourceKey') == source_key]
 
 
 def exceptions_of_family(org: str, family_id: str) -> list[Stored]:
