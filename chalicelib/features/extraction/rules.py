@@ -205,7 +205,8 @@ def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str) -> F
         words = _run(row[first:], gap) if first is not None else []
     if not words:
         return None
-    units = [u for u in scope.units if any(w in u.words for w in words)]
+    chosen = {id(w) for w in words}
+    units = [u for u in scope.units if any(id(w) in chosen for w in u.words)]
     return Found(text=' '.join(w.text for w in words), words=words, units=units)
 
 
