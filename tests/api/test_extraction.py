@@ -202,3 +202,34 @@ def test_another_orgs_objects_and_exceptions_are_404(api, setup, users):
     assert them.put(f"/api/exceptions/{exc['id']}", {'open': False, 'closingComment': 'x'}).status == 404
     assert them.get(f'/api/exceptions?dataStoreId={setup["store"]["id"]}').json['totalElements'] == 0
     assert them.get(f"/api/data-exceptions/{exc['id']}").status == 404
+
+
+@pytest.fixture
+def mcp_on(monkeypatch):
+    from chalicelib.core.config import get_config, reset_config
+    monkeypatch.setenv('MCP_ENABLED', 'true')
+    monkeypatch.setenv('MCP_PUBLIC_URL', 'https://api.example.com/mcp')
+    reset_config()
+    get_config()  # read now: chalice.test.Client swaps os.environ during requests
+    yield
+    monkeypatch.undo()
+    reset_config()
+
+
+def _tool(api, name, arguments):
+    body = {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call', 'params': {'name': name, 'arguments': arguments}}
+    reply = api.post('/mcp', body, headers={'accept': 'application/json, text/event-stream'})
+    assert reply.status == 200, reply.json
+    assert reply.json['result']['isError'] is False, reply.json
+    return reply.json['result']['structuredContent']
+
+
+def test_the_mcp_task_tools_work_on_review_tasks(api, setup, mcp_on):
+    fam = family_with(api, setup, invoice_values(number='INV-MCP', broken=True))
+    summary = _extract(api, setup, fam)
+    listed = _tool(api, 'list_tasks', {'projectId': setup['project'], 'statusSlug': 'to-review'})
+    assert [t['id'] for t in listed['content']] == [summary['taskId']]
+    task = _tool(api, 'get_task', {'taskId': summary['taskId']})
+    assert task['metadata']['extractionReview']['documentFamilyId'] == fam['id']
+    moved = _tool(api, 'update_task_status', {'taskId': summary['taskId'], 'statusSlug': 'reviewed'})
+    assert moved['statusSlug'] == 'reviewed'
