@@ -233,3 +233,27 @@ def test_the_mcp_task_tools_work_on_review_tasks(api, setup, mcp_on):
     assert task['metadata']['extractionReview']['documentFamilyId'] == fam['id']
     moved = _tool(api, 'update_task_status', {'taskId': summary['taskId'], 'statusSlug': 'reviewed'})
     assert moved['statusSlug'] == 'reviewed'
+
+
+def test_an_activity_plans_extract_step_runs_on_the_engine_and_replaces_its_earlier_run(api, setup, work):
+    fam = family_with(api, setup, invoice_values(number='INV-PLAN', broken=True))
+    plan = api.post('/api/activity-plans', {'projectId': setup['project'], 'name': 'extract', 'steps': [
+        {'name': 'extract', 'stepType': 'EXTRACT',
+         'options': {'dataDefinition': 'invoice', 'dataStore': 'invoices', 'statusSlug': 'to-review'}}]})
+    assert plan.status == 201, plan.json
+    bad = api.post('/api/activity-plans', {'projectId': setup['project'], 'name': 'bad', 'steps': [
+        {'name': 'extract', 'stepType': 'EXTRACT', 'options': {'dataStore': 'invoices'}}]})
+    assert bad.status == 400 and 'options.dataDefinition is required' in bad.json['message']
+    for _ in range(2):   # the same plan's step twice: the second run replaces the first
+        started = api.post(f"/api/activity-plans/{plan.json['id']}/start",
+                           {'projectId': setup['project'], 'inputs': {'documentFamilyId': fam['id']}})
+        assert started.status == 202, started.json
+        work.drain()
+        (execution,) = api.get(f"/api/executions?filter=activityId=='{started.json['id']}'").json['content']
+        assert execution['status'] == 'SUCCEEDED', execution['statusMessages']
+        assert execution['output']['objects'] == 5 and execution['output']['openExceptions'] == 3
+    assert api.get(f"{_base(setup)}/dataObjects?documentFamilyId={fam['id']}").json['totalElements'] == 5
+    assert api.get(f"/api/exceptions?documentFamilyId={fam['id']}&state=ALL").json['totalElements'] == 3
+    family = api.get(f"/api/document-families/{fam['id']}").json
+    [run] = family['extraction']['runs'].values()
+    assert run['status'] == 'REVIEW' and api.get(f"/api/tasks/{run['taskId']}").status == 200
