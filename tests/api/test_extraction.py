@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.api.test_documents_upload import bucket  # noqa: F401 - fixture
+from tests.api.test_parsing import mcp_on  # noqa: F401 - fixture
 from tests.extraction_corpus import invoice_definition, invoice_pdf, invoice_values, pdf_nodes
 from tests.support import create
 
@@ -204,18 +205,6 @@ def test_another_orgs_objects_and_exceptions_are_404(api, setup, users):
     assert them.get(f"/api/data-exceptions/{exc['id']}").status == 404
 
 
-@pytest.fixture
-def mcp_on(monkeypatch):
-    from chalicelib.core.config import get_config, reset_config
-    monkeypatch.setenv('MCP_ENABLED', 'true')
-    monkeypatch.setenv('MCP_PUBLIC_URL', 'https://api.example.com/mcp')
-    reset_config()
-    get_config()  # read now: chalice.test.Client swaps os.environ during requests
-    yield
-    monkeypatch.undo()
-    reset_config()
-
-
 def _tool(api, name, arguments):
     body = {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call', 'params': {'name': name, 'arguments': arguments}}
     reply = api.post('/mcp', body, headers={'accept': 'application/json, text/event-stream'})
@@ -224,7 +213,7 @@ def _tool(api, name, arguments):
     return reply.json['result']['structuredContent']
 
 
-def test_the_mcp_task_tools_work_on_review_tasks(api, setup, mcp_on):
+def test_the_mcp_task_tools_work_on_review_tasks(api, setup, mcp_on):  # noqa: F811
     fam = family_with(api, setup, invoice_values(number='INV-MCP', broken=True))
     summary = _extract(api, setup, fam)
     listed = _tool(api, 'list_tasks', {'projectId': setup['project'], 'statusSlug': 'to-review'})

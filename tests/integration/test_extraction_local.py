@@ -8,7 +8,6 @@ and their attributes. Every target is 127.0.0.1."""
 from __future__ import annotations
 
 import subprocess
-import time
 import uuid
 from decimal import Decimal
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from urllib3 import encode_multipart_formdata
 
 from tests.extraction_corpus import invoice_definition, invoice_pdf, invoice_values, scanned
+from tests.integration.test_parsing_local import _wait
 from tests.integration.test_sdk_client import _env, _untripped, sdk_bin  # noqa: F401 - the fixture
 from tests.live import LiveStack
 
@@ -69,16 +69,6 @@ def _extracted(live, family_id: str) -> dict | None:
     page = live.get('/api/executions?pageSize=50&filter=' + quote(f"documentFamilyId == '{family_id}'")).body
     ended = [e for e in page['content'] if e.get('assistantId') and e['status'] not in ('PENDING', 'RUNNING')]
     return ended[0] if ended else None
-
-
-def _wait(check, seconds: float):
-    ends = time.monotonic() + seconds
-    while time.monotonic() < ends:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    return None
 
 
 def _objects(live, place, family_id: str) -> list[dict]:
