@@ -246,3 +246,16 @@ def test_an_activity_plans_extract_step_runs_on_the_engine_and_replaces_its_earl
     family = api.get(f"/api/document-families/{fam['id']}").json
     [run] = family['extraction']['runs'].values()
     assert run['status'] == 'REVIEW' and api.get(f"/api/tasks/{run['taskId']}").status == 200
+
+
+def test_assignee_rules_pick_the_review_team(api, setup):
+    team = api.post('/api/teams', {'organizationId': setup['org']['id'], 'name': 'Date fixers'}).json
+    other = api.post('/api/teams', {'organizationId': setup['org']['id'], 'name': 'Others'}).json
+    fam = family_with(api, setup, invoice_values(number='INV-RULES', broken=True))
+    rules = [{'when': "'LOW_CONFIDENCE' in types", 'teamId': other['id']},
+             {'when': "'REQUIRED_MISSING' in types", 'teamId': team['id']}]
+    summary = _extract(api, setup, fam, assigneeRules=rules, teamId=other['id'])
+    assert api.get(f"/api/tasks/{summary['taskId']}").json['teamId'] == team['id']
+    bad = api.post(f"/api/document-families/{fam['id']}/extract",
+                   {'dataDefinition': 'invoice', 'dataStore': 'invoices', 'assigneeRules': [{'teamId': team['id']}]})
+    assert bad.status == 400 and 'assigneeRules[0]' in bad.json['message']
