@@ -84,6 +84,11 @@ def data_objects() -> Hook:
     return hooks.OBJECTS
 
 
+def data_exceptions() -> Hook:
+    from chalicelib.features.extraction import hooks  # noqa: PLC0415 - lazy: cold start
+    return hooks.EXCEPTIONS
+
+
 HOOKS: dict[str, Callable[[], Hook]] = {
     'organizations': organizations,
     'users': users,
@@ -99,6 +104,7 @@ HOOKS: dict[str, Callable[[], Hook]] = {
     'events': events,
     'data_definitions': data_definitions,
     'data_objects': data_objects,
+    'data_exceptions': data_exceptions,
 }
 
 

@@ -277,8 +277,9 @@ FAMILIES: tuple[Family, ...] = (
     _f('data-exceptions', 'DataException', 'project',
        'dataStoreId>data-stores? documentFamilyId>document-families? dataObjectId attributeId taxon message '
        'exceptionType severity open:bool=true state=OPEN closingComment exceptionDetails key sourceKey '
-       'storeState closedBy closedOn:datetime?', name_field='message', read_only=True,
-       indexed={'storeState': 1, 'documentFamilyId': 2}),
+       'storeState closedBy closedOn:datetime?', name_field='message', hook='data_exceptions',
+       indexed={'storeState': 1, 'documentFamilyId': 2},
+       server=('state', 'storeState', 'key', 'sourceKey', 'closedBy', 'closedOn')),
     _f('channels', 'Channel', 'org', f'{_NAMED} isPrivate:bool=false memberIds:strings metadata:object'),
     _f('messages', 'Message', 'org',
        'channelId!>channels content role=USER@ChatMessageRole userId>users? metadata:object',

@@ -2,6 +2,8 @@
 
 * data definitions: their ``taxons`` are checked when written (features/extraction/taxons.py),
   so a rule that cannot run is a 400 naming its taxon and rule, not a failed extraction later;
+* exceptions written by clients or other steps keep ``state`` and their index key in step with
+  ``open``;
 * data objects written by clients or other steps (``POST /api/data-objects``, a BRIDGE_CALL or
   AGENT step's results): each attribute gets an id and its object's id, and the shape every
   reader relies on ({tag or taxon, value, ...}) is checked.
@@ -69,5 +71,33 @@ class Objects(Hook):
         check_attributes(new)
 
 
+class Exceptions(Hook):
+    """Exceptions written by clients or other steps (``POST /api/data-exceptions``, e.g. a model's
+    doubt): ``state`` and the ``storeState`` index key follow ``open``, so they list with the
+    rest. A reviewer closes one through ``PUT /api/exceptions/{id}`` (which also closes the
+    review task when it was the last)."""
+    guards = frozenset({'open', 'dataStoreId'})
+
+    @staticmethod
+    def _derive(data: dict[str, Any], principal) -> None:
+        state = 'CLOSED' if data.get('open') is False else 'OPEN'
+        data['open'] = state == 'OPEN'
+        data['state'] = state
+        if data.get('dataStoreId'):
+            data['storeState'] = f"{data['dataStoreId']}#{state}"
+        else:
+            data.pop('storeState', None)
+        if state == 'CLOSED' and not data.get('closedBy'):
+            data['closedBy'] = principal.email or principal.user_id
+            data['closedOn'] = data.get('updatedOn')
+
+    def before_create(self, family, principal, data, body) -> None:
+        self._derive(data, principal)
+
+    def before_update(self, family, principal, new, stored) -> None:
+        self._derive(new, principal)
+
+
 DEFINITIONS = Definitions()
 OBJECTS = Objects()
+EXCEPTIONS = Exceptions()
