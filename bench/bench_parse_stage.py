@@ -26,12 +26,12 @@ os.environ.update(AWS_DEFAULT_REGION='us-east-1', AWS_ACCESS_KEY_ID='bench', AWS
                   TABLE_NAME='platform-bench', LOG_LEVEL='WARNING', RATE_LIMIT_PER_MINUTE='100000000',
                   RATE_LIMIT_BURST_PER_SECOND='100000000')
 
-from bench.bench_write_cost import ADMIN_KEY, gsi_units, item_size, kb  # noqa: E402
+from bench.bench_write_cost import ADMIN_KEY, WRITE_OPS, WriteMeter  # noqa: E402
 from bench.counting import count_calls  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / 'tests' / 'fixtures' / 'documents'
 FILES = ('ltnews11.pdf', 'upref.pdf', 'lppl.pdf', 'memo.docx', 'ledger.xlsx', 'apache-2.0.txt', 'scanned-page.png')
-WRITES = ('TransactWriteItems', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem')
+WRITES = WRITE_OPS
 DYNAMO = ('GetItem', 'BatchGetItem', 'Query', 'Scan', *WRITES)
 S3 = ('GetObject', 'PutObject', 'HeadObject', 'DeleteObjects', 'ListObjectsV2')
 
@@ -58,35 +58,7 @@ def measure() -> list[dict[str, Any]]:
         table = model.configure()
         client = model.client()
         name = table.Meta.table_name
-        indexes = client.describe_table(TableName=name)['Table']['GlobalSecondaryIndexes']
-        captured: list[tuple[str, dict]] = []
-
-        def capture(params, model, **_):
-            captured.append((model.name, params))
-        for op in WRITES:
-            client.meta.events.register(f'before-parameter-build.dynamodb.{op}', capture)
-
-        def image(key):
-            return client.get_item(TableName=name, Key=key, ConsistentRead=True).get('Item')
-
-        def units() -> int:
-            total = 0
-            for op, params in captured:
-                if op == 'TransactWriteItems':
-                    for entry in params['TransactItems']:
-                        (kind, spec), = entry.items()
-                        if kind == 'Put':
-                            total += 2 * kb(item_size(spec['Item'])) + gsi_units(indexes, None, spec['Item'])
-                        else:
-                            total += 2 * kb(item_size(image(spec['Key']) or {}))
-                elif op == 'PutItem':
-                    total += kb(item_size(params['Item'])) + gsi_units(indexes, None, params['Item'])
-                elif op == 'UpdateItem':
-                    after = image(params['Key']) or {}
-                    total += kb(item_size(after))
-                else:
-                    total += 1
-            return total
+        meter = WriteMeter(client, name)
 
         with Client(app) as c:
             work = Work()
@@ -102,10 +74,10 @@ def measure() -> list[dict[str, Any]]:
             work.drain(seconds=5)
 
             def phase(fn) -> tuple[Counter, int]:
-                captured.clear()
+                meter.clear()
                 with count_calls() as calls:
                     fn()
-                return Counter(dict(calls)), units()
+                return Counter(dict(calls)), meter.units()
             for file in FILES:
                 data = (CORPUS / file).read_bytes()
 

@@ -181,3 +181,51 @@ def main() -> None:
 
 if __name__ == '__main__':
     main()
+
+
+WRITE_OPS = ('TransactWriteItems', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem')
+
+
+class WriteMeter:
+    """The write units of the requests a DynamoDB client sends while it is armed, by the rules in
+    the module docstring (bench_processing.py, bench_parse_stage.py): ``clear()``, run, ``units()``.
+    Update, Delete and ConditionCheck entries are counted at the size of the item they touch,
+    read back after the run; a side UpdateItem also costs 1 WCU per KB per ALL index holding it."""
+
+    def __init__(self, client, table_name: str) -> None:
+        self.client, self.table_name = client, table_name
+        self.indexes = client.describe_table(TableName=table_name)['Table']['GlobalSecondaryIndexes']
+        self.captured: list[tuple[str, dict]] = []
+        for op in WRITE_OPS:
+            client.meta.events.register(f'before-parameter-build.dynamodb.{op}', self._capture)
+
+    def _capture(self, params, model, **_) -> None:
+        self.captured.append((model.name, params))
+
+    def clear(self) -> None:
+        self.captured.clear()
+
+    def _image(self, key):
+        return self.client.get_item(TableName=self.table_name, Key=key, ConsistentRead=True).get('Item')
+
+    def units(self) -> int:
+        total = 0
+        for op, params in self.captured:
+            if op == 'TransactWriteItems':
+                for entry in params['TransactItems']:
+                    (kind, spec), = entry.items()
+                    if kind == 'Put':
+                        total += 2 * kb(item_size(spec['Item'])) + gsi_units(self.indexes, None, spec['Item'])
+                    else:
+                        total += 2 * kb(item_size(self._image(spec['Key']) or {}))
+            elif op == 'PutItem':
+                total += kb(item_size(params['Item'])) + gsi_units(self.indexes, None, params['Item'])
+            elif op == 'UpdateItem':
+                after = self._image(params['Key']) or {}
+                total += kb(item_size(after))
+                total += sum(kb(item_size(after)) for ix in self.indexes
+                             if ix['Projection']['ProjectionType'] == 'ALL'
+                             and all(k['AttributeName'] in after for k in ix['KeySchema']))
+            else:
+                total += 1
+        return total

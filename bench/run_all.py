@@ -17,6 +17,7 @@ SCRIPTS = (
     'bench_request_path.py',
     'bench_store_fs.py',
     'bench_parsing.py',
+    'bench_parse_stage.py',
     'bench_lambda_package.py',
     'bench_extraction.py',
 )

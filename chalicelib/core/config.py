@@ -162,7 +162,7 @@ def get_config() -> Config:
         client_ip_hash_key=env.get('CLIENT_IP_HASH_KEY') or None,
         event_bus_name=env.get('EVENT_BUS_NAME') or 'platform-local',
         activity_max_receive_count=_int('ACTIVITY_MAX_RECEIVE_COUNT', 5),
-        ocr_queue_name=env.get('OCR_QUEUE_NAME') or 'platform-local-ocr',
+        ocr_queue_name=env.get('OCR_QUEUE_NAME', 'platform-local-ocr').strip(),   # empty: no OCR function
         mcp_enabled=_flag('MCP_ENABLED'),
         mcp_public_url=(env.get('MCP_PUBLIC_URL') or '').strip() or None,
         mcp_allowed_origins=frozenset(o.strip().rstrip('/').lower()

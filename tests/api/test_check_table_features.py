@@ -58,6 +58,10 @@ def world(api, org_id, bucket, work):  # noqa: F811
                                            'rate(5 minutes)', 'targetType': 'ACTIVITY_PLAN', 'targetId': plan['id']})
     assert job.status == 201 and job.json['nextRunOn'], job.json
     assert work.publish_outbox() > 0
+    # the two uploads' parse stage messages (issue 39) are not run here: this platform's families
+    # keep the versions the tests below name (the parse stage's own invariants:
+    # tests/api/test_parsing_corpus.py)
+    work.sqs.purge_queue(QueueUrl=work.queue.url)
     family = api.get(f"/api/document-families/{small.json['id']}").json
     assert family['documentVersion'] == 1 and family['documentKey']
     return {'upload': done.json, 'family': family, 'project': project, 'plan': plan, 'job': job.json,

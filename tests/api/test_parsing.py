@@ -24,6 +24,7 @@ from chalicelib.features.documents import blobs, deltas
 from chalicelib.features.identity.service_token import SERVICE
 from chalicelib.features.parsing import kddb, service
 from tests.api.test_documents_upload import _objects, bucket  # noqa: F401 - fixture
+from tests.api.test_last_resort import mcp_on  # noqa: F401 - fixture
 from tests.conftest import make_org
 
 
@@ -332,18 +333,6 @@ def test_another_orgs_family_is_404_on_every_new_route(api, store, monkeypatch):
     assert json.loads(api.get(base).body)['id'] == family['id']
 
 
-@pytest.fixture
-def mcp_on(monkeypatch):
-    from chalicelib.core.config import get_config, reset_config
-    monkeypatch.setenv('MCP_ENABLED', 'true')
-    monkeypatch.setenv('MCP_PUBLIC_URL', 'https://api.example.com/mcp')
-    reset_config()
-    get_config()  # read now: chalice.test.Client swaps os.environ during requests
-    yield
-    monkeypatch.undo()
-    reset_config()
-
-
 def _tool(api, name, arguments):
     body = {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call', 'params': {'name': name, 'arguments': arguments}}
     reply = api.post('/mcp', body, headers={'accept': 'application/json, text/event-stream'})
@@ -351,7 +340,7 @@ def _tool(api, name, arguments):
     return reply.json['result']
 
 
-def test_an_agent_reads_the_text_through_mcp_with_its_callers_rights(api, store, monkeypatch, mcp_on):
+def test_an_agent_reads_the_text_through_mcp_with_its_callers_rights(api, store, monkeypatch, mcp_on):  # noqa: F811
     family = upload(api, store)
     parse(family['id'], fake_readers(pages=3), monkeypatch)
     result = _tool(api, 'get_document_text', {'documentFamilyId': family['id'], 'page': 2})
@@ -364,3 +353,17 @@ def test_an_agent_reads_the_text_through_mcp_with_its_callers_rights(api, store,
     _, key = make_user(api, other['id'], 'MANAGE')
     refused = _tool(api.as_key(key), 'get_document_text', {'documentFamilyId': family['id']})
     assert refused['isError'] is True and refused['structuredContent']['error']['status'] == 404
+
+
+def test_a_page_that_needs_ocr_fails_when_no_ocr_runs_anywhere(api, store, monkeypatch):
+    from chalicelib.core.config import get_config, reset_config
+    family = upload(api, store)
+    monkeypatch.setenv('OCR_QUEUE_NAME', '')
+    reset_config()
+    assert get_config().ocr_queue_name == ''
+    try:
+        done, _ = parse(family['id'], fake_readers(pages=2, ocr_from=1), monkeypatch, ocr=False)
+    finally:
+        monkeypatch.delenv('OCR_QUEUE_NAME')
+        reset_config()
+    assert done.kind == 'failed' and done.message.startswith('ocr-unavailable: page 1 has no text layer')

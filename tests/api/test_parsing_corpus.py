@@ -109,11 +109,21 @@ def _parse_run(api, family_id: str) -> dict:
     return next(e for e in page['content'] if (e.get('metadata') or {}).get('stage') == 'parse')
 
 
+def _labels(api, store, *names: str) -> dict[str, str]:
+    """Labels of the organization (a SCRIPT adds existing labels only), by name -> id."""
+    tag = uuid.uuid4().hex[:6]
+    made = {n: api.post('/api/labels', {'organizationId': store['organizationId'], 'name': f'{n}-{tag}'}).json
+            for n in names}
+    return {n: label['id'] for n, label in made.items()} | {f'{n}:name': label['name'] for n, label in made.items()}
+
+
 def test_through_the_worker_the_stage_runs_first_and_a_script_labels_from_the_text(api, store, work):
+    labels = _labels(api, store, 'licence', 'other')
     api.post('/api/assistants', {'projectId': store['projectId'], 'name': 'Reader', 'slug': 'reader',
                                  'options': {'pipeline': {'steps': [{'name': 'label', 'stepType': 'SCRIPT', 'options': {
-                                     'expression': "{'labels': [$contains(document.text, 'Preamble') ? 'licence' : "
-                                                   "'other'], 'metadata': {'pages': $string(document.pageCount), "
+                                     'expression': f"{{'labels': [$contains(document.text, 'Preamble') ? "
+                                                   f"'{labels['licence:name']}' : '{labels['other:name']}'], "
+                                                   "'metadata': {'pages': $string(document.pageCount), "
                                                    "'parser': stages.parse.parser}}"}}]}}})
     family = _upload(api, store, 'lppl.pdf')
     _run_all(work)
@@ -121,14 +131,19 @@ def test_through_the_worker_the_stage_runs_first_and_a_script_labels_from_the_te
     assert run['status'] == 'SUCCEEDED', run['statusMessages']
     assert run['output']['parse']['parsed'] and run['output']['parse']['pageCount'] == 8
     got = api.get(f"/api/document-families/{family['id']}").json
-    assert got['documentVersion'] == 1 and got['labels'] == ['licence'], got
+    assert got['documentVersion'] == 1 and got['labels'] == [labels['licence']], got
     assert got['metadata'] == {'pages': '8', 'parser': 'pdf-text'}
+    from chalicelib.ops import check_table
+    violations, snap = check_table.run()   # the run, the version, the derived object: every invariant kept
+    assert not violations, check_table.report(violations, snap, check_table.CHECKS)
 
 
 def test_a_scan_continues_on_the_ocr_queue_and_a_hostile_file_fails_and_starts_no_pipeline(api, store, work):
+    labels = _labels(api, store, 'read', 'unread')
     api.post('/api/assistants', {'projectId': store['projectId'], 'name': 'Tagger', 'slug': 'tagger',
                                  'options': {'pipeline': {'steps': [{'name': 'tag', 'stepType': 'SCRIPT', 'options': {
-                                     'expression': "{'labels': [document ? 'read' : 'unread']}"}}]}}})
+                                     'expression': f"{{'labels': [document ? '{labels['read:name']}' : "
+                                                   f"'{labels['unread:name']}']}}"}}]}}})
     scan = _upload(api, store, 'scanned-pages.tiff')
     bad = _upload(api, store, 'hostile-encrypted.pdf')
     _run_all(work)
@@ -140,7 +155,7 @@ def test_a_scan_continues_on_the_ocr_queue_and_a_hostile_file_fails_and_starts_n
     failed = _parse_run(api, bad['id'])
     assert failed['status'] == 'FAILED' and any(m['message'].startswith("step 'parse': attempt 1 failed: encrypted:")
                                                 for m in failed['statusMessages']), failed['statusMessages']
-    assert api.get(f"/api/document-families/{scan['id']}").json['labels'] == ['read']
+    assert api.get(f"/api/document-families/{scan['id']}").json['labels'] == [labels['read']]
     assert api.get(f"/api/document-families/{bad['id']}").json['labels'] == []   # no pipeline ran
 
 

@@ -470,3 +470,17 @@ def test_a_script_setting_a_resolved_status_locks_the_family_as_batch_update_doe
     assert 'is locked' in run['statusMessages'][-1]['message']
     final = api.get(f"/api/document-families/{family['id']}").json
     assert final['labels'] == [] and final['changeSequence'] == after['changeSequence']
+
+
+def test_a_bridge_call_sends_the_parsed_text(api, prj, work, upstream):
+    """Issue 39: a step's input holds the parsed document; a BRIDGE_CALL sends its text."""
+    from urllib.parse import parse_qs, urlsplit
+    assistant(api, prj, steps=[{'name': 'send', 'stepType': 'BRIDGE_CALL',
+                                'options': {'bridge': 'ocr', 'endpointName': 'echo',
+                                            'query': {'text': '=$substring(document.text, 0, 300)',
+                                                      'pages': '=document.pageCount'}}}])
+    upload(api, prj, 'news.pdf')
+    settle(work)
+    [seen] = upstream.seen
+    sent = parse_qs(urlsplit(seen.path).query)
+    assert sent['pages'] == ['1'] and 'News' in sent['text'][0], sent

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
@@ -17,7 +18,9 @@ from urllib3 import encode_multipart_formdata
 from tests.live import LiveStack
 from tests.netguard import Upstream
 
-PDF = b'%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n'
+# a real PDF: every new family is parsed before the pipelines run, and a file that cannot be read
+# starts none (issue 39, docs/api/processing.md "The parse stage")
+PDF = (Path(__file__).resolve().parents[1] / 'fixtures' / 'documents' / 'ltnews11.pdf').read_bytes()
 
 
 @pytest.fixture(scope='module')
@@ -73,9 +76,11 @@ def test_an_uploaded_pdf_is_processed_within_30_seconds(live, upstream):
 
     of_family = '/api/executions?filter=' + quote(f"documentFamilyId == '{family['id']}'")
 
+    def pipelines_of_family() -> list[dict]:   # the parse stage's run apart (issue 39)
+        return [e for e in live.get(of_family).body['content'] if not (e.get('metadata') or {}).get('stages')]
+
     def finished():
-        page = live.get(of_family).body
-        done = [e for e in page['content'] if e['status'] not in ('PENDING', 'RUNNING')]
+        done = [e for e in pipelines_of_family() if e['status'] not in ('PENDING', 'RUNNING')]
         return done if done else None
 
     executions = None
@@ -99,4 +104,4 @@ def test_an_uploaded_pdf_is_processed_within_30_seconds(live, upstream):
     with urllib.request.urlopen(url, timeout=10) as resp:
         assert resp.read() == PDF
     # the other assistant's subscription did not match: one execution only
-    assert len(live.get(of_family).body['content']) == 1
+    assert len(pipelines_of_family()) == 1

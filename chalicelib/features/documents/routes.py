@@ -103,7 +103,7 @@ def family_content(id):
 def get_document(id):
     from chalicelib.features.documents import deltas  # noqa: PLC0415 - lazy: cold start
     page = query_value('page')
-    if page is not None and (not page.isascii() or not page.isdigit() or not 1 <= int(page) <= 1_000_000):
+    if page is not None and (not page.isascii() or not page.isdigit() or not 1 <= int(page) <= limits.MAX_PAGE):
         raise BadRequest("Parameter 'page' must be a page number (1 or more)")
     return deltas.read_document(id, caller(), page=None if page is None else int(page))
 

@@ -395,7 +395,7 @@ TOOLS: tuple[Tool, ...] = (
          'a page starts with a form feed), from page (default 1) up to maxBytes; nextPage names where the next '
          'read starts (null at the end).',
          {'documentFamilyId': _id('document family'),
-          'page': {'type': 'integer', 'minimum': 1, 'maximum': 1_000_000, 'description': 'first page to read'},
+          'page': {'type': 'integer', 'minimum': 1, 'maximum': limits.MAX_PAGE, 'description': 'first page to read'},
           'maxBytes': {'type': 'integer', 'minimum': 1_000, 'maximum': 1_000_000, 'default': 100_000,
                        'description': 'UTF-8 bytes of text at most'}},
          get_document_text,

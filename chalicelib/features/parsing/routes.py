@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.core import limits
 from chalicelib.core.errors import BadRequest
 from chalicelib.kernel.http.docmeta import describe, ref
 from chalicelib.kernel.http.request import ANY_CONTENT, caller, query_value, raw_body, request
@@ -20,12 +21,10 @@ from chalicelib.kernel.http.request import ANY_CONTENT, caller, query_value, raw
 bp = Blueprint(__name__)
 
 _FAMILY = '/api/stores/{orgSlug}/{storeSlug}/families/{id}'
-MAX_PAGE = 1_000_000
-
 
 def _page() -> int | None:
     page = query_value('page')
-    if page is not None and (not page.isascii() or not page.isdigit() or not 1 <= int(page) <= MAX_PAGE):
+    if page is not None and (not page.isascii() or not page.isdigit() or not 1 <= int(page) <= limits.MAX_PAGE):
         raise BadRequest("Parameter 'page' must be a page number (1 or more)")
     return None if page is None else int(page)
 

@@ -106,6 +106,11 @@ def in_ocr_function() -> bool:
     return _in_ocr_function.get()
 
 
+def _ocr_queue() -> str:
+    from chalicelib.core.config import get_config  # noqa: PLC0415 - small
+    return get_config().ocr_queue_name
+
+
 def ocr_here() -> bool:
     """Whether this process reads scans itself: in the OCR function, yes; in the zip worker, only
     when Tesseract is there and no OCR function's queue is configured (``OCR_QUEUE_NAME`` empty
@@ -150,6 +155,10 @@ def run_slice(family_id: str, state: dict[str, Any], *, principal: Principal, de
                      state, output={'parsed': False, 'reason': str(exc)[:300]})
     except readers.NeedsOcr as exc:
         page = int(getattr(exc, 'page', first) or first)
+        if _in_ocr_function.get() or not _ocr_queue():
+            _discard(family, state)   # nowhere to hand it over to
+            return Slice('failed', f'ocr-unavailable: page {page} has no text layer and no OCR runs here '
+                                   '(OCR_QUEUE_NAME is empty and Tesseract is missing)', state)
         state = {**state, 'nextPage': page}
         return Slice('continue', f'page {page} needs OCR: continued where Tesseract runs', state, ocr=True)
     except readers.ParseFailure as exc:
