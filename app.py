@@ -9,6 +9,7 @@ from chalicelib.features.bridges import routes as bridges
 from chalicelib.features.documents import routes as documents
 from chalicelib.features.documents import store_fs_routes as store_fs
 from chalicelib.features.events import routes as events
+from chalicelib.features.extraction import routes as extraction
 from chalicelib.features.identity import authorizer
 from chalicelib.features.identity import routes as account
 from chalicelib.features.mcp import routes as mcp
@@ -41,6 +42,7 @@ app.register_blueprint(work.bp)
 app.register_blueprint(mcp.bp)            # the MCP tool connector (/mcp) and its metadata
 app.register_blueprint(documents.bp)
 app.register_blueprint(store_fs.bp)        # the SDK's and CLI's store file API (/api/stores/...)
+app.register_blueprint(extraction.bp)      # data objects, attributes, exceptions, review (docs/api/extraction.md)
 app.register_blueprint(parsing.bp)         # parsed documents: text, the SDK's families and KDDB content
 app.register_blueprint(reprocess.bp)       # parse a family again (the engine's parse stage)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)

@@ -19,6 +19,7 @@ SCRIPTS = (
     'bench_lambda_package.py',
     'bench_parsing.py',
     'bench_parse_stage.py',
+    'bench_extraction.py',
 )
 for script in SCRIPTS:
     print(f'\n===== {script} =====', flush=True)

@@ -260,6 +260,27 @@ def _classes() -> dict[str, Any]:
     return _jsonata_classes
 
 
+COMPILED_CACHE = 256   # compiled expressions kept per thread (a rule run over every row of a table)
+
+
+def _compiled(classes: dict[str, Any], expression: str):
+    """The expression parsed once per thread and kept (least recently used first out): parsing
+    costs more than evaluating a small expression, and a validation runs once per table row. A
+    compiled expression holds no state between evaluations (each gets its own frame of bindings)."""
+    cache = getattr(_local, 'compiled', None)
+    if cache is None:
+        cache = _local.compiled = {}
+    compiled = cache.pop(expression, None)
+    if compiled is None:
+        compiled = classes['Capped'](expression)
+        compiled.set_output_convert_nulls(False)   # done below, once the size is known to be bounded
+        while len(cache) >= COMPILED_CACHE:
+            cache.pop(next(iter(cache)))
+    cache[expression] = compiled
+    classes['jsonata'].Jsonata.CURRENT.jsonata = compiled   # what the library's builtins read ($now, regexes)
+    return compiled
+
+
 def evaluate(expression: str, data: Any, *, bindings: Mapping[str, Any] | None = None,
              timeout_ms: int = DEFAULT_TIMEOUT_MS, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     """The value of ``expression`` over ``data``; ``bindings`` become ``$name`` variables.
@@ -275,8 +296,7 @@ def evaluate(expression: str, data: Any, *, bindings: Mapping[str, Any] | None =
     outer = getattr(_local, 'run', None)
     _local.run = run
     try:
-        compiled = classes['Capped'](expression)
-        compiled.set_output_convert_nulls(False)   # done below, once the size is known to be bounded
+        compiled = _compiled(classes, expression)
         scope: dict[str, Any] = dict(classes['builtins'])
         scope.update(bindings or {})
         scope['__evaluate_entry'] = run.entry

@@ -74,6 +74,21 @@ def events() -> Hook:
     return hooks.HOOK
 
 
+def data_definitions() -> Hook:
+    from chalicelib.features.extraction import hooks  # noqa: PLC0415 - lazy: cold start
+    return hooks.DEFINITIONS
+
+
+def data_objects() -> Hook:
+    from chalicelib.features.extraction import hooks  # noqa: PLC0415 - lazy: cold start
+    return hooks.OBJECTS
+
+
+def data_exceptions() -> Hook:
+    from chalicelib.features.extraction import hooks  # noqa: PLC0415 - lazy: cold start
+    return hooks.EXCEPTIONS
+
+
 HOOKS: dict[str, Callable[[], Hook]] = {
     'organizations': organizations,
     'users': users,
@@ -87,6 +102,9 @@ HOOKS: dict[str, Callable[[], Hook]] = {
     'scheduled_jobs': scheduled_jobs,
     'service_bridges': service_bridges,
     'events': events,
+    'data_definitions': data_definitions,
+    'data_objects': data_objects,
+    'data_exceptions': data_exceptions,
 }
 
 

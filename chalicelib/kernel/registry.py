@@ -185,9 +185,10 @@ FAMILIES: tuple[Family, ...] = (
        'locked:bool=false size:int metadata:object '
        'contentType storageKey contentObjectId documentVersion:int documentKey '
        # the latest run of an assistant's pipeline over it (features/work/pipelines.py, docs/api/processing.md)
-       'processing:object?', name_field='path',
+       'processing:object? extraction:object?', name_field='path',
        indexed={'documentStoreId': 1, 'documentStatus.id': 2, 'path': 3}, hook='document_families',
-       server=('contentType', 'storageKey', 'contentObjectId', 'documentVersion', 'documentKey', 'processing')),
+       server=('contentType', 'storageKey', 'contentObjectId', 'documentVersion', 'documentKey', 'processing',
+               'extraction')),
     _f('content-objects', 'ContentObject', 'project',
        'name contentMetadata:object metadata:object contentType:int index:int size:int '
        'created:datetime? modified:datetime? docTransitionType documentFamilyId>document-families? '
@@ -264,10 +265,24 @@ FAMILIES: tuple[Family, ...] = (
        'nextRunOn:datetime? options:object', hook='scheduled_jobs'),
     _f('intakes', 'Intake', 'project',
        f'{_NAMED} documentStoreId>document-stores? active:bool=true options:object'),
-    _f('data-stores', 'DataStore', 'project', f'{_NAMED} storeType metadata:object'),
+    _f('data-stores', 'DataStore', 'project', f'{_NAMED} storeType metadata:object',
+       indexed={'slug': 1}),   # /api/stores/{orgSlug}/{storeSlug}/dataObjects (features/extraction/)
     _f('data-forms', 'DataForm', 'project', f'{_NAMED} template:object options:object'),
     _f('data-definitions', 'DataDefinition', 'org',
-       f'{_NAMED} taxonomyType enabled:bool=true taxons:array metadata:object'),
+       f'{_NAMED} taxonomyType enabled:bool=true taxons:array(Taxon) metadata:object', hook='data_definitions'),
+    # extraction's output (features/extraction/, docs/api/extraction.md): attributes live on their object
+    _f('data-objects', 'DataObject', 'project',
+       'dataStoreId!>data-stores documentFamilyId>document-families? dataDefinitionId>data-definitions? '
+       'taxonomyRef path! parentId? rowNum:int sourceOrdering sourceKey attributes:array(DataAttribute) '
+       'dataExceptions:array exceptionCount:int lineage:object', name_field='path', hook='data_objects',
+       indexed={'dataStoreId': 1, 'documentFamilyId': 2},
+       server=('sourceKey', 'dataExceptions', 'exceptionCount')),
+    _f('data-exceptions', 'DataException', 'project',
+       'dataStoreId>data-stores? documentFamilyId>document-families? dataObjectId attributeId taxon message '
+       'exceptionType severity open:bool=true state=OPEN closingComment exceptionDetails key sourceKey '
+       'storeState closedBy closedOn:datetime?', name_field='message', hook='data_exceptions',
+       indexed={'storeState': 1, 'documentFamilyId': 2},
+       server=('state', 'storeState', 'key', 'sourceKey', 'closedBy', 'closedOn')),
     _f('channels', 'Channel', 'org', f'{_NAMED} isPrivate:bool=false memberIds:strings metadata:object'),
     _f('messages', 'Message', 'org',
        'channelId!>channels content role=USER@ChatMessageRole userId>users? metadata:object',

@@ -91,6 +91,14 @@ EXPECTED: dict[tuple[str, str, str], set[int] | str] = {
                             ('POST', '/api/stores/{orgSlug}/{storeSlug}/{version}/fs'),
                             ('DELETE', '/api/stores/{orgSlug}/{storeSlug}/fs'),
                             ('DELETE', '/api/stores/{orgSlug}/{storeSlug}/{version}/fs'))},
+    # extraction's store paths name the default organization's data store: another organization's
+    # user sees nothing (docs/api/extraction.md)
+    **{(method, f'/api/stores/{{orgSlug}}/{{storeSlug}}{v}/{tail}', 'other organization'): {404}
+       for v in ('', '/{version}')
+       for method, tail in (('GET', 'dataObjects'), ('GET', 'dataObjects/{objectId}'),
+                            ('GET', 'dataObjects/{objectId}/attributes'),
+                            ('PUT', 'dataObjects/{objectId}/attributes/{attributeId}'),
+                            ('GET', 'dataObjects/{objectId}/children'), ('GET', 'taxonomies'), ('GET', 'attributes'))},
     # no file at the path the matrix names (store_fs tests cover reading one back)
     **{('GET', path, case): {404}
        for path in ('/api/stores/{orgSlug}/{storeSlug}/fs', '/api/stores/{orgSlug}/{storeSlug}/{version}/fs')
@@ -190,9 +198,13 @@ class World:
             values = {'{id}': self.org_slug(), '{slug}': record['slug'], '{version}': record.get('version') or ''}
             return '/' + '/'.join(values.get(p, p) for p in parts)
         if parts[:2] == ['api', 'stores']:   # the SDK's store paths: organization and store slugs
-            record = self.resources['document-stores']
-            self._named('document-stores', record)
-            values = {'{orgSlug}': self.org_slug(), '{storeSlug}': record['slug'], '{version}': 'None'}
+            # extraction's paths name a data store (docs/api/extraction.md), the others a document store
+            stores = 'data-stores' if {'dataObjects', 'taxonomies', 'attributes'} & set(parts) else 'document-stores'
+            record = self.resources[stores]
+            self._named(stores, record)
+            obj = self.resources['data-objects']
+            values = {'{orgSlug}': self.org_slug(), '{storeSlug}': record['slug'], '{version}': 'None',
+                      '{objectId}': obj['id'], '{attributeId}': (obj.get('attributes') or [{'id': 'x'}])[0]['id']}
             return '/' + '/'.join(values.get(p, p) for p in parts)
         out = []
         for i, part in enumerate(parts):

@@ -85,6 +85,18 @@ def _rewrite(formula: str) -> tuple[str, int]:
     return ''.join(out), deepest
 
 
+def rewrite_up_paths(formula: str) -> str:
+    """A formula's ``../`` paths as the variables ``run_formula`` binds (extraction checks the
+    formulas of data definitions with it: features/extraction/taxons.py)."""
+    return _rewrite(formula)[0]
+
+
+def run_formula(formula: str, group: Any, chain: list[Any]) -> Any:
+    """``formula`` over ``group`` with its enclosing groups ``chain`` (nearest first) for ``../``;
+    ExpressionError on any failure. Extraction evaluates data definitions' validations with it."""
+    return _run(formula, group, chain)
+
+
 def _groups(data: Any, path: str) -> list[tuple[Any, list[Any]]]:
     """(group, its enclosing groups from the nearest up) for each instance at ``path``."""
     current: list[tuple[Any, list[Any]]] = [(data, [])]

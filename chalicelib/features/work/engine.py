@@ -329,10 +329,16 @@ def _agent(run: StepRun) -> Waiting:
 
 
 # The seam: step kind -> runner. A new kind is one entry here plus its runner (module docstring).
+def _extract(run: StepRun) -> Any:
+    from chalicelib.features.extraction import service as extraction  # noqa: PLC0415 - lazy: only EXTRACT steps load it
+    return extraction.run_extract_step(run.execution, run.options, run.seconds, run.principal)
+
+
 RUNNERS: dict[str, Runner] = {
     'SCRIPT': Runner(_script, max_seconds=SCRIPT_MAX_SECONDS),
     'BRIDGE_CALL': Runner(_bridge_call),
     'AGENT': Runner(_agent, fixed_seconds=START_SECONDS),   # it only looks the agent up and records that it waits
+    'EXTRACT': Runner(_extract),   # docs/api/extraction.md "The EXTRACT step"
 }
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.kernel.shapes import bridges, steps
+from chalicelib.kernel.shapes import bridges, steps, taxons
 from chalicelib.kernel.shapes import schedule as schedule_expr
 
 
@@ -127,6 +127,10 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
         check=steps.check_step,
         check_all=steps.check_steps,
     ),
+    # extraction (kernel/shapes/taxons.py; docs/api/extraction.md)
+    Shape(name='Taxon', schema=taxons.TAXON_SCHEMA, examples=taxons.EXAMPLE_TAXONS, check=taxons.check_taxon),
+    Shape(name='DataAttribute', schema=taxons.ATTRIBUTE_SCHEMA, examples=taxons.EXAMPLE_ATTRIBUTES,
+          check=taxons.check_attribute),
 )}
 
 SHAPE_NAMES = frozenset(SHAPES)

@@ -10,6 +10,9 @@ A step is ``{name, stepType, ref, conditional, options, executionPolicy}``:
   BRIDGE_CALL  an execution calling ``options.bridge`` (id or slug) / ``options.endpointName``
                with ``options.query`` and ``options.body``
   AGENT        an execution waiting for the agent ``ref`` (an agent's slug or id)
+  EXTRACT      an execution running the data definition ``options.dataDefinition`` over the
+               document family into the data store ``options.dataStore`` (ids or slugs), with
+               its review options (docs/api/extraction.md "The EXTRACT step")
 
 ``conditional`` (optional) is a JSONata expression over the start inputs: a step whose
 condition is falsy when the activity starts is not materialised.
@@ -19,8 +22,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-STEP_TYPES = ('TASK', 'SCRIPT', 'BRIDGE_CALL', 'AGENT')
-EXECUTION_STEP_TYPES = ('SCRIPT', 'BRIDGE_CALL', 'AGENT')
+STEP_TYPES = ('TASK', 'SCRIPT', 'BRIDGE_CALL', 'AGENT', 'EXTRACT')
+EXECUTION_STEP_TYPES = ('SCRIPT', 'BRIDGE_CALL', 'AGENT', 'EXTRACT')
 BACKOFF_STRATEGIES = ('FIXED', 'EXPONENTIAL')
 ON_EXHAUSTED = ('FAIL', 'SKIP', 'CONTINUE')
 MAX_STEPS = 25            # one activity's materialisation is one transaction (100 items)
@@ -35,6 +38,8 @@ OPTION_KEYS = {
     'SCRIPT': {'expression'},
     'BRIDGE_CALL': {'bridge', 'endpointName', 'query', 'body'},
     'AGENT': set(),   # free-form: handed to the agent runtime
+    'EXTRACT': {'dataDefinition', 'dataStore', 'statusSlug', 'teamId', 'assigneeId', 'assigneeRules',
+                'resolvedDocumentStatus', 'reviewTitle', 'closedStatusSlug', 'locale'},
 }
 
 POLICY_SCHEMA = {
@@ -58,7 +63,8 @@ STEP_SCHEMA = {
                    'assigneeId, teamId, description); SCRIPT evaluates options.expression (JSONata, '
                    '$inputs = the start inputs); BRIDGE_CALL calls options.bridge (id or slug) / '
                    'options.endpointName with options.query and options.body through the egress fence; '
-                   'AGENT waits for the agent named by ref (slug or id). conditional: a JSONata '
+                   'AGENT waits for the agent named by ref (slug or id); EXTRACT runs options.dataDefinition over the '
+                   'document family into options.dataStore (docs/api/extraction.md). conditional: a JSONata '
                    'expression over the inputs; a falsy value skips the step.',
     'properties': {
         'name': {'type': 'string', 'minLength': 1, 'maxLength': 200},
@@ -135,6 +141,23 @@ def _uuid(options: dict[str, Any], key: str, where: str) -> None:
         raise ValueError(f'{where}: options.{key} must be an id (a UUID)') from None
 
 
+def _extract_options(options: dict[str, Any], where: str) -> None:
+    for key in ('dataDefinition', 'dataStore'):
+        _string(options, key, where, required=True)
+    for key in ('statusSlug', 'resolvedDocumentStatus', 'reviewTitle', 'closedStatusSlug', 'locale'):
+        _string(options, key, where)
+    for key in ('teamId', 'assigneeId'):
+        _uuid(options, key, where)
+    rules = options.get('assigneeRules')
+    if rules is not None and (not isinstance(rules, list) or not all(
+            isinstance(r, dict) and isinstance(r.get('when'), str) and not set(r) - {'when', 'teamId', 'assigneeId'}
+            for r in rules)):
+        raise ValueError(f'{where}: options.assigneeRules must be a list of {{when, teamId?, assigneeId?}}')
+    for i, rule in enumerate(rules or []):
+        for key in ('teamId', 'assigneeId'):
+            _uuid(rule, key, f'{where}: options.assigneeRules[{i}]')
+
+
 def check_step(step: Any) -> dict[str, Any]:
     """One step as stored; ValueError naming the step and the field otherwise."""
     if not isinstance(step, dict):
@@ -176,6 +199,8 @@ def check_step(step: Any) -> dict[str, Any]:
     elif kind == 'AGENT':
         if not isinstance(step.get('ref'), str) or not step['ref'].strip():
             raise ValueError(f"{where}: ref (the agent's slug or id) is required")
+    elif kind == 'EXTRACT':
+        _extract_options(options, where)
     check_policy(step.get('executionPolicy'), where)
     return step
 

@@ -1,0 +1,222 @@
+"""Extraction's service: run a data definition over a family's parsed document into a data
+store, and everything clients do with the result (docs/api/extraction.md). Every front door
+is a thin adapter over these functions: the EXTRACT step runner (``run_extract_step``, called
+by the execution engine), the REST routes (features/extraction/routes.py).
+
+A run is identified by its ``sourceKey`` (the family, where the step is declared and the
+step's name): running the same step on the same family again replaces what the earlier run
+wrote (its objects and exceptions are deleted, the new ones written), so a retried or repeated
+step converges on the result of its last run. The family's ``extraction`` field summarises the
+latest run of each step (objects, open exceptions, the review task).
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from typing import Any
+
+from chalicelib.core import budget, clock, observability
+from chalicelib.core.errors import ApiError, BadRequest, NotFound
+from chalicelib.core.principal import Principal
+from chalicelib.features.extraction import engine, review, storage
+from chalicelib.features.extraction import taxons as taxon_rules
+from chalicelib.features.extraction.engine import ExtractionLimit
+from chalicelib.features.identity.service_token import SERVICE
+from chalicelib.kernel import access
+from chalicelib.kernel import crud as resources
+from chalicelib.kernel.registry import family as family_of
+
+log = observability.get_logger('extraction')
+
+OPTION_KEYS = {'dataDefinition', 'dataStore', 'statusSlug', 'teamId', 'assigneeId', 'assigneeRules',
+               'resolvedDocumentStatus', 'reviewTitle', 'closedStatusSlug', 'locale'}
+MAX_SUMMARIES = 10     # extraction summaries kept on one family (one per step that extracts it)
+
+
+def check_options(options: dict[str, Any], where: str) -> None:
+    """An EXTRACT step's options (kernel/shapes/steps.py calls this shape check's twin)."""
+    unknown = sorted(set(options) - OPTION_KEYS)
+    if unknown:
+        raise ValueError(f'{where}: options.{unknown[0]} is not an option of an EXTRACT step')
+    for key in ('dataDefinition', 'dataStore'):
+        if not isinstance(options.get(key), str) or not options[key].strip():
+            raise ValueError(f'{where}: options.{key} is required (an id or slug)')
+    review.check_options(options, where)
+
+
+# ----------------------------------------------------------------------------- running
+
+def source_key(family_id: str, origin: str, step: str) -> str:
+    digest = hashlib.sha256(f'{origin}|{step}'.encode()).hexdigest()[:16]
+    return f'{family_id}:{digest}'
+
+
+def _definition(org: str, ref: str) -> dict[str, Any]:
+    found = storage.find_org('data-definitions', org, ref)
+    if found is None:
+        raise NotFound(f"No data definition '{ref}' in the document's organization")
+    return found.data
+
+
+def _store(project_id: str, ref: str):
+    found = storage.find('data-stores', project_id, ref)
+    if found is None:
+        raise NotFound(f"No data store '{ref}' in the document's project")
+    return found
+
+
+def taxon_index(taxons: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return dict(taxon_rules.walk(taxons))
+
+
+def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_id: str,
+        principal: Principal = SERVICE) -> dict[str, Any]:
+    """Extract the family into the store; the summary written on the family is answered."""
+    started = time.perf_counter()
+    family = storage.family_record(family_id)
+    if family is None:
+        raise NotFound(f'No DocumentFamily with id {family_id}')
+    project_id = family.data['projectId']
+    definition = _definition(family.org, str(options.get('dataDefinition') or ''))
+    store = _store(project_id, str(options.get('dataStore') or ''))
+    taxons = definition.get('taxons') or []
+    try:
+        taxon_rules.check(taxons)
+    except taxon_rules.DefinitionError as exc:
+        raise BadRequest(f"data definition '{definition.get('slug')}': {exc}") from None
+    from chalicelib.features.documents import deltas  # noqa: PLC0415 - lazy: S3 reads
+    nodes = deltas.load_nodes(family)
+    if not nodes:
+        raise ApiError(f'document family {family_id} has no parsed document yet (run the parse stage first)',
+                       status=409)
+    locale = options.get('locale') or (definition.get('metadata') or {}).get('locale')
+    result = engine.extract(taxons, nodes, locale=locale)
+    key = source_key(family_id, origin, step)
+    objects = _records(result, family, definition, store, key, run_id)
+    open_ = engine.assess(objects, taxon_index(taxons))
+    exceptions = _exception_rows(open_, objects, family, store, key)
+    _attach(objects, exceptions)
+    # replace what the earlier run of this step wrote (module docstring)
+    storage.delete(storage.EXCEPTIONS, storage.exceptions_of_run(family.org, key), SERVICE)
+    storage.delete(storage.OBJECTS, storage.objects_of_run(family.org, key), SERVICE)
+    storage.create(storage.OBJECTS, objects, principal)
+    storage.create(storage.EXCEPTIONS, exceptions, principal)
+    summary = {'sourceKey': key, 'runId': run_id, 'dataStoreId': store.id, 'dataDefinitionId': definition['id'],
+               'objects': len(objects), 'openExceptions': len(exceptions), 'options': _review_options(options),
+               'extractedOn': clock.now_iso(), 'extractSeconds': round(result.seconds, 4)}
+    summary.update(review.after_run(family, summary, exceptions))
+    _summarise(family_id, summary)
+    summary['seconds'] = round(time.perf_counter() - started, 4)
+    return summary
+
+
+def _review_options(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: options[k] for k in review.OPTION_KEYS if options.get(k) is not None}
+
+
+def _records(result, family, definition, store, key: str, run_id: str) -> list[dict[str, Any]]:
+    ids = {o.key: str(uuid.uuid4()) for o in result.objects}
+    ref = f"{definition.get('slug')}"
+    out = []
+    for order, o in enumerate(result.objects):
+        rid = ids[o.key]
+        attributes = []
+        for attr in o.attributes:
+            attributes.append({**{k: v for k, v in attr.items() if v is not None or k == 'value'},
+                               'id': str(uuid.uuid4()), 'dataObjId': rid})
+        values = {'dataStoreId': store.id, 'documentFamilyId': family.id, 'dataDefinitionId': definition['id'],
+                  'taxonomyRef': ref, 'path': o.path, 'parentId': ids.get(o.parent) if o.parent else None,
+                  'rowNum': o.row, 'sourceOrdering': f'{order:06d}', 'sourceKey': key, 'attributes': attributes,
+                  'lineage': {'documentFamilyId': family.id, 'executionId': run_id, 'storeRef': store.id}}
+        row = storage.new_record(storage.OBJECTS, {k: v for k, v in values.items() if v is not None},
+                                 principal=SERVICE, org=family.org, project_id=family.data['projectId'])
+        row['id'] = rid
+        row['uuid'] = rid
+        out.append(row)
+    return out
+
+
+def _exception_rows(open_: dict[str, dict[str, Any]], objects, family, store, key: str) -> list[dict[str, Any]]:
+    rows = []
+    for entry in open_.values():
+        values = {**entry, 'dataStoreId': store.id, 'documentFamilyId': family.id, 'sourceKey': key,
+                  'open': True, 'state': 'OPEN', 'storeState': storage.store_state(store.id, 'OPEN')}
+        rows.append(storage.new_record(storage.EXCEPTIONS, values, principal=SERVICE, org=family.org,
+                                       project_id=family.data['projectId']))
+    return rows
+
+
+def exception_summary(row: dict[str, Any]) -> dict[str, Any]:
+    return {'id': row['id'], 'exceptionType': row['exceptionType'], 'message': row['message'],
+            'severity': row.get('severity'), 'open': row.get('open', True), 'taxon': row.get('taxon')}
+
+
+def _attach(objects: list[dict[str, Any]], exceptions: list[dict[str, Any]]) -> None:
+    """The open exceptions, summarised on their object and attribute."""
+    by_object: dict[str, list[dict[str, Any]]] = {}
+    for row in exceptions:
+        by_object.setdefault(row['dataObjectId'], []).append(row)
+    for obj in objects:
+        mine = [r for r in by_object.get(obj['id'], []) if r.get('open', True)]
+        obj['dataExceptions'] = [exception_summary(r) for r in mine]
+        obj['exceptionCount'] = len(mine)
+        for attr in obj.get('attributes') or []:
+            attr['dataExceptions'] = [exception_summary(r) for r in mine if r.get('attributeId') == attr['id']]
+
+
+def _summarise(family_id: str, summary: dict[str, Any]) -> None:
+    family = storage.family_record(family_id)
+    current = dict((family.data.get('extraction') or {}) if family else {})
+    runs = dict(current.get('runs') or {})
+    runs[summary['sourceKey']] = {k: v for k, v in summary.items() if k != 'seconds'}
+    if len(runs) > MAX_SUMMARIES:
+        for old in sorted(runs, key=lambda k: runs[k].get('extractedOn') or '')[:len(runs) - MAX_SUMMARIES]:
+            runs.pop(old)
+    storage.set_family_summary(family_id, {'runs': runs, 'openExceptions': sum(
+        r.get('openExceptions') or 0 for r in runs.values())})
+
+
+# ----------------------------------------------------------------------------- the step runner
+
+def run_extract_step(execution: dict[str, Any], options: dict[str, Any], seconds: float,
+                     principal: Principal) -> dict[str, Any]:
+    """The EXTRACT runner of the execution engine: the execution names the family
+    (``documentFamilyId``, or ``inputs.documentFamilyId`` for an activity plan) and its step."""
+    family_id = execution.get('documentFamilyId') or (execution.get('inputs') or {}).get('documentFamilyId')
+    if not isinstance(family_id, str) or not family_id:
+        raise BadRequest('an EXTRACT step needs a document family (documentFamilyId in the inputs)')
+    step = execution.get('step') or {}
+    if execution.get('assistantId'):
+        origin = f"assistant:{execution['assistantId']}"
+    else:   # an activity plan's step: the same plan's step replaces its own earlier runs
+        activity = storage.get(family_of('activities'), str(execution.get('activityId') or ''))
+        plan = (activity.data.get('activityPlanId') if activity else None) or execution.get('activityId')
+        origin = f'plan:{plan or execution.get("id")}'
+    token = budget.start(min(seconds, budget.remaining()))   # the attempt's box: rules stop within it
+    try:
+        return run(family_id, options, origin=origin, step=str(step.get('name') or 'extract'),
+                   run_id=str(execution.get('id')), principal=principal)
+    finally:
+        budget.end(token)
+
+
+def extract_now(family_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
+    """POST /api/document-families/{id}/extract: the same run as an EXTRACT step, started by a
+    client (its ``step`` names the run: repeating it replaces its earlier result)."""
+    if not isinstance(body, dict):
+        raise BadRequest('The body must be a JSON object')
+    family = resources.load_visible('document-families', family_id, principal)
+    access.require_write(principal, family_of('data-objects'), family.org)
+    step = body.get('step') or 'manual'
+    options = {k: v for k, v in body.items() if k != 'step'}
+    if not isinstance(step, str) or len(step) > 200:
+        raise BadRequest('step must be a name of at most 200 characters')
+    try:
+        check_options(options, 'extract')
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    return run(family.id, options, origin='api', step=step, run_id=f'api:{uuid.uuid4()}', principal=principal)
+
+
+__all__ = ['ExtractionLimit', 'check_options', 'extract_now', 'run', 'run_extract_step']
