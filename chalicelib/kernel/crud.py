@@ -206,14 +206,17 @@ def _ref_id(field: str, value: str) -> str:
         raise BadRequest(f"Field '{field}' refers to a record that does not exist: {str(value)[:64]}") from None
 
 
-def reference_ops(family: Family, values: dict[str, Any], org: str | None) -> list[Op]:
+def reference_ops(family: Family, values: dict[str, Any], org: str | None,
+                  project_id: str | None = None) -> list[Op]:
     """Every reference names a record the caller may see (module docstring), checked by reads
     before the write (issue 27: the referenced record is not held in the write's transaction,
     so writes naming one user or one status never queue on it). Reads are strongly consistent:
     one BatchGetItem for the records, one GetItem of the ACL item per referenced user. A record
     deleted between this read and the commit leaves a dangling reference: the invariant
     checker reports it and reads answer it as ``{id}`` (docs/scale.md). 400 for the first
-    reference that fails; no operation is returned (kept a list for its callers)."""
+    reference that fails; no operation is returned (kept a list for its callers). Slug references
+    (``statusSlug``) are checked first, by kernel/references.py ``slug_checks``."""
+    references.slug_checks(family, values, org, project_id)
     wanted: list[tuple[str, Family, str, Any]] = []
     for name, value in values.items():
         spec = family.writable.get(name)
@@ -288,7 +291,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
 
     def attempt() -> dict[str, Any]:
         ops = records.create_ops(family, [data], principal)  # a new random counter shard each try
-        ops += reference_ops(family, values, org) + hook.create_checks(family, principal, data)
+        ops += reference_ops(family, values, org, data.get('projectId')) + hook.create_checks(family, principal, data)
         # The project's existence: its guard shard, moved by create_ops (kernel/parents.py, issue 27).
         ops += parents.create_checks(family, org, ops)   # no orphans: the organization still exists
         try:
@@ -332,7 +335,8 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
         new['updatedOn'] = now_iso()
         new['changeSequence'] = stored.seq + 1
         ops = records.update_ops(family, new, stored, principal=principal)
-        ops += reference_ops(family, {k: v for k, v in values.items() if stored.data.get(k) != v}, stored.org)
+        ops += reference_ops(family, {k: v for k, v in values.items() if stored.data.get(k) != v}, stored.org,
+                             stored.data.get('projectId'))
         try:
             records.commit(ops)
         except WriteConflict as exc:

@@ -67,6 +67,12 @@ class Family:
     # record's x{slot} key is not written. One index entry fewer per record (docs/scale.md
     # "Events records": an events record costs 3 WCU, not 4).
     name_keyed: bool = False
+    # Slug references: a field whose value names a record of another family by its unique
+    # ``slug``, not its id (tasks' ``statusSlug`` -> a task status of the task's organization).
+    # Field -> target family. Checked on every write like an id reference (kernel/references.py
+    # ``slug_checks``, called by kernel/crud.py ``reference_ops``): a slug that names no record of
+    # the target family in the record's scope is a 400 (contract rule 7).
+    slug_refs: Mapping[str, str] = field(default_factory=dict)
 
     def slot_of(self, name: str) -> int:
         """The equality-index slot of an indexed field (its x{slot} attribute and GSI pair)."""
@@ -158,6 +164,7 @@ FAMILIES: tuple[Family, ...] = (
        'title description searchText statusSlug taskGroupId>task-groups? assigneeId>users? '
        'teamId>teams? createdByActivityId? dueDate:datetime? priority:int? metadata:object '
        'data:object plan:object', name_field='title', summary_omit=('plan',), hook='tasks',
+       slug_refs={'statusSlug': 'task-statuses'},
        indexed={'statusSlug': 1, 'assigneeId': 2, 'teamId': 3, 'taskGroupId': 4, 'createdByActivityId': 5}),
     _f('task-groups', 'TaskGroup', 'project',
        f'{_TEXT} statusSlug assigneeId>users? teamId>teams? metadata:object plan:object',
@@ -292,6 +299,12 @@ def check_declaration(fam: Family) -> None:
         raise ValueError(f'{fam.path}: index slots must be distinct numbers 1..{INDEX_SLOTS}: {dict(fam.indexed)}')
     if fam.name_keyed and (fam.name_field not in fam.indexed or fam.fields[fam.name_field].type != 'string'):
         raise ValueError(f'{fam.path}: name_keyed needs its name field {fam.name_field!r} indexed, a string')
+    for name, target in fam.slug_refs.items():
+        spec = fam.writable.get(name)
+        held = BY_PATH.get(target)
+        if spec is None or spec.type != 'string' or spec.ref or held is None or 'slug' not in held.unique:
+            raise ValueError(f'{fam.path}: slug reference {name!r} must be a writable string naming '
+                             f'a family whose slug is unique ({target!r})')
     for name in fam.indexed:
         head = fam.fields.get(name.split('.')[0])
         if head is None or (head.type not in ('string', 'object') or ('.' in name) != (head.type == 'object')):

@@ -11,7 +11,7 @@ A field is plain when no other item depends on its value:
 * not unique (its uniqueness item must move with it in a transaction),
 * not equality-indexed, nor the object an indexed path reads (its index key and per-value
   counters move with it),
-* not a reference (checked in the write's transaction, against the value it replaces),
+* not a reference, by id or by slug (checked before the write, against the value it replaces),
 * not an embedded record (resolved by id to the stored record),
 * not a field the family's hook guards (kernel/hooks.py ``guards``: the fields its update rules
   read, or follow with other items; a hook that declares none guards every field).
@@ -43,7 +43,7 @@ def plain(family: Family, values: dict[str, Any], nulls: set[str]) -> bool:
     guarded = hook_for(family).guarded(family) if family.hook is not None else frozenset()
     if guarded is None:
         return False
-    bound = set(family.unique) | {name.split('.')[0] for name in family.indexed} | guarded
+    bound = set(family.unique) | {name.split('.')[0] for name in family.indexed} | set(family.slug_refs) | guarded
     for name in (*values, *nulls):
         spec = family.writable.get(name)
         if spec is None or name in bound or spec.ref or _embedded(spec):
