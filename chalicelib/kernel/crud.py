@@ -42,6 +42,7 @@ from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import credentials, table
 from chalicelib.kernel.store.repository import Op, WriteConflict
 from chalicelib.kernel.store.table import Stored
+from chalicelib.kernel.tenancy import ORGANIZATIONS, PROJECTS, USERS
 
 MAX_RETRIES = 3
 # An unlocked update that must read-modify-write (unique, indexed or reference fields, fields a
@@ -182,7 +183,7 @@ def _owner(family: Family, principal: Principal, body: dict[str, Any]) -> tuple[
         project_id = body.get('projectId')
         if not isinstance(project_id, str) or not project_id:
             raise BadRequest("Field 'projectId' is required")
-        project = table.get('projects', _ref_id('projectId', project_id))
+        project = table.get(PROJECTS, _ref_id('projectId', project_id))
         if project is None or not access.can_see_org(principal, project.org):
             raise BadRequest(f"Field 'projectId' refers to a project that does not exist: {project_id}")
         return project.org, project
@@ -194,7 +195,7 @@ def _owner(family: Family, principal: Principal, body: dict[str, Any]) -> tuple[
     if not isinstance(org_id, str):
         raise BadRequest("Field 'organizationId' must be a string")
     org_id = _ref_id('organizationId', org_id)
-    if not access.can_see_org(principal, org_id) or table.get('organizations', org_id) is None:
+    if not access.can_see_org(principal, org_id) or table.get(ORGANIZATIONS, org_id) is None:
         raise BadRequest(f"Field 'organizationId' refers to an organization that does not exist: {org_id}")
     return org_id, None
 
@@ -230,7 +231,7 @@ def reference_ops(family: Family, values: dict[str, Any], org: str | None,
         stored = found.get(ref_id)
         if stored is None or stored.family != target.path or \
                 (target.scope != 'global' and org is not None and stored.org != org) or \
-                (target.path == 'users' and name != family.joins and org is not None
+                (target.path == USERS and name != family.joins and org is not None
                  and org not in credentials.orgs_of(ref_id)):
             raise BadRequest(f"Field '{name}' refers to a record that does not exist: {value}")
     return []

@@ -7,7 +7,7 @@ referenced records), and each record gets its objects. A family without embedded
 or a page whose records hold none, costs nothing.
 
 Visibility: the object is the referenced record as the caller's own GET of it would show it
-(less the target family's heavy fields, domain/embeds.HEAVY). A record the caller may not see
+(less the target family's heavy fields, its declaration's ``heavy``: kernel/embeds.py). A record the caller may not see
 is ``{"id": ...}`` only. One that no longer exists, and an absent ``xId``, mean no ``x`` (the
 id stays as stored). An
 embedded record of an organization whose organization is embedded in the same response (a
@@ -20,10 +20,11 @@ from typing import Any
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.kernel import access
-from chalicelib.kernel.embeds import HEAVY, embeds_of
+from chalicelib.kernel.embeds import embeds_of, heavy_of
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
+from chalicelib.kernel.tenancy import ORGANIZATIONS, USERS
 
 log = get_logger('embedding')
 
@@ -43,9 +44,9 @@ def read_ahead(family: Family, stored: table.Stored, principal: Principal) -> No
               if isinstance(stored.data.get(id_field), str)]
     wanted = [key for key in dict.fromkeys(wanted) if key not in records]
     if not principal.platform_admin and stored.org and stored.org not in statuses:
-        wanted.append(('organizations', stored.org))
-    users = [ref for target, ref in wanted if target == 'users']
-    if family.path == 'users' and not principal.platform_admin and stored.id != principal.user_id:
+        wanted.append((ORGANIZATIONS, stored.org))
+    users = [ref for target, ref in wanted if target == USERS]
+    if family.path == USERS and not principal.platform_admin and stored.id != principal.user_id:
         users.append(stored.id)
     users = [u for u in dict.fromkeys(users) if u not in orgs_of]
     if not wanted and not users:
@@ -53,7 +54,7 @@ def read_ahead(family: Family, stored: table.Stored, principal: Principal) -> No
     got = gate.read(None, wanted, acls=users)
     for key, found in got.entities.items():
         records[key] = found
-        if key[0] == 'organizations':
+        if key[0] == ORGANIZATIONS:
             statuses[key[1]] = found.data.get('organizationStatus', 'ACTIVE') if found is not None else None
     for user_id, acl in got.acls.items():
         orgs_of[user_id] = frozenset(acl.roles)
@@ -100,7 +101,7 @@ def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal
         elif not _visible(target, principal, stored):
             shown[ref_id] = {'id': ref_id}
         else:
-            heavy = HEAVY.get(target, ())
+            heavy = heavy_of(target)
             shown[ref_id] = {k: v for k, v in stored.data.items() if k not in heavy}
     out = []
     for item in items:

@@ -34,11 +34,12 @@ from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import InvalidItem, Op
 from chalicelib.kernel.store.table import Stored
+from chalicelib.kernel.tenancy import MEMBERSHIPS, ORGANIZATIONS
 
 
 def record_org(family: Family, data: dict[str, Any]) -> str | None:
     """The organization a record belongs to (an organization belongs to itself)."""
-    if family.path == 'organizations':
+    if family.path == ORGANIZATIONS:
         return data['id']
     return data.get('organizationId') if family.scope in ('org', 'project') else None
 
@@ -58,7 +59,7 @@ def unique_scope(family: Family, data: dict[str, Any], org: str | None) -> str:
 def _parent(family: Family, data: dict[str, Any]) -> str | None:
     if family.scope == 'project':   # spread by the record's id (kernel/store/table.py INDEX_SHARDS)
         return table.spread_pk(table.project_pk(family.path, data['projectId']), data['id'])
-    if family.path == 'memberships':
+    if family.path == MEMBERSHIPS:
         return table.member_pk(data['userId'])
     return None
 
@@ -99,7 +100,7 @@ def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, l
     if listed and family.indexed:
         owner = tenant(family, org)
         keys = value_keys(family, data, owner)
-    if family.path in parents.LOG_FAMILIES:
+    if family.log:
         guarded = 0   # counts in no parent (kernel/parents.py): no layout to remember
     return repo.entity_item(family.path, data, seq=seq, org=org, tenant=tenant(family, org) if listed else None,
                             parent=_parent(family, data), name_key=name_key(family, data), value_keys=keys,
@@ -152,9 +153,6 @@ def _is_checked(counter: str, checked: set[str]) -> bool:
     return f'CNT#{family_path}#{field_value.split("=", 1)[0]}' in checked
 
 
-# Families whose writes publish no domain event: events themselves (the outbox publisher
-# records every domain event as one: an event of an event would loop) and audit history.
-NO_OUTBOX = frozenset({'events', 'task-group-history'})
 BOOKKEEPING = frozenset({'updatedOn', 'changeSequence'})
 _action: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar('action', default=None)
 
@@ -174,7 +172,7 @@ def domain_event(family: Family, action: str, records: list[dict[str, Any]], pri
                  changed: list[str]) -> dict[str, Any] | None:
     """The domain event of a write (docs/api/work.md), None for families that
     publish none."""
-    if family.path in NO_OUTBOX or not records:
+    if not family.publishes or not records:   # events, audit history (kernel/registry.py)
         return None
     first = records[0]
     named = _action.get()

@@ -408,7 +408,7 @@ def orphans(snap: Snapshot) -> Iterator[Violation]:
             continue
         for row in snap.live(family.path):
             org = row.data.get('organizationId')
-            if family.path != 'organizations' and family.path not in parents.LOG_FAMILIES and \
+            if family.path != 'organizations' and not family.log and \
                     (not org or snap.live_entity('organizations', org) is None):
                 yield Violation('orphans', row.pk, f'{family.entity} of organization {org}, which is gone')
             if row.org != org:

@@ -5,7 +5,6 @@ import uuid
 
 import pytest
 
-from chalicelib.kernel.org_paths import ORG_SLUG_FAMILIES
 from chalicelib.kernel.registry import FAMILIES, Family
 from tests.support import create, create_body, release_organization, sample
 
@@ -203,7 +202,7 @@ def test_unknown_and_malformed_ids(api, family):
     assert api.get(f'/api/{family.path}/{uuid.uuid4()}').status == 404
     r = api.get(f'/api/{family.path}/not-a-uuid')
     # prompts, extension packs, data definitions: a segment that is no UUID is an organization slug
-    assert r.status == (404 if family.path in ORG_SLUG_FAMILIES else 400)
+    assert r.status == (404 if family.org_slug_paths else 400)
     assert set(r.json) == {'error', 'message', 'status'}
 
 

@@ -131,7 +131,7 @@ class AccessHook(Hook):
         return [credentials.acl_put(data['userId'], stored.org, data['role'])]   # userId never changes
 
     def can_write(self, family, principal, stored, op):
-        if family.path in access.BUILTIN_FAMILIES and stored.data.get('builtIn'):
+        if family.builtin and stored.data.get('builtIn'):
             raise Forbidden(f'Built-in {family.path} are read-only')
         if family.path != 'memberships':
             return None

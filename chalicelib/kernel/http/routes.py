@@ -19,7 +19,6 @@ from chalicelib.kernel.http.request import (
     one_based_pages,
     params,
 )
-from chalicelib.kernel.org_paths import ORG_SLUG_FAMILIES, VERSIONED
 from chalicelib.kernel.registry import FAMILIES, Family
 
 bp = Blueprint(__name__)
@@ -29,14 +28,12 @@ bp = Blueprint(__name__)
 # platform SDK's aliases (kernel/http/aliases.py) register the same views at their own paths.
 REGISTERED: list[tuple[str, str, str, str, object, list[str]]] = []
 
-# Operation ids the contract fixes where the pattern below would say otherwise.
-CONTRACT_NAMES = {('agent-runtimes', 'sequence'): 'getOrchestratorAgentRuntimeSequence'}
 
 
 def operation_name(family: Family, op: str) -> str:
     """Stable, readable names (also the OpenAPI operation ids): listProjects, getProject, ..."""
-    if (family.path, op) in CONTRACT_NAMES:
-        return CONTRACT_NAMES[(family.path, op)]
+    if op in family.operation_names:   # the contract's own name (kernel/registry.py)
+        return family.operation_names[op]
     plural = ''.join(p.capitalize() for p in family.path.split('-'))
     return {
         'list': f'list{plural}', 'get': f'get{family.entity}', 'create': f'create{family.entity}',
@@ -55,7 +52,7 @@ def _register(family: Family) -> None:
         return listing.list_resources(family, req, caller())
 
     def get_view(**ids):
-        if family.path in ORG_SLUG_FAMILIES and not _is_uuid(ids[family.id_param]):
+        if family.org_slug_paths and not _is_uuid(ids[family.id_param]):
             return org_list_view(ids[family.id_param])   # /api/prompts/{orgSlug}: that organization's list
         from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
         return resources.get(family, ids[family.id_param], caller())
@@ -95,11 +92,11 @@ def _register(family: Family) -> None:
                    ('update', item, 'PUT', update_view, JSON_CONTENT),
                    ('delete', item, 'DELETE', delete_view, ANY_CONTENT)]
     routes = [(route, method, operation_name(family, op), view, content) for op, route, method, view, content in routes]
-    if family.path in ORG_SLUG_FAMILIES:   # kernel/org_paths.py
+    if family.org_slug_paths:   # kernel/org_reads.py
         name = f'get{family.entity}BySlug'
         routes.append((f'{item}/{{slug}}', 'GET', name, by_slug_view, ANY_CONTENT))
         _describe_by_slug(family, name, versioned=False)
-        if family.path in VERSIONED:
+        if family.versioned:
             name = f'get{family.entity}BySlugAndVersion'
             routes.append((f'{item}/{{slug}}/{{version}}', 'GET', name, by_slug_view, ANY_CONTENT))
             _describe_by_slug(family, name, versioned=True)

@@ -51,6 +51,7 @@ from typing import Any
 
 from chalicelib.kernel.store.model import Item, client, table_name
 from chalicelib.kernel.store.table import ENTITY_SK, Stored, entity_pk, stored_from
+from chalicelib.kernel.tenancy import USERS
 
 ACL_SK = 'ACL'
 KEY_ATTR = 'key_'
@@ -80,7 +81,7 @@ class GateAnswer:
 
 
 def acl_key(user_id: str) -> dict[str, Any]:
-    return {'pk': {'S': entity_pk('users', user_id)}, 'sk': {'S': ACL_SK}}
+    return {'pk': {'S': entity_pk(USERS, user_id)}, 'sk': {'S': ACL_SK}}
 
 
 def gate_pk(user_id: str) -> str:
@@ -237,9 +238,9 @@ def read(user_id: str | None, entities: Iterable[tuple[str, str]] = (), acls: It
     acl_users = list(dict.fromkeys(([user_id] if user_id is not None else []) + list(acls)))
     keys = []
     if user_id is not None:
-        keys.append((entity_pk('users', user_id), ENTITY_SK))
+        keys.append((entity_pk(USERS, user_id), ENTITY_SK))
     keys += [(entity_pk(f, i), ENTITY_SK) for f, i in wanted]
-    keys += [(entity_pk('users', u), ACL_SK) for u in acl_users]
+    keys += [(entity_pk(USERS, u), ACL_SK) for u in acl_users]
     keys = list(dict.fromkeys(keys))
     found: dict[tuple[str, str], dict[str, Any]] = {}
     name = table_name()
@@ -257,16 +258,16 @@ def read(user_id: str | None, entities: Iterable[tuple[str, str]] = (), acls: It
             raise RuntimeError('the request reads could not be completed (throttled)')
     out = Reads()
     if user_id is not None:
-        raw = found.get((entity_pk('users', user_id), ENTITY_SK))
+        raw = found.get((entity_pk(USERS, user_id), ENTITY_SK))
         stored = stored_from(Item.from_raw_data(raw)) if raw is not None else None
         out.user_found = stored is not None
         out.user = stored.data if stored is not None else None
-        out.access = Access.of(found.get((entity_pk('users', user_id), ACL_SK)))
+        out.access = Access.of(found.get((entity_pk(USERS, user_id), ACL_SK)))
     for f, i in wanted:
         raw = found.get((entity_pk(f, i), ENTITY_SK))
         out.entities[(f, i)] = stored_from(Item.from_raw_data(raw)) if raw is not None else None
     for u in acl_users:
-        out.acls[u] = Access.of(found.get((entity_pk('users', u), ACL_SK)))
+        out.acls[u] = Access.of(found.get((entity_pk(USERS, u), ACL_SK)))
     return out
 
 
