@@ -43,7 +43,7 @@ def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     # lazy: Powertools' batch utility and the services load on the first message, not at import
     from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType  # noqa: PLC0415
 
-    from chalicelib.features.work import pipelines as work  # noqa: PLC0415 - pipelines first, then service
+    from chalicelib.features.work import pipelines  # noqa: PLC0415 - pipelines first, then service
 
     deadline = deadline_of(context)
 
@@ -52,8 +52,8 @@ def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         correlation = (attributes.get('correlationId') or {}).get('stringValue')
         with observability.work(request_id=record.message_id, correlation_id=correlation):
             try:
-                outcome = work.handle_message(record.body, deadline=deadline)
-            except work.Deferred as exc:   # not started: redelivered, as a batch item failure
+                outcome = pipelines.handle_message(record.body, deadline=deadline)
+            except pipelines.Deferred as exc:   # not started: redelivered, as a batch item failure
                 log.info('message deferred', extra={'message_id': record.message_id, 'reason': str(exc)[:300]})
                 observability.count('WorkerMessages', outcome='deferred')
                 raise

@@ -53,8 +53,11 @@ def _admit(event, mode: str, route: str | None):
     cannot be reached, a write is refused with 503 and a read is counted in memory
     (features/identity/ratelimit.py)."""
     # lazy: the services load pynamodb; `import app` must not (cold start)
-    from chalicelib.features.identity import admission, ratelimit  # noqa: PLC0415
-    from chalicelib.features.identity import service_token as internal  # noqa: PLC0415 - lazy: cold start
+    from chalicelib.features.identity import (  # noqa: PLC0415
+        admission,
+        ratelimit,
+        service_token,  # noqa: PLC0415 - lazy: cold start
+    )
     try:
         if mode == 'user':
             return admission.admit(event.headers, event.method, reads=_reads(event, route))
@@ -62,7 +65,7 @@ def _admit(event, mode: str, route: str | None):
             from chalicelib.features.mcp import auth as mcp_auth  # noqa: PLC0415 - lazy: cold start
             return mcp_auth.admit(event.headers, event.method)
         if mode == 'service':
-            return internal.authenticate_service(event.headers), ratelimit.untracked()
+            return service_token.authenticate_service(event.headers), ratelimit.untracked()
         return None, ratelimit.untracked()   # public route
     except ratelimit.Refused as exc:
         raise _Refused(exc, exc.decision) from None

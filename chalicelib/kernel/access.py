@@ -72,10 +72,10 @@ def can_see_org(principal: Principal, org_id: str | None) -> bool:
 
 def shares_organization(principal: Principal, user_id: str) -> bool:
     """Is the user an active member of one of the caller's organizations that is not suspended?
-    (the user's ACL item: one GetItem, unless this request read it already, ``seen['orgsOf']``:
+    (the user's ACL item: one GetItem, unless this request read it already, ``principal.reads.orgs_of``:
     a GET by id reads those of the users it embeds with its references, kernel/embedding.py
     ``read_ahead``; the organizations' status once per request)"""
-    known = principal.seen.setdefault('orgsOf', {})
+    known = principal.reads.orgs_of
     orgs = known.get(user_id)
     if orgs is None:
         orgs = known[user_id] = frozenset(credentials.orgs_of(user_id))
@@ -103,14 +103,14 @@ def suspended(principal: Principal, org_ids) -> set[str]:
     org_ids = [o for o in org_ids if o]
     if principal.platform_admin or not org_ids:
         return set()
-    known = principal.seen.setdefault('organizationStatus', {})
+    known = principal.reads.organization_status
     missing = [o for o in org_ids if o not in known]
     if missing:
         found = table.organizations(missing)
         known.update({o: found[o].data.get('organizationStatus', 'ACTIVE') if o in found else None
                       for o in missing})
         # kept for the response's embedded organizations (kernel/embedding.py): no second read
-        principal.seen.setdefault('records', {}).update({(tenancy.ORGANIZATIONS, o): s for o, s in found.items()})
+        principal.reads.records.update({(tenancy.ORGANIZATIONS, o): s for o, s in found.items()})
     return {o for o in org_ids if known.get(o) == SUSPENDED}
 
 

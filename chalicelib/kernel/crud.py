@@ -305,7 +305,10 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
     return writes.retry_write(attempt, tries=CONFLICT_RETRIES)
 
 
-def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: Principal) -> dict[str, Any]:
+def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: Principal,
+           action: str = 'updated') -> dict[str, Any]:
+    """PUT semantics (module docstring). ``action`` names the write's domain event
+    (``<family>.<action>``: a status change is ``tasks.statusChanged``, docs/api/work.md)."""
     family = _family(family)
     body = references.normalize(family, body)
     body = hook_for(family).prepare_body(family, principal, body, id_)
@@ -314,7 +317,7 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
     if expected is None and unlocked.plain(family, values, nulls):   # no read-modify-write (unlocked.py)
         stored = load_visible(family, id_, principal)
         require_write(family, principal, stored, op='update')
-        return unlocked.apply(family, stored, values, nulls, principal)
+        return unlocked.apply(family, stored, values, nulls, principal, action=action)
     embedded: list[bool] = []
 
     def attempt() -> dict[str, Any]:
@@ -335,7 +338,7 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
         hook_for(family).before_update(family, principal, new, stored)
         new['updatedOn'] = now_iso()
         new['changeSequence'] = stored.seq + 1
-        ops = records.update_ops(family, new, stored, principal=principal)
+        ops = records.update_ops(family, new, stored, principal=principal, action=action)
         ops += reference_ops(family, {k: v for k, v in values.items() if stored.data.get(k) != v}, stored.org,
                              stored.data.get('projectId'))
         try:

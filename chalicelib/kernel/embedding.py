@@ -31,15 +31,15 @@ log = get_logger('embedding')
 
 def read_ahead(family: Family, stored: table.Stored, principal: Principal) -> None:
     """Everything answering a GET by id of ``stored`` needs, in ONE BatchGetItem, kept in
-    ``principal.seen`` for this request: the records it embeds (``records``, None for one that
-    is gone), its organization's status unless the admission read it or the caller is a
-    platform administrator (``organizationStatus``), and the ACL items of the users whose
-    visibility decides what is shown (``orgsOf``: the embedded users, the record itself when it
-    is a user). Nothing to read: no call."""
+    ``principal.reads`` (core/principal.py ``RequestReads``) for this request: the records it
+    embeds (``records``, None for one that is gone), its organization's status unless the
+    admission read it or the caller is a platform administrator (``organization_status``), and
+    the ACL items of the users whose visibility decides what is shown (``orgs_of``: the embedded
+    users, the record itself when it is a user). Nothing to read: no call."""
     from chalicelib.kernel.store import gate  # noqa: PLC0415 - with the model (cold start)
-    records = principal.seen.setdefault('records', {})
-    statuses = principal.seen.setdefault('organizationStatus', {})
-    orgs_of = principal.seen.setdefault('orgsOf', {})
+    records = principal.reads.records
+    statuses = principal.reads.organization_status
+    orgs_of = principal.reads.orgs_of
     wanted = [(target, stored.data[id_field]) for id_field, target in embeds_of(family.path).values()
               if isinstance(stored.data.get(id_field), str)]
     wanted = [key for key in dict.fromkeys(wanted) if key not in records]
@@ -86,7 +86,7 @@ def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal
               if isinstance(item.get(id_field), str)}
     # records this request has read already (the caller's organizations, read with the
     # admission for their status: features/identity/admission.py) cost no second read
-    known = principal.seen.get('records') or {}
+    known = principal.reads.records
     missing = sorted(key for key in wanted if key not in known)
     found = table.batch_get(missing) if missing else {}
     found.update({ref_id: known[(target, ref_id)] for target, ref_id in wanted

@@ -22,8 +22,7 @@ from typing import Any
 
 from chalicelib.core.errors import NotFound
 from chalicelib.core.principal import Principal
-from chalicelib.kernel import access, listing
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud, listing
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.store import table
 from chalicelib.kernel.tenancy import ORGANIZATIONS
@@ -44,7 +43,7 @@ def get_by_slug(family: Family, org_slug: str, slug: str, version: str | None,
     record_id = table.unique_owner(family.path, scope=org_id, field_name='slug', value=slug[:2000])
     if record_id is None:
         raise NotFound(f'No {family.entity} with slug {slug[:100]!r} in organization {org_slug[:100]!r}')
-    data = resources.get(family, record_id, principal)
+    data = crud.get(family, record_id, principal)
     if version is not None and data.get('version') != version:
         raise NotFound(f'No version {version[:100]!r} of {family.entity} {slug[:100]!r}')
     return data

@@ -159,8 +159,9 @@ _action: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar
 
 @contextlib.contextmanager
 def action(family_path: str, name: str) -> Iterator[None]:
-    """Writes of ``family_path`` inside are the action ``name``: their domain event is
-    ``<family>.<name>`` (``tasks.statusChanged``) instead of ``<family>.updated``."""
+    """Deprecated (issue 40): pass ``action=`` to kernel/crud.py ``update`` or ``update_ops``
+    instead. Kept only for the callers in features/work/ and features/tasks/service.py until
+    their rewrite passes it: writes of ``family_path`` inside are the action ``name``."""
     token = _action.set((family_path, name))
     try:
         yield
@@ -170,8 +171,8 @@ def action(family_path: str, name: str) -> Iterator[None]:
 
 def domain_event(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
                  changed: list[str]) -> dict[str, Any] | None:
-    """The domain event of a write (docs/api/work.md), None for families that
-    publish none."""
+    """The domain event of a write (docs/api/work.md): ``<family>.<action>`` (``tasks.updated``,
+    or the action a caller names: ``tasks.statusChanged``); None for families that publish none."""
     if not family.publishes or not records:   # events, audit history (kernel/registry.py)
         return None
     first = records[0]
@@ -259,8 +260,10 @@ def count_ops(family: Family, records: list[dict[str, Any]], amount: int) -> lis
         [repo.move_counter(family.path, key, n) for key, n in by_tenant.items() if n]
 
 
-def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal: Principal) -> list[Op]:
-    """Operations replacing ``stored`` by ``new`` (locked on the stored sequence)."""
+def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal: Principal,
+               action: str = 'updated') -> list[Op]:
+    """Operations replacing ``stored`` by ``new`` (locked on the stored sequence); ``action``
+    names its domain event (``statusChanged``: ``tasks.statusChanged``)."""
     ops = [repo.put_entity(entity(family, new, seq=new['changeSequence'], org=stored.org, guarded=stored.guarded),
                            stored.seq)]
     scope = unique_scope(family, new, stored.org)
@@ -278,7 +281,7 @@ def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal
     ops += hook_for(family).audit_ops(family, principal, 'UPDATE', new, stored)
     changed = [k for k in set(new) | set(stored.data)
                if k not in BOOKKEEPING and new.get(k) != stored.data.get(k)]
-    ops += outbox_ops(family, 'updated', [new], principal, changed, carrier=ops[0])
+    ops += outbox_ops(family, action, [new], principal, changed, carrier=ops[0])
     return ops
 
 

@@ -59,7 +59,7 @@ def _embedded(spec) -> bool:
 
 
 def apply(family: Family, stored: Stored, values: dict[str, Any], nulls: set[str],
-          principal: Principal) -> dict[str, Any]:
+          principal: Principal, *, action: str = 'updated') -> dict[str, Any]:
     """Write the change to the record ``stored`` (read for permission only) -> the new record.
 
     ``null`` clears a field back to its default, or removes it (the rule of the general path).
@@ -76,7 +76,7 @@ def apply(family: Family, stored: Stored, values: dict[str, Any], nulls: set[str
     if family.name_field in values or family.name_field in remove:
         name_sort = records.name_key(family, {**stored.data, family.name_field: values.get(family.name_field)})
     changed = [k for k in (*values, *remove) if stored.data.get(k) != values.get(k)]
-    event = records.domain_event(family, 'updated', [stored.data], principal, changed)
+    event = records.domain_event(family, action, [stored.data], principal, changed)
     try:
         new = repo.update_fields(family.path, stored.id, org=stored.org, values=values, remove=remove,
                                  updated_on=now_iso(), name_sort=name_sort, event=event)

@@ -171,7 +171,7 @@ def test_bad_tool_arguments_are_400(api, setup, body, says):
 def test_an_agent_calls_the_agent_callable_bridges_of_its_own_project(api, setup, upstream):
     from chalicelib.core.errors import Forbidden, NotFound
     from chalicelib.features.bridges import agent_tools
-    from chalicelib.kernel import crud as resources
+    from chalicelib.kernel import crud
     agent = api.post('/api/agents', {'projectId': setup['first']['id'], 'name': 'helper'}).json
     me = agent_tools.agent_principal(agent['id'])
     assert (me.credential, me.project_id, me.memberships) == ('agent', setup['first']['id'], {})
@@ -183,7 +183,7 @@ def test_an_agent_calls_the_agent_callable_bridges_of_its_own_project(api, setup
         with pytest.raises(Forbidden):
             agent_tools.call_service_bridge(principal=me, bridge=other, endpoint_name='echo')
     with pytest.raises(NotFound):                 # an agent sees nothing through the generic rules
-        resources.get('service-bridges', setup['callable']['id'], me)
+        crud.get('service-bridges', setup['callable']['id'], me)
     other_run = api.post('/api/executions', {'projectId': setup['second']['id'], 'status': 'RUNNING'}).json
     with pytest.raises(NotFound):
         agent_tools.list_service_bridges(principal=me, execution_id=other_run['id'])

@@ -214,9 +214,9 @@ def test_an_aws_failure_no_store_function_caught_is_503_anything_else_500(api, o
     from botocore.exceptions import ClientError, EndpointConnectionError
 
     from chalicelib.features.identity import admission
-    from chalicelib.kernel import crud as resources
+    from chalicelib.kernel import crud
     label = api.post('/api/labels', {'name': 'l', 'organizationId': org_id}).json
-    target = (resources, 'get') if where == 'view' else (admission, 'admit')
+    target = (crud, 'get') if where == 'view' else (admission, 'admit')
     for exc in (timeout(), EndpointConnectionError(endpoint_url='http://127.0.0.1:1/'),
                 ClientError(error('ThrottlingException'), 'GetItem'),
                 ClientError({'Error': {'Code': '503', 'Message': 'Service Unavailable'}}, 'HeadObject'),

@@ -31,8 +31,7 @@ from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, uploads
 from chalicelib.features.documents.service import family_folder, family_landed
-from chalicelib.kernel import access, records, writes
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud, records, writes
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
@@ -344,13 +343,13 @@ def _forget(key: str) -> None:
 # ----------------------------------------------------------------------------- document routes
 
 def read_document(family_id: str, principal: Principal) -> dict[str, Any]:
-    family = resources.load_visible(FAMILIES, family_id, principal)
+    family = crud.load_visible(FAMILIES, family_id, principal)
     return {'version': int(family.data.get('documentVersion') or 0), 'nodes': ordered(load_nodes(family))}
 
 
 def replace_document(family_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
-    family = resources.load_visible(FAMILIES, family_id, principal)
-    resources.require_write(FAMILIES, principal, family, op='update')
+    family = crud.load_visible(FAMILIES, family_id, principal)
+    crud.require_write(FAMILIES, principal, family, op='update')
     version = body.get('version')
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise BadRequest("Field 'version' is required: the version the new content replaces (0 for none)")
@@ -376,7 +375,7 @@ def _delta_family(value: Any, principal: Principal) -> Stored:
     except ValueError:
         raise missing from None
     family = table.get(FAMILIES.path, family_id)
-    if family is None or not resources.visible(FAMILIES, principal, family):
+    if family is None or not crud.visible(FAMILIES, principal, family):
         raise missing
     access.require_active(principal, family.org)
     access.require_write(principal, DELTAS, family.org)

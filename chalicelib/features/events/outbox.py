@@ -243,8 +243,8 @@ def _after(event: dict[str, Any]) -> None:
     execution = table.get('executions', event['resourceId'])
     if execution is not None and execution.data.get('activityId') and \
             execution.data.get('status') in ('SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'):
-        from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy
-        work.finish_activity(execution.data['activityId'])
+        from chalicelib.features.work import service as work_service  # noqa: PLC0415 - lazy
+        work_service.finish_activity(execution.data['activityId'])
     elif execution is not None and execution.data.get('documentFamilyId'):
         from chalicelib.features.work import pipelines  # noqa: PLC0415 - lazy
         pipelines.execution_changed(execution.data)   # a cancel: the family's processing summary follows

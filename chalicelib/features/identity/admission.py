@@ -12,8 +12,8 @@ left, in one round trip of latency (features/identity/service.py docstring: ``ad
   suspension);
 * then the decision: 401 (credential not live, user missing or inactive, Basic e-mail mismatch;
   the request is given back to the counters), 429 (over a limit; not counted), or the principal
-  with what was read for it (``principal.seen``: ``prefetched`` records, ``organizationStatus``,
-  ``orgsOf``).
+  with what was read for it (``principal.reads``, core/principal.py ``RequestReads``:
+  ``prefetched`` records, ``organization_status``, ``orgs_of``).
 
 A credential this process has not seen pass yet is read first and counted after (one round
 more, once per process and credential): made-up keys naming a user never write that user's
@@ -195,10 +195,10 @@ def _admit(cred: _Credential, headers: Mapping[str, str], method: str,
     principal = Principal(user_id=cred.user_id, email=str(user.get('email') or ''), memberships=dict(roles),
                           platform_admin='PLATFORM_ADMIN' in roles.values(), credential=cred.credential,
                           rate_key=cred.rate_key, user=user)
-    principal.seen['prefetched'] = {key: got.entities.get(key) for key in wanted}
-    principal.seen['orgsOf'] = {cred.user_id: frozenset(roles)}
-    statuses = principal.seen.setdefault('organizationStatus', {})
-    records = principal.seen.setdefault('records', {})   # read anyway: embedding reuses them
+    principal.reads.prefetched = {key: got.entities.get(key) for key in wanted}
+    principal.reads.orgs_of = {cred.user_id: frozenset(roles)}
+    statuses = principal.reads.organization_status
+    records = principal.reads.records   # read anyway: embedding reuses them
     for _, org in orgs:
         stored = got.entities.get(('organizations', org))
         if stored is not None:

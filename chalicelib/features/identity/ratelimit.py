@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ServiceUnavailable, TooManyRequests
 from chalicelib.core.observability import get_logger
-from chalicelib.features.identity import limits as store
+from chalicelib.features.identity import limits as windows
 
 log = get_logger('ratelimit')
 
@@ -81,9 +81,9 @@ class LimiterUnavailable(ServiceUnavailable):
         self.decision = decision
 
 
-def limits() -> store.Limits:
+def limits() -> windows.Limits:
     cfg = get_config()
-    return store.Limits(key_minute=cfg.rate_limit_per_minute, key_second=cfg.rate_limit_burst_per_second,
+    return windows.Limits(key_minute=cfg.rate_limit_per_minute, key_second=cfg.rate_limit_burst_per_second,
                         user_minute=cfg.rate_limit_user_per_minute, user_second=cfg.rate_limit_user_burst_per_second)
 
 
@@ -96,7 +96,7 @@ class Refused(TooManyRequests):
         self.decision = decision
 
 
-def decide(counts, limits_: store.Limits, now: float) -> Decision:
+def decide(counts, limits_: windows.Limits, now: float) -> Decision:
     """The decision for the counts the gate returned (kernel/store/gate.py ``GateAnswer``)."""
     return _decide(counts, limits_, now)
 
@@ -138,7 +138,7 @@ def without_table(user_id: str, credential: str, method: str = 'GET', n: int = 1
     return decision
 
 
-def _decide(counts: store.WindowCounts, limits: store.Limits, now: float) -> Decision:
+def _decide(counts: windows.WindowCounts, limits: windows.Limits, now: float) -> Decision:
     minute_end = (int(now // 60) + 1) * 60
     if counts.admitted:
         remaining = min(limits.key_minute - counts.key_minute, limits.user_minute - counts.user_minute)
@@ -203,7 +203,7 @@ class _Fallback:
         self._counts: dict[str, int] = {}
 
     def hit(self, user_id: str, credential: str, *, minute: int, second: int,
-            limits: store.Limits, n: int = 1) -> store.WindowCounts:
+            limits: windows.Limits, n: int = 1) -> windows.WindowCounts:
         keys = (f'{user_id}', f'{user_id}#{second}', f'{user_id}|{credential}', f'{user_id}|{credential}#{second}')
         caps = (limits.user_minute, limits.user_second, limits.key_minute, limits.key_second)
         with self._lock:
@@ -215,7 +215,7 @@ class _Fallback:
                 for k in keys:
                     self._counts[k] = self._counts.get(k, 0) + n
                 now = [c + n for c in now]
-        return store.WindowCounts(admitted, now[0], now[1], now[2], now[3])
+        return windows.WindowCounts(admitted, now[0], now[1], now[2], now[3])
 
 
 _fallback = _Fallback()

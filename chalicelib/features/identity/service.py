@@ -48,7 +48,7 @@ from chalicelib.core.errors import BadRequest, Conflict, NotFound, ServiceUnavai
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.core.secrets import KEY_PREFIX, hash_key, key_hint, key_owner, new_api_key
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import crud
 from chalicelib.kernel.store import credentials, table
 
 log = get_logger('auth')
@@ -248,7 +248,7 @@ def create_own_api_key(body: dict[str, Any], principal: Principal) -> dict[str, 
 def account(principal: Principal) -> dict[str, Any]:
     """GET /api/account/me: the caller's user record, memberships, invitations waiting for an
     answer (features/identity/memberships.py) and platform-admin flag."""
-    user = principal.user if principal.user is not None else resources.get('users', principal.user_id, principal)
+    user = principal.user if principal.user is not None else crud.get('users', principal.user_id, principal)
     pending = table.memberships_of(principal.user_id, invited=True)
     names = {o.id: o.data.get('name') for o in table.batch_get(
         ('organizations', m['organizationId']) for m in pending).values()} if pending else {}

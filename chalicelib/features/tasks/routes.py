@@ -13,15 +13,15 @@ bp = Blueprint(__name__)
 
 @bp.route('/api/tasks/{id}/status', methods=['PUT'], name='setTaskStatus', content_types=JSON_CONTENT)
 def set_task_status(id):
-    from chalicelib.features.tasks import service as workflow  # noqa: PLC0415 - lazy: cold start
-    return workflow.set_task_status(id, body(), caller())
+    from chalicelib.features.tasks import service as tasks_service  # noqa: PLC0415 - lazy: cold start
+    return tasks_service.set_task_status(id, body(), caller())
 
 
 @bp.route('/api/executions/{executionId}/cancel', methods=['POST'], name='cancelExecution',
           content_types=ANY_CONTENT)
 def cancel_execution(executionId):
-    from chalicelib.features.tasks import service as workflow  # noqa: PLC0415 - lazy: cold start
-    return workflow.cancel_execution(executionId, caller())
+    from chalicelib.features.tasks import service as tasks_service  # noqa: PLC0415 - lazy: cold start
+    return tasks_service.cancel_execution(executionId, caller())
 
 
 # the platform SDK's ExecutionEndpoint.cancel sends PUT (docs/api/clients.md): the same view
@@ -32,10 +32,10 @@ bp.route(alias('/api/executions/{executionId}/cancel', 'PUT', '/api/executions/{
 @bp.route('/api/task-groups/{id}/history', methods=['GET'], name='listHistoryForTaskGroup',
           content_types=ANY_CONTENT)
 def task_group_history(id):
-    from chalicelib.features.tasks import service as workflow  # noqa: PLC0415 - lazy: cold start
+    from chalicelib.features.tasks import service as tasks_service  # noqa: PLC0415 - lazy: cold start
     from chalicelib.kernel import listing  # noqa: PLC0415 - lazy: cold start
     req = listing.parse_request(BY_PATH['task-group-history'], params(), one_based=one_based_pages())
-    return workflow.task_group_history(id, req, caller())
+    return tasks_service.task_group_history(id, req, caller())
 
 
 @bp.route('/api/resolve/schemes', methods=['GET'], name='listResourceSchemes', content_types=ANY_CONTENT)

@@ -54,35 +54,34 @@ def _register(family: Family) -> None:
     def get_view(**ids):
         if family.org_slug_paths and not _is_uuid(ids[family.id_param]):
             return org_list_view(ids[family.id_param])   # /api/prompts/{orgSlug}: that organization's list
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
-        return resources.get(family, ids[family.id_param], caller())
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        return crud.get(family, ids[family.id_param], caller())
 
     def org_list_view(org_slug):
-        from chalicelib.kernel import listing  # noqa: PLC0415 - lazy: cold start
-        from chalicelib.kernel import org_reads as org_paths  # noqa: PLC0415 - lazy: cold start
+        from chalicelib.kernel import listing, org_reads  # noqa: PLC0415 - lazy: cold start
         req = listing.parse_request(family, params(), one_based=one_based_pages())
-        return org_paths.list_for_organization(family, org_slug, req, caller())
+        return org_reads.list_for_organization(family, org_slug, req, caller())
 
     def by_slug_view(id, slug, version=None):  # noqa: A002 - the family's {id} segment holds the org slug
-        from chalicelib.kernel import org_reads as org_paths  # noqa: PLC0415 - lazy: cold start
-        return org_paths.get_by_slug(family, id, slug, version, caller())
+        from chalicelib.kernel import org_reads  # noqa: PLC0415 - lazy: cold start
+        return org_reads.get_by_slug(family, id, slug, version, caller())
 
     def create_view():
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
-        return created(resources.create(family, body(), caller()))
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        return created(crud.create(family, body(), caller()))
 
     def update_view(**ids):
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
-        return resources.update(family, ids[family.id_param], body(), principal=caller())
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        return crud.update(family, ids[family.id_param], body(), principal=caller())
 
     def delete_view(**ids):
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
-        resources.delete(family, ids[family.id_param], caller())
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        crud.delete(family, ids[family.id_param], caller())
         return no_content()
 
     def sequence_view(**ids):
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
-        return resources.sequence(family, ids[family.id_param], caller())
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        return crud.sequence(family, ids[family.id_param], caller())
 
     routes = [('list', base, 'GET', list_view, ANY_CONTENT),
               ('get', item, 'GET', get_view, ANY_CONTENT),
