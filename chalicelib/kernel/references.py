@@ -11,8 +11,8 @@ generic rules expect, before any other rule runs:
   value that is neither an object nor null, is 400. ``x`` and ``xId`` both present and naming
   different records (null counts as a value) is 400.
 * Where the family also declares ``x`` as a field of its own that holds a whole record of the
-  target family (``productGroup`` on products, ...: domain/models.embedded_family), the object
-  stays too, and the existing rule writes it by id (services/resources.resolve_embedded).
+  target family (``productGroup`` on products, ...: kernel/models.py ``embedded_family``), the
+  object stays too, and the existing rule writes it by id (kernel/crud.py ``resolve_embedded``).
   Any other declared ``x`` (``contentObject: any``) is a reference and nothing else: the object
   is not stored, reads embed the current record (kernel/embedding.py).
 

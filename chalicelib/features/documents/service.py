@@ -651,7 +651,7 @@ def store_stats(store_id: str, principal: Principal) -> dict[str, Any]:
 
 def bytes_tenant(store_id: str) -> str:
     """The store's byte counter (``CNT#document-stores#{storeId}#bytes``, sharded): moved by the
-    uploaded families' creates and deletes (hooks/document_families.py), in their transactions."""
+    uploaded families' creates and deletes (features/documents/families.py), in their transactions."""
     return f'{store_id}#bytes'
 
 

@@ -1,7 +1,7 @@
 """The 19 MCP tools: each a thin adapter from validated arguments to the same service call a
 REST route makes (kernel/crud.py, listing.py, features/tasks/service.py, grouping.py), with the
 caller's principal. Permissions, tenancy (another organization's record is "not found"),
-optimistic locking, the task-group assignee rule (hooks/tasks.py, hooks/task_groups.py), history
+optimistic locking, the task-group assignee rule (features/tasks/hooks.py, features/tasks/groups.py), history
 and whatever else a service write carries come from there, never from here.
 
 A tool answers a JSON object (its ``structuredContent``; lists as the REST page envelope). A

@@ -1,7 +1,7 @@
 """Several tasks joining a task group in one write (the MCP tool add_tasks_to_group; REST moves
 one task at a time with PUT /api/tasks/{id} {"taskGroupId"}). Each task goes through the same
 rules as that PUT: visible to the caller (else 404), writable by them (403), the tasks hook
-(hooks/tasks.py: it takes the group's assignee, its transaction checks the group's sequence,
+(features/tasks/hooks.py: it takes the group's assignee, its transaction checks the group's sequence,
 the group's history records the move), the same record-write builder. All of it is one
 transaction: either every task joins or none does."""
 from __future__ import annotations

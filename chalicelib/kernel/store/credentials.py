@@ -7,7 +7,7 @@ The partition of a user (pk ``users#{userId}``, the user entity's own partition)
 | ``#``          | the user entity (written by the generic service)                          |
 | ``ACL``        | the user's roles: one attribute ``acl_{orgId}`` = role per active         |
 |                | membership, changed in the same transaction as the membership             |
-|                | (services/hooks/access; an invitation writes none); ``sub`` = the         |
+|                | (features/identity/memberships.py; an invitation writes none); ``sub`` =  |
 |                | identity-provider subject bound on first bearer sign-in (``{iss}|{sub}``,  |
 |                | set once, with its unique item ``UQ#users#ALL#sub#...`` in the same       |
 |                | transaction)                                                              |
