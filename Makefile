@@ -12,7 +12,7 @@ STAGE ?= prod
 OUT := out/$(STAGE)
 
 .PHONY: run test check chaos bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk \
-	browser-test
+	browser-test ocr-tools bench-tools ocr-image
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -37,7 +37,21 @@ $(SDK_STAMP): requirements-sdk.txt
 
 sdk: $(SDK_STAMP)
 
-run: $(STAMP)
+# OCR of scanned PDFs and images (chalicelib/features/parsing/readers/ocr.py) runs Debian's
+# tesseract-ocr + tesseract-ocr-eng: installed with apt-get (as root) when `tesseract` is missing.
+# On AWS the OCR function's container image carries them (infra/ocr/Dockerfile).
+ocr-tools:
+	@if ! command -v tesseract >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+				tesseract-ocr tesseract-ocr-eng; \
+		else \
+			echo "tesseract missing (OCR of scans and images): run as root, or: sudo apt-get install tesseract-ocr tesseract-ocr-eng"; \
+			exit 1; \
+		fi; \
+	fi
+
+run: $(STAMP) ocr-tools
 	PYTHONPATH=. $(PY) -m localdev.run
 
 # Two groups that share nothing, side by side on the 2 cores: the in-process group (tests/unit,
@@ -46,7 +60,7 @@ run: $(STAMP)
 # done) and the live-server group (tests/integration: real local servers on free loopback ports).
 # Fails if either fails, or collects nothing (pytest's exit 5). docs/architecture.md "The test loop".
 TEST_LOG := .local/test-in-process.log
-test: $(STAMP) $(SDK_STAMP)
+test: $(STAMP) $(SDK_STAMP) ocr-tools
 	@mkdir -p .local; status=0; \
 	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" -n 2 --dist loadfile \
 		tests/unit tests/api > $(TEST_LOG) 2>&1 & inproc=$$!; \
@@ -90,7 +104,19 @@ browser-test: $(STAMP)
 	fi
 	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m browser tests/browser
 
-bench: $(STAMP)
+# bench/bench_parsing.py's peers and fixtures: poppler's pdftotext, qpdf (a 500-page PDF), tesseract.
+bench-tools: ocr-tools
+	@if ! command -v pdftotext >/dev/null 2>&1 || ! command -v qpdf >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+				poppler-utils qpdf; \
+		else \
+			echo "pdftotext/qpdf missing (bench_parsing.py): run as root, or: sudo apt-get install poppler-utils qpdf"; \
+			exit 1; \
+		fi; \
+	fi
+
+bench: $(STAMP) bench-tools
 	PYTHONPATH=. $(PY) bench/run_all.py
 
 # the layer contracts (.importlinter) and ruff (ruff.toml); `make test` and `make check` run both too
@@ -123,9 +149,19 @@ load: $(STAMP)
 	PYTHONPATH=. $(PY) tests/load/run_load.py
 
 # The deployable templates of a stage, no AWS account needed: out/$(STAGE)/data.json (data
-# stack), app.json + deployment.zip (app stack). The first run downloads the Lambda wheels.
+# stack), app.json + deployment.zip (app stack). The zip carries requirements.txt (the runtime
+# libraries) and nothing of requirements-dev.txt (chalice's CLI included). The first run downloads
+# the Lambda wheels (~70 s here), later ones reuse .chalice/deployments (~15 s). `make test` runs
+# the same build in its deploy rehearsal (tests/integration/test_deploy_rehearsal.py).
 package: $(STAMP)
 	PYTHONPATH=. $(PY) -m infra.package $(STAGE) $(OUT)
+
+# The OCR function's container image (infra/ocr/Dockerfile; docs/operations/parsing.md "The OCR
+# image"): needs docker and the network (the Lambda base image, Debian's source archive). Push it to
+# ECR and pass its URI as the app stack's OcrImageUri parameter.
+OCR_IMAGE ?= platform-ocr:latest
+ocr-image:
+	docker build -f infra/ocr/Dockerfile -t $(OCR_IMAGE) .
 
 # cfn-lint on every template of out/$(STAGE) (the SAM app also expanded); fails on any error.
 cfn-lint: package $(LINT_STAMP)

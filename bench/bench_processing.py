@@ -109,6 +109,7 @@ def measure(documents: int) -> dict[str, dict[str, Any]]:
                 store = post('/api/document-stores', {'projectId': project, 'name': 'inbox',
                                                       'slug': f"inbox-{'a' if with_assistant else 'n'}"})
                 if with_assistant:
+                    post('/api/labels', {'organizationId': org, 'name': 'invoice'})   # a SCRIPT adds existing labels
                     post('/api/assistants', {'projectId': project, 'name': 'reader', 'slug': 'reader',
                                              'subscription': "path =like= '*.pdf'",
                                              'options': {'pipeline': {'steps': [

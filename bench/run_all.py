@@ -16,6 +16,8 @@ SCRIPTS = (
     'bench_embedding.py',
     'bench_request_path.py',
     'bench_store_fs.py',
+    'bench_lambda_package.py',
+    'bench_parsing.py',
 )
 for script in SCRIPTS:
     print(f'\n===== {script} =====', flush=True)

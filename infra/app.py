@@ -27,7 +27,9 @@ and an ``AWS::Serverless::Api`` whose DefinitionBody is the Swagger of the route
   (infra/usage_plan.py), and refers to the functions by name, so that the functions can carry
   the usage plan's id (USAGE_PLAN_ID) without a dependency cycle;
 * the usage plans, the shared usage key and the alarms (5xx rate of the API, errors of every
-  function) are added; secrets come from the data stack by dynamic reference.
+  function) are added; secrets come from the data stack by dynamic reference;
+* the OCR function (infra/ocr_function.py: a container image on the OCR queue, which Chalice
+  cannot package) is added first, then treated as every other event handler.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from infra import alarms, iam, stack, usage_plan
+from infra import alarms, iam, ocr_function, stack, usage_plan
 from infra.names import APP_NAME, Names
 
 API_FUNCTION = 'APIHandler'
@@ -58,6 +60,8 @@ STREAM_SETTINGS = {
 SCHEDULE_INVOKE_CONFIG = {'MaximumRetryAttempts': 0, 'MaximumEventAgeInSeconds': 60}
 SCHEDULE_RETRY_POLICY = {'MaximumRetryAttempts': 3, 'MaximumEventAgeInSeconds': 60}
 UNPATCHED_EVENTS = {'SNS', 'CloudWatchEvent'}   # nothing to tune; their IAM is the sender's
+# functions whose SQS batch size infra chose (not Chalice's default of 1, which means "unchosen")
+CHOSEN_BATCH_SIZES = {ocr_function.LOGICAL_ID: ocr_function.BATCH_SIZE}
 
 PARAMETERS = {
     'JwtIssuer': {'Type': 'String', 'Default': '', 'Description': 'AUTH_JWT_ISSUER (empty: no bearer JWTs)'},
@@ -133,7 +137,9 @@ def _patch_sqs(stage: str, function: str, props: dict[str, Any], event: dict[str
     if name not in queues:
         raise PackagingError(f'{function} consumes {name}, which is not a redriven queue of the data stack '
                              f'({", ".join(sorted(queues))}): add it to infra/stack.py')
-    if p.get('BatchSize', CHALICE_SQS_BATCH_SIZE) == CHALICE_SQS_BATCH_SIZE:
+    if function in CHOSEN_BATCH_SIZES:
+        p['BatchSize'] = CHOSEN_BATCH_SIZES[function]
+    elif p.get('BatchSize', CHALICE_SQS_BATCH_SIZE) == CHALICE_SQS_BATCH_SIZE:
         p['BatchSize'] = SQS_BATCH_SIZE
     window = p.setdefault('MaximumBatchingWindowInSeconds', 0)
     if p['BatchSize'] > 10 and window < 1:
@@ -199,10 +205,13 @@ def patch(doc: dict[str, Any], stage: str, is_service_route: Callable[[str], boo
     n = Names(stage)
     out = copy.deepcopy(doc)
     resources: dict[str, Any] = out['Resources']
-    functions = {lid: r for lid, r in resources.items() if r['Type'] == 'AWS::Serverless::Function'}
     for required in (API_FUNCTION, AUTHORIZER_FUNCTION):
-        if required not in functions:
+        if resources.get(required, {}).get('Type') != 'AWS::Serverless::Function':
             raise PackagingError(f'chalice package emitted no {required}')
+    # the OCR function (a container image Chalice cannot package), with the stage's environment
+    stage_env = resources[API_FUNCTION]['Properties'].get('Environment', {}).get('Variables', {})
+    resources[ocr_function.LOGICAL_ID] = ocr_function.function(stage, stage_env)
+    functions = {lid: r for lid, r in resources.items() if r['Type'] == 'AWS::Serverless::Function'}
     names = {lid: n.function(lid) for lid in functions}
 
     shared_key = _resolve(n.shared_usage_key_secret)
@@ -271,7 +280,8 @@ def patch(doc: dict[str, Any], stage: str, is_service_route: Callable[[str], boo
         dimensions={'ApiName': api_name, 'Stage': usage_plan.api_stage_name(stage)})
 
     out['Description'] = f'Platform API application ({stage}): API Gateway, Lambda functions, usage plans, alarms'
-    out['Parameters'] = {**PARAMETERS, **alarms.parameters(), **out.get('Parameters', {})}
+    out['Parameters'] = {**PARAMETERS, ocr_function.IMAGE_PARAMETER: dict(ocr_function.PARAMETER),
+                         **alarms.parameters(), **out.get('Parameters', {})}
     out['Conditions'] = {**alarms.conditions(), **out.get('Conditions', {})}
     out.setdefault('Outputs', {}).update({
         'PerKeyUsagePlanId': {'Value': {'Ref': 'PerKeyUsagePlan'}, 'Description': 'USAGE_PLAN_ID'},

@@ -67,6 +67,9 @@ def grants(stage: str) -> list[Grant]:
         Grant('DocumentsList', ('s3:ListBucket',), (_arn('s3', n.bucket, regional=False, account=False),), APP),
         Grant('ActivityStartsSend', ('sqs:SendMessage', 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes'),
               (_arn('sqs', n.queue),), APP),
+        # pages without a text layer go to the OCR function's queue (infra/ocr_function.py)
+        Grant('OcrStartsSend', ('sqs:SendMessage', 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes'),
+              (_arn('sqs', n.ocr_queue),), APP),
         Grant('Events', ('events:PutEvents',), (_arn('events', f'event-bus/{n.event_bus}'),), APP),
         Grant('OrgSecretsRead', ('secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'),
               (_arn('secretsmanager', f'secret:{n.org_secrets_prefix}*'),), APP),

@@ -48,6 +48,15 @@ class Names:
         return f'{self.prefix}-activity-starts-dlq'
 
     @property
+    def ocr_queue(self) -> str:
+        """Pages that need OCR, consumed by the OCR function (infra/ocr_function.py)."""
+        return f'{self.prefix}-ocr-starts'
+
+    @property
+    def ocr_queue_dlq(self) -> str:
+        return f'{self.prefix}-ocr-starts-dlq'
+
+    @property
     def outbox_failures(self) -> str:
         """Where the outbox publisher's (table stream) event source sends what it gave up on."""
         return f'{self.prefix}-outbox-failures'

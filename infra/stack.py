@@ -1,6 +1,7 @@
 """CloudFormation for the stateful resources of a stage (the *data stack*), generated from the
 code so the two cannot drift: the table (keys, GSIs and projections read from the pynamodb
-model), the document bucket, the activity-start queue and its dead-letter queue, the outbox
+model), the document bucket, the activity-start queue and its dead-letter queue, the OCR
+function's queue and its dead-letter queue, the outbox
 publisher's failure queue, the event bus, the stage's generated secrets, and the alarms on all
 of them. Names come from infra/names.py; the app stack (infra/app.py) imports the exports.
 
@@ -17,7 +18,7 @@ import sys
 from typing import Any
 
 from chalicelib.kernel.store.model import Item
-from infra import alarms
+from infra import alarms, ocr_function
 from infra.names import Names
 
 TTL_ATTRIBUTE = 'ttl'
@@ -142,7 +143,7 @@ def _secret(name: str, description: str) -> dict[str, Any]:
 
 
 # Queues that hold what failed elsewhere: alarmed on depth, and not themselves redriven.
-DEAD_LETTER_QUEUES = ('ActivityStartsDLQ', 'OutboxFailures')
+DEAD_LETTER_QUEUES = ('ActivityStartsDLQ', 'OcrStartsDLQ', 'OutboxFailures')
 
 
 def _alarms(n: Names, resources: dict[str, Any]) -> dict[str, Any]:
@@ -181,6 +182,9 @@ def template(stage: str = 'prod', keep_retired: tuple[str, ...] | None = None) -
         'DocumentsPolicy': _tls_only('Documents'),
         'ActivityStartsDLQ': _queue(n.queue_dlq),
         'ActivityStarts': _queue(n.queue, dlq='ActivityStartsDLQ', visibility=QUEUE_VISIBILITY_TIMEOUT),
+        # pages without a text layer, for the OCR function (infra/ocr_function.py)
+        'OcrStartsDLQ': _queue(n.ocr_queue_dlq),
+        'OcrStarts': _queue(n.ocr_queue, dlq='OcrStartsDLQ', visibility=ocr_function.QUEUE_VISIBILITY_TIMEOUT),
         'OutboxFailures': _queue(n.outbox_failures),
         'EventBus': {'Type': 'AWS::Events::EventBus', 'Properties': {'Name': n.event_bus}},
         'InternalServiceToken': _secret(n.internal_token_secret,
@@ -206,6 +210,7 @@ def template(stage: str = 'prod', keep_retired: tuple[str, ...] | None = None) -
             'TableStreamArn': export('TableStreamArn', {'Fn::GetAtt': ['Table', 'StreamArn']}),
             'BucketName': {'Value': {'Ref': 'Documents'}},
             'QueueUrl': {'Value': {'Ref': 'ActivityStarts'}},
+            'OcrQueueUrl': {'Value': {'Ref': 'OcrStarts'}},
             'OutboxFailuresQueueArn': export('OutboxFailuresQueueArn', {'Fn::GetAtt': ['OutboxFailures', 'Arn']}),
             'EventBusName': {'Value': {'Ref': 'EventBus'}},
         },

@@ -76,6 +76,9 @@ class Config:
     upload_session_seconds: int = 86_400
     small_upload_max_bytes: int = limits.SMALL_UPLOAD_MAX_BYTES
     content_url_seconds: int = 300
+    # the OCR function's queue (infra/stack.py OcrStarts; docs/operations/parsing.md): pages
+    # without a text layer go there from the zip-packaged worker, which has no Tesseract
+    ocr_queue_name: str = 'platform-local-ocr-starts'
     # the time budget of one request (core/budget.py, docs/api/limits.md); on Lambda also capped
     # by the invocation's remaining time, and never above API Gateway's 29 s
     request_budget_seconds: float = 8.0
@@ -127,6 +130,7 @@ def get_config() -> Config:
         table_name=env.get('TABLE_NAME', 'platform-local'),
         bucket_name=env.get('BUCKET_NAME', 'platform-local-documents'),
         activity_queue_name=env.get('ACTIVITY_QUEUE_NAME', 'platform-local-activity-starts'),
+        ocr_queue_name=env.get('OCR_QUEUE_NAME', 'platform-local-ocr-starts'),
         region=env.get('AWS_REGION') or env.get('AWS_DEFAULT_REGION') or 'us-east-1',
         endpoint_url=env.get('AWS_ENDPOINT_URL') or None,
         public_url=(env.get('PUBLIC_API_URL') or '').strip().rstrip('/') or None,

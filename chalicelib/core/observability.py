@@ -22,9 +22,12 @@ addresses are never logged (the UI-event code stores only their HMAC).
 **Metrics** (CloudWatch EMF through Powertools, namespace ``METRICS_NAMESPACE``) are written
 only when ``METRICS_ENABLED`` is true (the deployed stages); locally ``count`` does nothing.
 
-**Tracing** (X-Ray through Powertools' Tracer) only when ``TRACING_ENABLED``: creating a Tracer
-imports aws_xray_sdk (~210 ms even when disabled, FIELD-NOTES), so it is created on first use
-and never when off.
+**Tracing** (X-Ray through Powertools' Tracer) only when ``TRACING_ENABLED`` (the deployed
+stages): creating a Tracer imports aws_xray_sdk (~210 ms even when disabled, FIELD-NOTES), so it
+is created on first use and never when off. requirements.txt ships the SDK (Lambda's runtime does
+not); should it be missing or fail anyway, tracing turns itself off with one warning and the
+request goes on (issue 38: it once answered every request with a 500). Its cold-start cost is
+measured in bench/README.md "The Lambda package".
 
 Cold start: Powertools is imported on the first log line or request (~45 ms), not by
 ``import app``.
@@ -179,24 +182,72 @@ def count(name: str, value: float = 1, **dimensions: str) -> None:
 
 # ----------------------------------------------------------------------------- tracing
 
+_tracing_off_reason: str | None = None   # set once tracing has been found unable to work
+
+
+def _tracing_failed(reason: str) -> None:
+    """Tracing stops for this process with one warning; requests go on untraced."""
+    global _tracing_off_reason
+    if _tracing_off_reason is None:
+        _tracing_off_reason = reason
+        get_logger('tracing').warning('tracing is off for this process: %s', reason)
+
+
+def _reset_tracing() -> None:
+    """Forget the tracer and any failure (tests that switch tracing on and off)."""
+    global _tracer, _tracing_off_reason
+    _tracer = None
+    _tracing_off_reason = None
+
+
 def _get_tracer() -> Any:
+    """Powertools' Tracer, created on first use; None when it cannot be (aws_xray_sdk missing)."""
     global _tracer
-    if _tracer is None:
+    if _tracer is None and _tracing_off_reason is None:
         with _lock:
-            if _tracer is None:
-                from aws_lambda_powertools import Tracer  # noqa: PLC0415 - lazy: aws_xray_sdk, ~210 ms
-                _tracer = Tracer(service=get_config().service_name)   # patches botocore: AWS calls are subsegments
+            if _tracer is None and _tracing_off_reason is None:
+                try:
+                    from aws_lambda_powertools import Tracer  # noqa: PLC0415 - lazy: aws_xray_sdk, ~210 ms
+                    _tracer = Tracer(service=get_config().service_name)   # patches botocore: AWS calls are subsegments
+                except ImportError as exc:
+                    _tracing_failed(f'{exc} (TRACING_ENABLED=true needs aws-xray-sdk: requirements.txt)')
     return _tracer
 
 
 @contextlib.contextmanager
 def trace(name: str, **annotations: str) -> Iterator[None]:
-    """A traced subsegment (X-Ray) when tracing is enabled; nothing otherwise."""
-    if not get_config().tracing_enabled:
+    """A traced subsegment (X-Ray) when tracing is enabled; nothing otherwise. Tracing never
+    fails the work it traces: a tracer that cannot load or open a subsegment turns tracing off
+    with one warning (issue 38), and errors of the work pass through unchanged."""
+    if not get_config().tracing_enabled or _tracing_off_reason is not None:
         yield
         return
-    with _get_tracer().provider.in_subsegment(f'## {name}') as subsegment:
-        for key, value in annotations.items():
-            if value is not None:
-                subsegment.put_annotation(key=key, value=str(value))
+    manager = None
+    try:
+        tracer = _get_tracer()
+        if tracer is not None:
+            manager = tracer.provider.in_subsegment(f'## {name}')
+            subsegment = manager.__enter__()
+            if subsegment is not None:   # None: no segment to attach to (the SDK logged it)
+                for key, value in annotations.items():
+                    if value is not None:
+                        subsegment.put_annotation(key=key, value=str(value))
+    except Exception as exc:  # noqa: BLE001 - tracing is best effort; the request is not
+        _tracing_failed(f'{type(exc).__name__}: {exc}')
+        if manager is not None:
+            with contextlib.suppress(Exception):
+                manager.__exit__(None, None, None)
+        manager = None
+    if manager is None:
         yield
+        return
+    try:
+        yield
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):   # the subsegment records it; the caller gets it as it was
+            manager.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    try:
+        manager.__exit__(None, None, None)
+    except Exception as exc:  # noqa: BLE001 - closing a subsegment must not fail finished work
+        _tracing_failed(f'{type(exc).__name__}: {exc}')

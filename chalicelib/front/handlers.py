@@ -2,8 +2,9 @@
 work under its log context (core/observability.py: request_id, correlation_id).
 
 * ``sqs_batch``: the activity-queue worker. Powertools' BatchProcessor runs each message
-  through features/work/pipelines.py ``handle_message`` (document processing's messages; every
-  other kind goes on to features/work/service.py ``handle_message``) and answers ``{"batchItemFailures": [...]}``
+  through features/work/worker.py ``handle_message`` (every message type: activity starts,
+  document processing, and every execution's steps through the one engine, features/work/engine.py)
+  and answers ``{"batchItemFailures": [...]}``
   (partial batch response: only the failed messages come back; after the queue's
   maxReceiveCount one lands in the dead-letter queue). A message's correlation id is its
   ``correlationId`` attribute (the request that queued it); its request id is the message id.
@@ -43,7 +44,7 @@ def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     # lazy: Powertools' batch utility and the services load on the first message, not at import
     from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType  # noqa: PLC0415
 
-    from chalicelib.features.work import pipelines  # noqa: PLC0415 - pipelines first, then service
+    from chalicelib.features.work import worker  # noqa: PLC0415 - lazy: the worker's modules
 
     deadline = deadline_of(context)
 
@@ -52,8 +53,8 @@ def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         correlation = (attributes.get('correlationId') or {}).get('stringValue')
         with observability.work(request_id=record.message_id, correlation_id=correlation):
             try:
-                outcome = pipelines.handle_message(record.body, deadline=deadline)
-            except pipelines.Deferred as exc:   # not started: redelivered, as a batch item failure
+                outcome = worker.handle_message(record.body, deadline=deadline)
+            except worker.Deferred as exc:   # not started: redelivered, as a batch item failure
                 log.info('message deferred', extra={'message_id': record.message_id, 'reason': str(exc)[:300]})
                 observability.count('WorkerMessages', outcome='deferred')
                 raise

@@ -104,19 +104,49 @@ def install(app) -> None:
 
     @app.middleware('http')
     def platform_middleware(event, get_response):
-        context = event.context or {}
-        route = context.get('resourcePath')
-        started = time.perf_counter()
-        # API Gateway's request id when there is one (it is what its access logs show)
-        with observability.work(request_id=context.get('requestId'), route=route, method=event.method) as work:
-            with observability.trace(f'{event.method} {route}', route=route):
-                response = _handle(event, get_response, route, work['request_id'])
-            response.headers['X-Request-Id'] = work['request_id']
-            observability.log_request(status=response.status_code, duration_ms=(time.perf_counter() - started) * 1000)
-            observability.count('Requests', route=route or 'unknown', statusClass=f'{response.status_code // 100}xx')
-            if response.status_code == 429:
-                observability.count('Throttled', route=route or 'unknown')
+        request_id = response = None
+        try:
+            context = event.context or {}
+            route = context.get('resourcePath')
+            started = time.perf_counter()
+            # API Gateway's request id when there is one (it is what its access logs show)
+            with observability.work(request_id=context.get('requestId'), route=route, method=event.method) as work:
+                request_id = work['request_id']
+                with observability.trace(f'{event.method} {route}', route=route):
+                    response = _handle(event, get_response, route, request_id)
+                response.headers['X-Request-Id'] = request_id
+                observability.log_request(status=response.status_code,
+                                          duration_ms=(time.perf_counter() - started) * 1000)
+                observability.count('Requests', route=route or 'unknown',
+                                    statusClass=f'{response.status_code // 100}xx')
+                if response.status_code == 429:
+                    observability.count('Throttled', route=route or 'unknown')
+        except Exception as exc:  # noqa: BLE001 - a failure around the view's own mapping (issue 38)
+            response = _outside_failure(exc, request_id or (event.context or {}).get('requestId'), response)
         return response
+
+
+def _outside_failure(exc: Exception, request_id: str | None, response: Response | None) -> Response:
+    """A failure outside ``_handle``'s mapping: opening the request's context (logging, tracing),
+    or accounting for it afterwards. Before a response exists it is the contract's 500 naming
+    the request id; after, the response stands (the view's work is done) and the failure is only
+    logged. Either way the answer carries X-Request-Id."""
+    request_id = request_id or observability.new_id()
+    if response is None:
+        try:
+            error = last_resort.answer(chalice_adapter.unwrap(exc), request_id=request_id)
+        except Exception:  # noqa: BLE001 - the mapping itself failed: the plainest answer
+            error = ApiError(f'An internal error occurred (request {request_id})', status=500)
+        response = _error_response(error.status, error.message, error.headers, **error.extra)
+        try:
+            from chalicelib.features.identity.ratelimit import untracked  # noqa: PLC0415 - lazy: cold start
+            response.headers.update(untracked().headers())
+        except Exception:  # noqa: BLE001 - the limit's headers are a courtesy here
+            pass
+    else:
+        log.error('request %s: failed after its response was made', request_id, exc_info=exc)
+    response.headers['X-Request-Id'] = request_id
+    return response
 
 
 def _handle(event, get_response, route: str | None, request_id: str) -> Response:

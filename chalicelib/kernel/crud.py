@@ -306,22 +306,26 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
 
 
 def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: Principal,
-           action: str = 'updated') -> dict[str, Any]:
-    """PUT semantics (module docstring). ``action`` names the write's domain event
-    (``<family>.<action>``: a status change is ``tasks.statusChanged``, docs/api/work.md)."""
+           action: str = 'updated', loaded: Stored | None = None) -> dict[str, Any]:
+    """Update the record ``id_`` with ``body`` (the update semantics of docs/api). ``action``
+    names the write's domain event (``<family>.<action>``: a status change is
+    ``tasks.statusChanged``, docs/api/work.md). ``loaded``: the record as the caller has just
+    read it with ``load_visible`` (an action that checks something of the record first): the
+    first attempt writes over it instead of reading it again; a conflict re-reads as usual."""
     family = _family(family)
     body = references.normalize(family, body)
     body = hook_for(family).prepare_body(family, principal, body, id_)
     expected = _sequence_from(body)
     values, nulls = clean_input(family, body)
+    first = [loaded] if loaded is not None and loaded.id == id_ else []
     if expected is None and unlocked.plain(family, values, nulls):   # no read-modify-write (unlocked.py)
-        stored = load_visible(family, id_, principal)
+        stored = first.pop() if first else load_visible(family, id_, principal)
         require_write(family, principal, stored, op='update')
         return unlocked.apply(family, stored, values, nulls, principal, action=action)
     embedded: list[bool] = []
 
     def attempt() -> dict[str, Any]:
-        stored = load_visible(family, id_, principal)
+        stored = first.pop() if first else load_visible(family, id_, principal)
         require_write(family, principal, stored, op='update')
         if expected is not None and expected != stored.seq:
             raise Conflict('The resource was changed by someone else (stale changeSequence)',

@@ -11,12 +11,13 @@ from tests.support import create
 @pytest.fixture
 def world(api, org_id, bucket):  # noqa: F811
     project = create(api, 'projects', org_id)
+    keep = api.post('/api/labels', {'organizationId': org_id, 'name': 'keep'}).json['id']   # families hold label ids
     fams = [api.post('/api/document-families', {'projectId': project['id'], 'path': f'f{i}.pdf',
-                                                'labels': ['keep']}).json for i in range(3)]
+                                                'labels': [keep]}).json for i in range(3)]
     done = api.post('/api/document-statuses', {'projectId': project['id'], 'status': 'Done', 'slug': 'done',
                                                'statusType': 'RESOLVED'}).json
     labels = [api.post('/api/labels', {'organizationId': org_id, 'name': f'L{i}'}).json for i in range(2)]
-    return {'project': project, 'families': fams, 'done': done, 'labels': labels}
+    return {'project': project, 'families': fams, 'done': done, 'labels': labels, 'keep': keep}
 
 
 def test_labels_status_lock_notes_task_and_deletes(api, org_id, world):
@@ -26,7 +27,7 @@ def test_labels_status_lock_notes_task_and_deletes(api, org_id, world):
     foreign = create(api, 'document-families', org_id)   # another project
     body = {'projectId': project['id'], 'documentFamilyIds': [fams[0]['id'], fams[1]['id'], foreign['id']],
             'documentStatus': {'slug': 'done'},
-            'labelUpdates': {'newLabels': [labels[0]['id'], labels[1]['id']], 'removedLabels': ['keep']},
+            'labelUpdates': {'newLabels': [labels[0]['id'], labels[1]['id']], 'removedLabels': [world['keep']]},
             'notes': {'newNotes': ['checked', {'content': 'twice'}]},
             'deletes': {'documentFamilyIds': [fams[2]['id']]},
             'task': {'id': task['id'], 'statusSlug': status['slug'], 'changeSequence': task['changeSequence']}}
@@ -118,11 +119,12 @@ def test_bad_batches_are_400_and_change_nothing(api, world, body):
     full = {'projectId': world['project']['id'], **body} if body else body
     r = api.post('/api/batch-update', full)
     assert r.status in (400, 404), r.json
-    assert all(api.get(f"/api/document-families/{f['id']}").json['labels'] == ['keep'] for f in world['families'])
+    assert all(api.get(f"/api/document-families/{f['id']}").json['labels'] == [world['keep']]
+               for f in world['families'])
 
 
 def test_a_viewer_cannot_batch(api, users, world):
     r = api.as_key(users['VIEWER']).post('/api/batch-update', {
         'projectId': world['project']['id'], 'documentFamilyIds': [world['families'][0]['id']],
-        'labelUpdates': {'removedLabels': ['keep']}})
+        'labelUpdates': {'removedLabels': [world['keep']]}})
     assert r.status == 403

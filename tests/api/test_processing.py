@@ -21,6 +21,7 @@ pytestmark = pytest.mark.usefixtures('net')   # tests/api/conftest.py: no packet
 @pytest.fixture
 def prj(api, org_id, bucket, reach):
     project = api.post('/api/projects', {'name': 'processing', 'organizationId': org_id}).json
+    invoice = api.post('/api/labels', {'organizationId': org_id, 'name': 'invoice'}).json
     for slug, kind in (('received', 'UNRESOLVED'), ('processed', 'RESOLVED')):
         r = api.post('/api/document-statuses', {'projectId': project['id'], 'status': slug, 'slug': slug,
                                                 'statusType': kind})
@@ -29,7 +30,7 @@ def prj(api, org_id, bucket, reach):
                                               'slug': f'inbox-{uuid.uuid4().hex[:8]}'}).json
     bridge = make_bridge(api, project['id'], reach, [endpoint('echo', '/echo'), endpoint('fail', '/status')],
                          slug='ocr', agentCallable=True)
-    return {'project': project, 'store': store, 'bridge': bridge}
+    return {'project': project, 'store': store, 'bridge': bridge, 'invoice': invoice}
 
 
 def steps(*, fail: bool = False, attempts: int = 1) -> list[dict]:
@@ -100,7 +101,7 @@ def test_an_upload_runs_the_pipeline_of_the_subscribed_assistant(api, prj, work,
     assert seen.path.startswith('/echo?') and 'X-Amz-Signature' in seen.path and 'X-Amz-Expires' in seen.path
     assert 'path=in%2F2026%2Fa.pdf' in seen.path and query['url'].startswith('http')
     after = api.get(f"/api/document-families/{family['id']}").json
-    assert after['documentStatus']['slug'] == 'processed' and after['labels'] == ['invoice']
+    assert after['documentStatus']['slug'] == 'processed' and after['labels'] == [prj['invoice']['id']]
     assert after['metadata'] == {'pages': 1, 'ocrPath': seen.path}
     assert after['processing'] == {'assistantId': helper['id'], 'assistantName': 'Invoice reader',
                                    'executionId': execution['id'], 'status': 'SUCCEEDED', 'step': 'classify',
@@ -223,3 +224,209 @@ def test_a_malformed_pipeline_message_goes_to_the_dead_letter_queue(api, prj, wo
     work.send(json.dumps({'type': 'pipeline.step', 'executionId': 'x'}))
     work.drain(seconds=5)
     assert work.depth(work.dlq_url) == 1
+
+
+# ----------------------------------------------------------------------------- the one execution engine (issue 40)
+
+def _forge_running(execution_id: str) -> None:
+    """Make the execution look as a worker leaves it when it dies (or its outcome write fails)
+    right after claiming attempt 1: RUNNING, one attempt made, just now."""
+    from chalicelib.core import clock
+    from chalicelib.features.identity.service_token import SERVICE
+    from chalicelib.kernel import records
+    from chalicelib.kernel.registry import family
+    from chalicelib.kernel.store import table
+    stored = table.get('executions', execution_id)
+    forged = {**stored.data, 'status': 'RUNNING', 'attempts': 1, 'updatedOn': clock.now_iso(),
+              'changeSequence': stored.seq + 1}
+    records.commit(records.update_ops(family('executions'), forged, stored, principal=SERVICE))
+
+
+def test_a_step_found_running_on_redelivery_is_checked_back_not_consumed(api, prj, work, monkeypatch):
+    """The one redelivery rule (docs/api/work.md "The worker"), for a pipeline's step: a message
+    whose attempt is RUNNING within its time is not consumed (which left a dead attempt RUNNING
+    for good): a check-back message comes when the attempt's time is up, finds it interrupted,
+    and attempt 2 runs. Before issue 40, pipelines consumed it as 'attempt in progress'."""
+    from chalicelib.features.work import engine
+    monkeypatch.setattr(engine, 'INTERRUPTED_AFTER_SECONDS', 0)
+    script = {'name': 'read', 'stepType': 'SCRIPT', 'options': {'expression': 'family.path'},
+              'executionPolicy': {'maxAttempts': 2, 'timeoutSeconds': 1}}
+    assistant(api, prj, steps=[script])
+    family = upload(api, prj, 'redelivered.pdf')
+    work.publish_outbox()
+    work.queue.poll_once(wait_seconds=0)          # the start: the run exists, its step 0 attempt 1 queued
+    [execution] = executions_of(api, family['id'])
+    work.queue.sqs.purge_queue(QueueUrl=work.queue.url)
+    _forge_running(execution['id'])               # a worker claimed attempt 1 and died
+    work.send({'type': 'pipeline.step', 'executionId': execution['id'], 'step': 0, 'attempt': 1})
+    work.drain(seconds=15)
+    execution = api.get(f"/api/executions/{execution['id']}").json
+    assert execution['status'] == 'SUCCEEDED' and execution['attempts'] == 2, execution['statusMessages']
+    assert any('interrupted' in m['message'] for m in execution['statusMessages'])
+    assert execution['output'] == {'read': 'redelivered.pdf'}
+
+
+@pytest.fixture
+def probe(monkeypatch):
+    """A step kind only the engine knows (as PARSE and EXTRACT are added): one entry in
+    engine.RUNNERS, its runner a plain function of (execution, options, seconds, principal) as a
+    feature's service exposes it. ``script`` lists what each call does in turn."""
+    from chalicelib.features.work import engine
+    calls: list[dict] = []
+    script: list = []
+
+    def run_probe_step(execution, options, seconds, principal):
+        calls.append({'progress': (execution.get('metadata') or {}).get('progress'), 'seconds': seconds,
+                      'options': options, 'principal': principal.email})
+        action = script.pop(0) if script else {'done': True}
+        if isinstance(action, BaseException):
+            raise action
+        return action
+
+    monkeypatch.setitem(engine.RUNNERS, 'PROBE', engine.Runner(
+        lambda run: run_probe_step(run.execution, run.options, run.seconds, run.principal)))
+    return {'calls': calls, 'script': script}
+
+
+def probe_steps(**policy) -> list[dict]:
+    return [{'name': 'probe', 'stepType': 'PROBE', 'options': {'pages': 3},
+             **({'executionPolicy': policy} if policy else {})}]
+
+
+def test_a_new_step_kind_continues_across_messages_without_counting_attempts(api, prj, work, probe):
+    from chalicelib.core.resumable import Continue
+    probe['script'].extend([Continue({'page': 1}, message='pages 1-1 of 3 read'),
+                            Continue({'page': 2}), {'pages': 3}])
+    assistant(api, prj, steps=probe_steps())
+    family = upload(api, prj, 'scan.pdf')
+    settle(work)
+    [execution] = executions_of(api, family['id'])
+    assert execution['status'] == 'SUCCEEDED', execution['statusMessages']
+    assert execution['attempts'] == 1 and execution['output'] == {'probe': {'pages': 3}}
+    assert [c['progress'] for c in probe['calls']] == [None, {'page': 1}, {'page': 2}]   # handed back
+    assert all(c['options'] == {'pages': 3} and 0 < c['seconds'] <= 20 for c in probe['calls'])
+    assert probe['calls'][0]['principal'].startswith('assistant:')   # a pipeline's steps act as its assistant
+    assert 'progress' not in execution['metadata'] and 'continuations' not in execution['metadata']
+    lines = [m['message'] for m in execution['statusMessages']]
+    assert any('pages 1-1 of 3 read; continues in a new message' in line for line in lines)
+    assert any('(continuation 2)' in line for line in lines)
+    from chalicelib.ops import check_table
+    violations, snap = check_table.run()   # five writes of the run, each in the layout its record counts in
+    assert not violations, check_table.report(violations, snap, check_table.CHECKS)
+
+
+def test_the_progress_of_a_continued_step_is_visible_on_the_execution(api, prj, work, probe, monkeypatch):
+    from chalicelib.core.resumable import Continue
+    from chalicelib.features.work import engine
+    monkeypatch.setattr(engine, 'MAX_CONTINUATIONS', 2)
+    probe['script'].extend([Continue({'page': n}, delay_seconds=0) for n in range(1, 10)])
+    assistant(api, prj, steps=probe_steps(maxAttempts=3))
+    family = upload(api, prj, 'endless.pdf')
+    work.publish_outbox()
+    work.queue.poll_once(wait_seconds=0)          # the start
+    work.queue.poll_once(wait_seconds=0)          # the first message: not finished
+    [execution] = executions_of(api, family['id'])
+    assert execution['status'] == 'PENDING' and execution['attempts'] == 0
+    assert execution['metadata']['progress'] == {'page': 1} and execution['metadata']['continuations'] == 1
+    settle(work)
+    execution = api.get(f"/api/executions/{execution['id']}").json
+    # the cap: a step that never finishes fails (no retry: it would not finish either)
+    assert execution['status'] == 'FAILED' and len(probe['calls']) == 3, execution['statusMessages']
+    assert 'not finished after 2 continuations' in execution['statusMessages'][-1]['message']
+
+
+def test_a_new_step_kind_says_retry_or_fail_now_with_the_errors_of_core(api, prj, work, probe):
+    from chalicelib.core.errors import BadRequest, ServiceUnavailable
+    probe['script'].extend([ServiceUnavailable('the OCR pool is busy'), {'pages': 3}])
+    assistant(api, prj, steps=probe_steps(maxAttempts=3))
+    retried = upload(api, prj, 'busy.pdf')
+    settle(work)
+    [execution] = executions_of(api, retried['id'])
+    assert execution['status'] == 'SUCCEEDED' and execution['attempts'] == 2, execution['statusMessages']
+    assert any('the OCR pool is busy; attempt 2 in 0 s' in m['message'] for m in execution['statusMessages'])
+
+    probe['script'].extend([BadRequest('the file is not a PDF')])
+    refused = upload(api, prj, 'broken.pdf')
+    settle(work)
+    [execution] = executions_of(api, refused['id'])
+    assert execution['status'] == 'FAILED' and execution['attempts'] == 1, execution['statusMessages']
+    assert 'the file is not a PDF; 1 of 3 attempts made, no retry' in execution['statusMessages'][-1]['message']
+
+
+def test_the_stages_before_the_pipelines_run_first_and_the_pipelines_see_their_output(api, prj, work, probe,
+                                                                                        monkeypatch):
+    from chalicelib.features.work import pipelines
+    monkeypatch.setattr(pipelines, 'STAGES_BEFORE_PIPELINES', [{'name': 'parse', 'stepType': 'PROBE'}])
+    probe['script'].append({'pageCount': 4})
+    helper = assistant(api, prj, steps=[{'name': 'pages', 'stepType': 'SCRIPT',
+                                         'options': {'expression': 'stages.parse.pageCount * 10'}}])
+    family = upload(api, prj, 'staged.pdf')
+    settle(work)
+    runs = {e['name']: e for e in executions_of(api, family['id'])}
+    assert set(runs) == {pipelines.STAGES_NAME, 'Invoice reader'}
+    stage, run = runs[pipelines.STAGES_NAME], runs['Invoice reader']
+    assert stage['status'] == 'SUCCEEDED' and stage['output'] == {'parse': {'pageCount': 4}}
+    assert 'assistantId' not in stage and probe['calls'][0]['principal'] == 'service@internal'   # as the service
+    assert run['status'] == 'SUCCEEDED' and run['assistantId'] == helper['id'] and run['output'] == {'pages': 40}
+    assert run['createdOn'] >= stage['endDate']   # the pipeline started once the stages had ended
+    # a stage that fails starts no pipeline
+    probe['script'].append(RuntimeError('the parser crashed'))
+    other = upload(api, prj, 'unparsable.pdf')
+    settle(work)
+    [stage] = executions_of(api, other['id'])
+    assert stage['name'] == pipelines.STAGES_NAME and stage['status'] == 'FAILED'
+    assert 'internal error (RuntimeError)' in stage['statusMessages'][-1]['message']
+
+
+# ----------------------------------------------------------------------------- labels and locked (issue 40)
+
+def test_a_script_names_labels_by_name_or_id_and_the_family_holds_ids(api, prj, org_id, work):
+    """Defect 2: a SCRIPT stored label NAMES where batch-update stores ids, so one family held
+    ['invoice', '<id of invoice>']. Now both hold ids (docs/api/processing.md)."""
+    urgent = api.post('/api/labels', {'organizationId': org_id, 'name': 'urgent'}).json
+    invoice = prj['invoice']['id']
+    assistant(api, prj, steps=[{'name': 'tag', 'stepType': 'SCRIPT',
+                                'options': {'expression': f"{{'labels': ['invoice', '{urgent['id']}']}}"}}])
+    family = upload(api, prj, 'labelled.pdf')
+    settle(work)
+    [execution] = executions_of(api, family['id'])
+    assert execution['status'] == 'SUCCEEDED', execution['statusMessages']
+    assert api.get(f"/api/document-families/{family['id']}").json['labels'] == [invoice, urgent['id']]
+    r = api.post('/api/batch-update', {'projectId': prj['project']['id'], 'documentFamilyIds': [family['id']],
+                                       'labelUpdates': {'newLabels': [invoice]}})
+    assert r.status == 200 and r.json['contentObjectUpdates'][0]['success'] is True, r.json
+    assert api.get(f"/api/document-families/{family['id']}").json['labels'] == [invoice, urgent['id']]
+
+
+def test_a_script_naming_an_unknown_label_fails_at_once_and_creates_nothing(api, prj, org_id, work):
+    assistant(api, prj, steps=[{'name': 'tag', 'stepType': 'SCRIPT', 'options': {'expression': "{'labels': 'nope'}"},
+                                'executionPolicy': {'maxAttempts': 3}}])
+    family = upload(api, prj, 'unknown-label.pdf')
+    settle(work)
+    [execution] = executions_of(api, family['id'])
+    assert execution['status'] == 'FAILED' and execution['attempts'] == 1, execution['statusMessages']
+    assert "no label named 'nope' in the organization" in execution['statusMessages'][-1]['message']
+    assert api.get(f"/api/document-families/{family['id']}").json['labels'] == []
+    assert api.get("/api/labels?filter=name=='nope'").json['totalElements'] == 0
+
+
+def test_a_script_setting_a_resolved_status_locks_the_family_as_batch_update_does(api, prj, work):
+    """Defect 3: a SCRIPT's RESOLVED status left the family unlocked where batch-update locked it.
+    A later run's SCRIPT on the locked family fails at once and changes nothing."""
+    assistant(api, prj, steps=[{'name': 'resolve', 'stepType': 'SCRIPT',
+                                'options': {'expression': "{'documentStatus': 'processed'}"}}])
+    family = upload(api, prj, 'resolved.pdf')
+    settle(work)
+    after = api.get(f"/api/document-families/{family['id']}").json
+    assert after['documentStatus']['slug'] == 'processed' and after['locked'] is True
+    late = assistant(api, prj, steps=[{'name': 'relabel', 'stepType': 'SCRIPT',
+                                       'options': {'expression': "{'labels': ['invoice']}"},
+                                       'executionPolicy': {'maxAttempts': 3}}], active=False, runOnExistingContent=True)
+    settle(work)   # its created event published while it is inactive
+    assert api.put(f"/api/assistants/{late['id']}", {'active': True}).status == 200
+    settle(work)
+    [run] = [e for e in executions_of(api, family['id']) if e['assistantId'] == late['id']]
+    assert run['status'] == 'FAILED' and run['attempts'] == 1, run['statusMessages']
+    assert 'is locked' in run['statusMessages'][-1]['message']
+    final = api.get(f"/api/document-families/{family['id']}").json
+    assert final['labels'] == [] and final['changeSequence'] == after['changeSequence']

@@ -48,13 +48,14 @@ def test_reading_a_whole_tenant_past_the_budget_is_a_422(api, org_id, monkeypatc
 
 def test_a_batch_past_the_budget_reports_each_write_not_made(api, org_id, bucket, monkeypatch):  # noqa: F811
     project = create(api, 'projects', org_id)
-    fam = api.post('/api/document-families', {'projectId': project['id'], 'path': 'a.pdf', 'labels': ['keep']}).json
+    keep = api.post('/api/labels', {'organizationId': org_id, 'name': 'keep'}).json['id']
+    fam = api.post('/api/document-families', {'projectId': project['id'], 'path': 'a.pdf', 'labels': [keep]}).json
     from chalicelib.core.config import get_config, reset_config
     monkeypatch.setenv('REQUEST_BUDGET_SECONDS', '0')
     reset_config()
     get_config()   # read now: requests run with the stage's variables patched in
     r = api.post('/api/batch-update', {'projectId': project['id'], 'documentFamilyIds': [fam['id']],
-                                       'labelUpdates': {'removedLabels': ['keep']}, 'notes': {'newNotes': ['n']}})
+                                       'labelUpdates': {'removedLabels': [keep]}, 'notes': {'newNotes': ['n']}})
     monkeypatch.delenv('REQUEST_BUDGET_SECONDS')
     reset_config()
     get_config()   # read now: requests run with the stage's variables patched in
@@ -62,7 +63,7 @@ def test_a_batch_past_the_budget_reports_each_write_not_made(api, org_id, bucket
     (entry,) = r.json['contentObjectUpdates']
     assert entry['success'] is False and entry['error'] == 'Unprocessable Entity' and 'work budget' in entry['reason']
     assert 'work budget' in r.json['warnings'][0]
-    assert api.get(f"/api/document-families/{fam['id']}").json['labels'] == ['keep']   # nothing written
+    assert api.get(f"/api/document-families/{fam['id']}").json['labels'] == [keep]   # nothing written
 
 
 def test_the_request_budget_is_capped_by_the_gateway_and_the_invocation():

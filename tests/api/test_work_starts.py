@@ -285,21 +285,52 @@ def test_an_attempt_whose_worker_failed_after_the_claim_is_not_left_running(api,
     message and leave the attempt RUNNING for good, but check back when the attempt's time is up,
     find it interrupted and run attempt 2 (chaos run, CI of cb3b7c5+)."""
     from chalicelib.core.errors import ServiceUnavailable
-    from chalicelib.features.work import service
-    monkeypatch.setattr(service, 'INTERRUPTED_AFTER_SECONDS', 0)
+    from chalicelib.features.work import engine
+    monkeypatch.setattr(engine, 'INTERRUPTED_AFTER_SECONDS', 0)
     plan = make_plan(api, project, [{'name': 's', 'stepType': 'SCRIPT', 'options': {'expression': '7'},
                                      'executionPolicy': {'maxAttempts': 2, 'timeoutSeconds': 1}}])
     activity = api.post(f"/api/activity-plans/{plan['id']}/start", {'projectId': project['id']}).json
-    real, failures = service._run_step, []
+    real, failures = engine._attempt, []
 
     def fails_once(*args, **kwargs):
         if not failures:
             failures.append(1)
             raise ServiceUnavailable('the table is busy')
         return real(*args, **kwargs)
-    monkeypatch.setattr(service, '_run_step', fails_once)
+    monkeypatch.setattr(engine, '_attempt', fails_once)
     work.drain(seconds=15)
     (execution,) = api.get(f"/api/executions?filter=activityId=='{activity['id']}'").json['content']
     assert failures and execution['status'] == 'SUCCEEDED' and execution['attempts'] == 2, execution
+    assert any('interrupted' in m['message'] for m in execution['statusMessages'])
+    assert api.get(f"/api/activities/{activity['id']}").json['status'] == 'COMPLETED'
+
+
+def test_an_attempt_found_running_on_redelivery_is_checked_back_not_consumed(api, work, project, monkeypatch):
+    """The one redelivery rule (features/work/engine.py), for an activity's execution, as
+    tests/api/test_processing.py checks it for a pipeline's step: a message whose attempt is
+    RUNNING within its time queues a check-back message, which finds it interrupted."""
+    from chalicelib.core import clock
+    from chalicelib.features.identity.service_token import SERVICE
+    from chalicelib.features.work import engine
+    from chalicelib.kernel import records
+    from chalicelib.kernel.registry import family
+    from chalicelib.kernel.store import table
+    monkeypatch.setattr(engine, 'INTERRUPTED_AFTER_SECONDS', 0)
+    plan = make_plan(api, project, [{'name': 's', 'stepType': 'SCRIPT', 'options': {'expression': '5'},
+                                     'executionPolicy': {'maxAttempts': 2, 'timeoutSeconds': 1}}])
+    activity = api.post(f"/api/activity-plans/{plan['id']}/start", {'projectId': project['id']}).json
+    work.queue.poll_once(wait_seconds=0)                # the start; attempt 1 is queued
+    work.sqs.purge_queue(QueueUrl=work.queue.url)
+    (execution,) = api.get(f"/api/executions?filter=activityId=='{activity['id']}'").json['content']
+    stored = table.get('executions', execution['id'])   # a worker claimed attempt 1 just now and died
+    records.commit(records.update_ops(family('executions'), {
+        **stored.data, 'status': 'RUNNING', 'attempts': 1, 'updatedOn': clock.now_iso(),
+        'changeSequence': stored.seq + 1}, stored, principal=SERVICE))
+    work.send({'type': 'execution.attempt', 'executionId': execution['id'], 'attempt': 1})
+    assert work.queue.poll_once(wait_seconds=0) == {'received': 1, 'failed': 0}   # consumed: a check-back queued
+    assert work.depth() == 1
+    work.drain(seconds=15)
+    execution = api.get(f"/api/executions/{execution['id']}").json
+    assert execution['status'] == 'SUCCEEDED' and execution['attempts'] == 2 and execution['output'] == 5
     assert any('interrupted' in m['message'] for m in execution['statusMessages'])
     assert api.get(f"/api/activities/{activity['id']}").json['status'] == 'COMPLETED'

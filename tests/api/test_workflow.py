@@ -66,6 +66,25 @@ def test_a_task_step_naming_no_status_fails_its_activity(api, org_id, work):
     assert api.get('/api/tasks').json['totalElements'] == 0
 
 
+def test_a_status_change_reads_the_task_once(api, org_id):
+    """Issue 40: PUT /api/tasks/{id}/status read the task to check its organization's statuses,
+    then the update read it again. Now the update writes over that one read."""
+    from tests import faults
+    task = create(api, 'tasks', org_id)
+    create(api, 'task-statuses', org_id, slug='triage', label='Triage', statusType='OPEN')
+    key = f"tasks#{task['id']}"
+    reads: list[str] = []
+
+    def rule(op, params):
+        if op in ('GetItem', 'BatchGetItem', 'Query') and key in str(params):
+            reads.append(op)
+        return None
+    with faults.inject(rule):
+        r = api.put(f"/api/tasks/{task['id']}/status", {'statusSlug': 'triage'})
+    assert r.status == 200 and r.json['statusSlug'] == 'triage', r.json
+    assert reads == ['GetItem'], reads
+
+
 def test_retired_todo_status_type_is_stored_as_open(api, org_id):
     made = create(api, 'task-statuses', org_id, statusType='TODO')
     assert made['statusType'] == 'OPEN'

@@ -28,6 +28,7 @@ ELSEWHERE = (
     'out/',           # what `make package` writes (docs/operations/deploy.md)
     '.local/',        # what `make run` and `make test` write
     'botocore/',      # a file of the installed botocore package (kernel/store/endpoints.py)
+    'chalice/',       # a file of the installed chalice package (the bench's bare Chalice app)
     'kodexa/',        # a file of the platform's Python SDK package (docs/api/clients.md)
     'docs/...',       # docs/README.md's placeholder for "a page"
 )

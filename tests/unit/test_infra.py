@@ -61,5 +61,6 @@ def test_chalice_stages_name_the_template_resources():
         assert env['TABLE_NAME'] == res['Table']['Properties']['TableName'] == Names(stage).table
         assert env['BUCKET_NAME'] == res['Documents']['Properties']['BucketName']
         assert env['ACTIVITY_QUEUE_NAME'] == res['ActivityStarts']['Properties']['QueueName']
+        assert env['OCR_QUEUE_NAME'] == res['OcrStarts']['Properties']['QueueName'] == Names(stage).ocr_queue
         assert env['EVENT_BUS_NAME'] == res['EventBus']['Properties']['Name']
         assert env['ORG_SECRETS_PREFIX'] == Names(stage).org_secrets_prefix == f'platform/{stage}/org/'

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from infra import app as app_stack
-from infra import iam, stack, usage_plan
+from infra import iam, ocr_function, stack, usage_plan
 from infra.names import Names
 
 pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
@@ -145,7 +145,10 @@ def test_make_package_writes_the_templates_without_aws_credentials_and_cfn_lint_
         names = set(z.namelist())
     assert {'app.py', 'chalicelib/features/identity/authorizer.py', 'chalicelib/kernel/store/table.py'} <= names
     assert not any(n.startswith(('tests/', 'infra/', 'localdev/', 'out/')) for n in names)
-    for fn in of_type(templates['app'], 'AWS::Serverless::Function').values():
+    for lid, fn in of_type(templates['app'], 'AWS::Serverless::Function').items():
+        if lid == ocr_function.LOGICAL_ID:   # a container image (infra/ocr/Dockerfile), no code zip
+            assert fn['Properties']['PackageType'] == 'Image' and 'CodeUri' not in fn['Properties']
+            continue
         assert fn['Properties']['CodeUri'] == './deployment.zip'
 
 
@@ -532,7 +535,7 @@ def test_the_app_with_every_handler_kind_still_lints_clean_and_keeps_the_propert
     assert run.returncode == 0, run.stdout + run.stderr
     expanded = json.loads((tmp_path / 'lint' / 'app.expanded.json').read_text())
     mappings = of_type(expanded, 'AWS::Lambda::EventSourceMapping')
-    assert len(mappings) == 2
+    assert len(mappings) == 3     # the probe's queue worker and stream handler, and the OCR function's queue
     for mapping in mappings.values():
         assert mapping['Properties']['FunctionResponseTypes'] == ['ReportBatchItemFailures']
     errors = {a['Properties']['Dimensions'][0]['Value']['Ref'] for a in
@@ -585,3 +588,62 @@ def test_the_apps_own_handlers_are_packaged_with_their_event_sources(templates):
     for lid in ('ActivityStartWorker', 'ScheduledJobs', 'OutboxPublisher'):
         env = app_doc[lid]['Properties'].get('Environment', {}).get('Variables', {})
         assert env.get('EVENT_BUS_NAME') == N.event_bus and env.get('TABLE_NAME') == N.table, lid
+
+
+# ----------------------------------------------------------------------------- parsing: the OCR function
+
+LAMBDA_UNZIPPED_LIMIT = 250 * 2 ** 20   # a zip function's code and layers, unzipped
+
+
+def test_the_zip_packaged_functions_fit_lambdas_unzipped_limit_with_the_parsers(templates):
+    """pypdfium2, python-docx, python-calamine, lxml and Pillow ride in the zip (docs/operations/parsing.md
+    "Sizes"); Tesseract does not (the OCR image)."""
+    with zipfile.ZipFile(OUT / 'deployment.zip') as z:
+        infos = z.infolist()
+    unzipped = sum(info.file_size for info in infos)
+    assert unzipped < LAMBDA_UNZIPPED_LIMIT
+    names = {info.filename.split('/')[0] for info in infos}
+    assert {'pypdfium2', 'pypdfium2_raw', 'docx', 'python_calamine', 'lxml', 'PIL'} <= names
+    assert 'chalicelib/features/parsing/readers/pdf.py' in {info.filename for info in infos}
+
+
+def test_the_ocr_function_is_a_container_image_on_its_own_queue_with_a_dead_letter_queue(templates):
+    app, data = templates['app'], templates['data']
+    fn = app['Resources'][ocr_function.LOGICAL_ID]['Properties']
+    assert fn['PackageType'] == 'Image' and fn['ImageUri'] == {'Ref': ocr_function.IMAGE_PARAMETER}
+    assert fn['ImageConfig'] == {'Command': ['chalicelib.front.handlers.ocr_batch']}
+    assert 'Runtime' not in fn and 'Handler' not in fn
+    assert fn['FunctionName'] == N.function(ocr_function.LOGICAL_ID)
+    assert fn['Environment']['Variables']['OCR_QUEUE_NAME'] == N.ocr_queue
+    assert fn['Environment']['Variables']['TABLE_NAME'] == N.table
+    assert app['Parameters'][ocr_function.IMAGE_PARAMETER]['Type'] == 'String'
+    assert re.fullmatch(app['Parameters'][ocr_function.IMAGE_PARAMETER]['AllowedPattern'],
+                        '123456789012.dkr.ecr.us-east-1.amazonaws.com/platform-ocr@sha256:' + 'a' * 64)
+    event = _event(app, ocr_function.LOGICAL_ID)['Properties']
+    queue_arn = f'arn:${{AWS::Partition}}:sqs:${{AWS::Region}}:${{AWS::AccountId}}:{N.ocr_queue}'
+    assert event['Queue'] == {'Fn::Sub': queue_arn}
+    assert event['BatchSize'] == 1 and event['FunctionResponseTypes'] == ['ReportBatchItemFailures']
+    assert event['ScalingConfig'] == {'MaximumConcurrency': ocr_function.MAX_CONCURRENCY}
+    queue = data['Resources']['OcrStarts']['Properties']
+    assert queue['QueueName'] == N.ocr_queue
+    assert queue['VisibilityTimeout'] >= 6 * fn['Timeout']
+    assert queue['RedrivePolicy']['deadLetterTargetArn'] == {'Fn::GetAtt': ['OcrStartsDLQ', 'Arn']}
+    assert data['Resources']['OcrStartsDLQ']['Properties']['QueueName'] == N.ocr_queue_dlq
+    assert 'OcrStartsDLQDepthAlarm' in data['Resources'] and f'{ocr_function.LOGICAL_ID}ErrorsAlarm' in app['Resources']
+    consume = [s for s in _role_of(app, ocr_function.LOGICAL_ID) if s['Sid'] == 'QueueConsume']
+    assert len(consume) == 1 and _text(consume[0]['Resource']).endswith(f':{N.ocr_queue}')
+    for lid in ('APIHandler', 'ActivityStartWorker', ocr_function.LOGICAL_ID):
+        send = [s for s in _role_of(app, lid) if s['Sid'] == 'OcrStartsSend']
+        assert len(send) == 1 and _text(send[0]['Resource']).endswith(f':{N.ocr_queue}'), lid
+    mappings = [m['Properties'] for m in of_type(templates['expanded'], 'AWS::Lambda::EventSourceMapping').values()
+                if N.ocr_queue in json.dumps(m['Properties']['EventSourceArn'])]
+    assert len(mappings) == 1 and mappings[0]['BatchSize'] == 1
+
+
+def test_the_ocr_image_builds_tesseract_from_checksummed_sources_on_the_lambda_base_image():
+    dockerfile = (ROOT / 'infra' / 'ocr' / 'Dockerfile').read_text()
+    assert 'public.ecr.aws/lambda/python:3.11' in dockerfile
+    assert dockerfile.count('sha256sum -c') == 3
+    assert f'CMD ["{ocr_function.HANDLER}"]' in dockerfile
+    ignored = (ROOT / 'infra' / 'ocr' / 'Dockerfile.dockerignore').read_text().split()
+    assert ignored[0] == '*' and {'!requirements.txt', '!app.py', '!chalicelib/'} <= set(ignored)

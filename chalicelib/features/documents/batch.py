@@ -4,7 +4,9 @@ outcome.
 * Writes that matter (each family's labels + status + auto-lock, family deletes, the task
   update, the task-group update) report ``{success, error?, reason?}``; one failing does not
   undo another. Each family's writes are ONE transaction (its entity, locked on its
-  changeSequence, re-read and re-applied when someone else wrote it meanwhile).
+  changeSequence, re-read and re-applied when someone else wrote it meanwhile). The family's
+  hook (features/documents/families.py) decides the lock, as for every other write path: a
+  final status locks the family in that transaction, a locked family's change is refused (409).
 * Optional bookkeeping (notes) that fails becomes a warning; the save still succeeds.
 * A write reported ``success: true`` is stored.
 * Bounded (docs/api/limits.md): at most ``MAX_FAMILIES`` ids per list and ``MAX_NOTES`` notes;
@@ -31,7 +33,6 @@ from chalicelib.kernel.store.repository import WriteConflict
 from chalicelib.kernel.store.table import Stored
 
 FAMILIES = family_of('document-families')
-FINAL_STATUS_TYPES = frozenset({'RESOLVED', 'COMPLETE', 'COMPLETED', 'DONE', 'FINAL', 'CLOSED'})
 MAX_FAMILIES = limits.MAX_BATCH_FAMILIES
 MAX_NOTES = 100
 NOTE_EVENT = 'document.note'
@@ -188,9 +189,7 @@ def _update_family(fid: str, stored: Stored | None, project_id: str, status: Sto
         new['labels'] = labels
         if status is not None:
             new['documentStatus'] = status.data
-            if str(status.data.get('statusType', '')).upper() in FINAL_STATUS_TYPES:
-                new['locked'] = True
-        hook_for(FAMILIES).before_update(FAMILIES, principal, new, stored)
+        hook_for(FAMILIES).before_update(FAMILIES, principal, new, stored)   # the lock (families.py)
         new['updatedOn'] = now_iso()
         new['changeSequence'] = stored.seq + 1
         try:

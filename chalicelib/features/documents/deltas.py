@@ -30,6 +30,7 @@ from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, uploads
+from chalicelib.features.documents.families import require_unlocked
 from chalicelib.features.documents.service import family_folder, family_landed
 from chalicelib.kernel import access, crud, records, writes
 from chalicelib.kernel.registry import family as family_of
@@ -301,7 +302,10 @@ def _remember(key: str, nodes: list[dict[str, Any]]) -> None:
 def _save_version(family: Stored, nodes: list[dict[str, Any]], principal: Principal,
                   extra_ops=lambda version: []) -> int:
     """Store ``nodes`` as the family's next version (module docstring); raises ``_Stale`` when
-    the family changed meanwhile. On any failure the new object is deleted."""
+    the family changed meanwhile. On any failure the new object is deleted. A locked family's
+    document does not change (409, docs/api/documents.md "Locked families"): the write is
+    conditional on the family's sequence, so a lock that lands meanwhile makes it stale."""
+    require_unlocked(family, 'changed (its document)')
     version = int(family.data.get('documentVersion') or 0) + 1
     payload = json.dumps({'version': version, 'nodes': nodes}, separators=(',', ':')).encode()
     if len(payload) > MAX_DOCUMENT_BYTES:
@@ -354,6 +358,7 @@ def replace_document(family_id: str, body: dict[str, Any], principal: Principal)
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise BadRequest("Field 'version' is required: the version the new content replaces (0 for none)")
     nodes = parse_nodes(body.get('nodes'))
+    require_unlocked(family, 'changed (its document)')
     current = int(family.data.get('documentVersion') or 0)
     if version != current:
         raise Conflict('The document was changed by someone else (stale version)', version=current)
@@ -399,6 +404,7 @@ def save(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
             if family is None:
                 raise BadRequest("Field 'documentFamilyId' refers to a record that does not exist: "
                                  f"{body['documentFamilyId']}")
+        require_unlocked(family, 'changed (its document)')
         current = int(family.data.get('documentVersion') or 0)
         if base is not None and base > current:
             raise BadRequest(f"Field 'baseVersion' ({base}) is ahead of the document (version {current})")

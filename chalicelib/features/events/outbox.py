@@ -24,6 +24,7 @@ from typing import Any
 from chalicelib.core import observability
 from chalicelib.core.principal import Principal
 from chalicelib.features.work import store as work_store
+from chalicelib.features.work.statuses import TERMINAL
 from chalicelib.kernel import records
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import outbox as outbox_store
@@ -242,7 +243,7 @@ def _after(event: dict[str, Any]) -> None:
         return
     execution = table.get('executions', event['resourceId'])
     if execution is not None and execution.data.get('activityId') and \
-            execution.data.get('status') in ('SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'):
+            execution.data.get('status') in TERMINAL:
         from chalicelib.features.work import service as work_service  # noqa: PLC0415 - lazy
         work_service.finish_activity(execution.data['activityId'])
     elif execution is not None and execution.data.get('documentFamilyId'):

@@ -7,17 +7,17 @@ from typing import Any
 
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.principal import Principal
+from chalicelib.features.work.statuses import TERMINAL as TERMINAL_EXECUTION
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel import records
 from chalicelib.kernel.listing import ListRequest, list_resources
 from chalicelib.kernel.store import table
 
-TERMINAL_EXECUTION = {'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'}
-
 
 def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     """``{statusSlug (or status / slug), changeSequence?}``: the slug must be one of the
-    organization's task statuses."""
+    organization's task statuses. One read of the task: the update writes over the record read
+    here (``loaded``), re-reading it only when a concurrent write wins."""
     slug = body.get('statusSlug', body.get('status', body.get('slug')))
     if not isinstance(slug, str) or not slug:
         raise BadRequest("Field 'statusSlug' is required")
@@ -28,7 +28,7 @@ def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) ->
     if 'changeSequence' in body:
         change['changeSequence'] = body['changeSequence']
     with records.action('tasks', 'statusChanged'):
-        return resources.update('tasks', task_id, change, principal=principal)
+        return resources.update('tasks', task_id, change, principal=principal, loaded=task)
 
 
 def cancel_execution(execution_id: str, principal: Principal) -> dict[str, Any]:

@@ -15,13 +15,22 @@ from __future__ import annotations
 
 from chalicelib.core.errors import Conflict
 from chalicelib.features.work import store as work_store
+from chalicelib.features.work.statuses import (
+    CANCELLED,
+    FAILED,
+    FAILURES,
+    PENDING,
+    RUNNING,
+    SUCCEEDED,
+    TERMINAL,
+    TIMED_OUT,
+)
 from chalicelib.kernel.hooks import Hook
 from chalicelib.kernel.shapes.steps import policy_of
 
-TERMINAL = frozenset({'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'})
 ALLOWED = {
-    'PENDING': {'RUNNING', 'CANCELLED', 'FAILED'},
-    'RUNNING': {'PENDING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'},
+    PENDING: {RUNNING, CANCELLED, FAILED},
+    RUNNING: {PENDING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT},
 }
 
 
@@ -38,11 +47,11 @@ class ExecutionHook(Hook):
         if action == 'CREATE' or not data.get('activityId') or not isinstance(data.get('step'), dict):
             return []
         before = stored.data.get('status', 'PENDING')
-        after = 'CANCELLED' if action == 'DELETE' else data.get('status', 'PENDING')   # deleted: no longer awaited
+        after = CANCELLED if action == 'DELETE' else data.get('status', 'PENDING')   # deleted: no longer awaited
         if before in TERMINAL or after not in TERMINAL:
             return []
         ops = [work_store.work_move(data['activityId'], 'remaining', -1)]
-        if after in ('FAILED', 'TIMED_OUT') and policy_of(data['step'])['onExhausted'] == 'FAIL':
+        if after in FAILURES and policy_of(data['step'])['onExhausted'] == 'FAIL':
             ops.append(work_store.work_move(data['activityId'], 'failed', 1))
         return ops
 

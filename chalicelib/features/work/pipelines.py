@@ -1,7 +1,8 @@
 """Document processing: a project's assistants run their pipeline over its new document families
 (issue 26; the client-facing rules are in docs/api/processing.md).
 
-Flow (every step durable and idempotent, driven by the same queue worker as activity plans):
+Flow (every step durable and idempotent, driven by the same queue worker and the same execution
+engine as activity plans, features/work/worker.py and engine.py):
 
 1. **Trigger.** A family create writes its domain event to the outbox in its own transaction
    (kernel/records.py). The table-stream publisher (features/events/outbox.py) hands each
@@ -9,18 +10,21 @@ Flow (every step durable and idempotent, driven by the same queue worker as acti
    and one ``pipeline.start`` message per ``active`` assistant with steps whose ``subscription``
    (the list filter language, kernel/query) matches the family. The family's create
    transaction never holds an assistant or the project. A stream batch delivered twice sends
-   the starts twice: step 2 makes that harmless.
+   the starts twice: step 2 makes that harmless. With ``STAGES_BEFORE_PIPELINES`` (the parse
+   stage), a ``pipeline.stages`` message per new family runs those first, as one execution
+   (its id a UUIDv5 of the family), and its success sends the starts (``_stages_done``).
 2. **Start** (``pipeline.start`` {assistantId, documentFamilyId, trigger}): the execution's id is
    a UUIDv5 of (assistant, family, trigger), and its create is conditional on the id being
    free, so a redelivered start creates no second execution (it only re-sends the first step
    message if the first delivery may not have sent it).
 3. **Steps** (``pipeline.step`` {executionId, step, attempt}): the execution holds a snapshot
    of the pipeline (``pipeline.steps``), the current step (``step``, ``metadata.stepIndex``) and
-   its attempts. Each attempt is claimed by a conditional write on the execution's sequence
-   (a duplicate message does nothing), runs, and records its outcome the same way; retries,
-   backoff and exhaustion follow each step's ``executionPolicy`` (kernel/shapes/steps.py),
-   as for activity plans. A cancel (PUT status CANCELLED, cancelExecution) wins over a
-   running attempt: the attempt's conditional write fails and nothing further runs.
+   its attempts. The engine (features/work/engine.py) claims, runs and records each attempt,
+   with the same retries, failure path and redelivery rule as activity plans; ``PIPELINE``
+   below is what a run adds: its messages, its steps' input (``_input``) and principal (the
+   assistant), a SCRIPT's changes to the family, the family's summary. A cancel (PUT status
+   CANCELLED, cancelExecution) wins over a running attempt: the attempt's conditional write
+   fails and nothing further runs.
 4. **runOnExistingContent** (``pipeline.existing`` {assistantId, run, before, cursor}): when an
    assistant is created active with the flag, or turns from inactive to active with it, one
    page of the project's families (``EXISTING_PAGE``) per message, a start per matching
@@ -35,16 +39,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from chalicelib.core import clock, observability
-from chalicelib.core.errors import ApiError, BadRequest, ServiceUnavailable
-from chalicelib.core.expressions import ExpressionError, evaluate
+from chalicelib.core.errors import ApiError, BadRequest
+from chalicelib.core.expressions import evaluate
 from chalicelib.core.principal import Principal
 from chalicelib.features.identity.service_token import SERVICE, SERVICE_USER
-from chalicelib.features.work import service as work
-from chalicelib.features.work import store as work_store
+from chalicelib.features.work import engine
+from chalicelib.features.work.statuses import FAILED, PENDING, SUCCEEDED, TERMINAL
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel import filtering, records
 from chalicelib.kernel.query.evaluate import evaluate as matches
@@ -57,65 +60,29 @@ from chalicelib.kernel.store.repository import WriteConflict
 log = observability.get_logger('pipelines')
 
 START = 'pipeline.start'
+STAGES = 'pipeline.stages'
 STEP = 'pipeline.step'
 EXISTING = 'pipeline.existing'
-KINDS = frozenset({START, STEP, EXISTING})
+KINDS = frozenset({START, STAGES, STEP, EXISTING})
 CREATED = 'created'
 NAMESPACE = uuid.UUID('5b0c6f0e-3d1a-4f43-9a0e-26d0c0ffee26')   # execution ids: uuid5(NAMESPACE, trigger key)
 EXISTING_PAGE = 100            # families read per runOnExistingContent message (one bounded unit of work)
 MAX_STEP_OUTPUT_BYTES = 12_000  # per step kept on the execution: 25 steps stay far below DynamoDB's 400 KB item
 APPLIED = ('documentStatus', 'labels', 'metadata')
 MAX_LABELS = 100
-TERMINAL = work.TERMINAL
 
-
-# ----------------------------------------------------------------------------- the worker's door
-
-Deferred = work.Deferred   # front/handlers.py: a message the invocation has no time left for
-
-
-def handle_message(body: str, *, deadline: float | None = None) -> str:
-    """Process one activity-queue message: the pipeline kinds here, every other kind in
-    features/work/service.py ``handle_message`` (front/handlers.py calls this one). ``deadline``
-    is the invocation's (a ``time.monotonic()`` instant): a message it cannot cover is
-    ``Deferred`` before anything of it is written, as in service.py (docs/operations/worker.md)."""
-    try:
-        message = json.loads(body)
-    except (TypeError, ValueError):
-        message = None
-    kind = message.get('type') if isinstance(message, dict) else None
-    if kind not in KINDS:
-        return work.handle_message(body, deadline=deadline)
-    if work.seconds_left(deadline) < work.START_SECONDS:
-        raise Deferred(f'{max(0.0, work.seconds_left(deadline)):.1f} s left of the invocation')
-    if kind == START and _strings(message, 'assistantId', 'documentFamilyId', 'trigger'):
-        return run_start(message['assistantId'], message['documentFamilyId'], message['trigger'])
-    if kind == STEP and _strings(message, 'executionId') and _ints(message, 'step', 'attempt'):
-        return run_step(message['executionId'], message['step'], message['attempt'], deadline=deadline)
-    if kind == EXISTING and _strings(message, 'assistantId', 'run', 'before'):
-        cursor = message.get('cursor')
-        return run_existing(message['assistantId'], message['run'], message['before'],
-                            cursor if isinstance(cursor, dict) else None)
-    raise work.PoisonMessage(f'malformed {kind} message')
-
-
-def _strings(message: dict[str, Any], *names: str) -> bool:
-    return all(isinstance(message.get(n), str) and message[n] for n in names)
-
-
-def _ints(message: dict[str, Any], *names: str) -> bool:
-    return all(isinstance(message.get(n), int) and not isinstance(message.get(n), bool) for n in names)
+# The stages before the pipelines (docs/api/processing.md "Stages before the pipelines"): steps
+# run once for every new document family, as the service, BEFORE any assistant's pipeline; the
+# pipelines start when they have all succeeded and see their outputs as ``stages``. Each entry
+# is a step ``{name, stepType, options?, executionPolicy?}`` whose stepType has a runner in
+# engine.RUNNERS (the parse stage: ``{'name': 'parse', 'stepType': 'PARSE'}``). Empty: new
+# families go straight to the pipelines, as before.
+STAGES_BEFORE_PIPELINES: list[dict[str, Any]] = []
+STAGES_NAME = 'stages before the pipelines'
 
 
 def _send(messages: list[tuple[dict[str, Any], int]]) -> None:
-    """Send; a refused send raises, so the message being processed (or the stream batch) is
-    delivered again and sends them again (every receiver is idempotent)."""
-    if not messages:
-        return
-    try:
-        work_store.send_messages(messages, correlation_id=observability.correlation_id())
-    except work_store.SendFailed as exc:
-        raise ServiceUnavailable(f'pipeline messages not sent: {exc}') from None
+    engine.send(messages)
 
 
 def _step_message(execution_id: str, index: int, attempt: int, delay: int = 0) -> tuple[dict[str, Any], int]:
@@ -125,6 +92,11 @@ def _step_message(execution_id: str, index: int, attempt: int, delay: int = 0) -
 def execution_id(assistant_id: str, family_id: str, trigger: str) -> str:
     """The one execution of (assistant, family, trigger)."""
     return str(uuid.uuid5(NAMESPACE, f'{assistant_id}:{family_id}:{trigger}'))
+
+
+def stages_id(family_id: str) -> str:
+    """The one run of the stages before the pipelines of a family."""
+    return str(uuid.uuid5(NAMESPACE, f'stages:{family_id}'))
 
 
 # ----------------------------------------------------------------------------- triggers
@@ -164,18 +136,27 @@ def subscribes(assistant: dict[str, Any], family: dict[str, Any]) -> bool:
 
 
 def _families_created(event: dict[str, Any]) -> None:
-    ids = event.get('resourceIds') or [event.get('resourceId')]
+    ids = [str(i) for i in (event.get('resourceIds') or [event.get('resourceId')]) if i]
     project_id = event.get('projectId')
     if not project_id:
         return
+    if STAGES_BEFORE_PIPELINES:   # the stages first, for every new family; they start the pipelines
+        _send([({'type': STAGES, 'documentFamilyId': fid, 'trigger': CREATED}, 0) for fid in ids])
+        observability.count('StageTriggers', len(ids))
+        return
+    _start_pipelines(project_id, ids)
+
+
+def _start_pipelines(project_id: str, ids: list[str]) -> None:
+    """One ``pipeline.start`` per (family, active subscribed assistant) of the project."""
     assistants = [a for a in table.query_project('assistants', project_id) if a.get('active') is not False
                   and steps_of(a)]
     if not assistants:
         return
-    found = table.batch_get(('document-families', str(i)) for i in ids if i)
+    found = table.batch_get(('document-families', i) for i in ids)
     messages = []
     for fid in ids:
-        stored = found.get(str(fid))
+        stored = found.get(fid)
         if stored is None:
             continue
         for assistant in assistants:
@@ -223,7 +204,7 @@ def run_start(assistant_id: str, family_id: str, trigger: str) -> str:
     try:
         assistant_id, family_id = str(uuid.UUID(assistant_id)), str(uuid.UUID(family_id))
     except ValueError:
-        raise work.PoisonMessage('a pipeline start names an id that is not a UUID') from None
+        raise engine.PoisonMessage('a pipeline start names an id that is not a UUID') from None
     eid = execution_id(assistant_id, family_id, trigger[:200])
     existing = table.get('executions', eid)
     if existing is not None:
@@ -236,17 +217,47 @@ def run_start(assistant_id: str, family_id: str, trigger: str) -> str:
     if not subscribes(assistant.data, family.data):
         return 'skipped: the assistant is inactive or no longer subscribes to the family'
     steps = steps_of(assistant.data)
-    values = {'name': str(assistant.data.get('name') or 'assistant')[:200], 'status': 'PENDING',
-              'assistantId': assistant_id, 'documentFamilyId': family_id, 'attempts': 0, 'output': {},
-              'pipeline': {'steps': steps, 'trigger': trigger[:200]}, 'step': steps[0] if steps else {},
-              'metadata': {'stepIndex': 0, 'trigger': trigger[:200]},
-              'statusMessages': [work._message('INFO', f'pipeline of {len(steps)} steps queued for '
-                                                        f"{str(family.data.get('path') or family_id)[:300]}")]}
-    problem = _invalid_steps(steps)
+    return _create_run(eid, family, steps, trigger[:200], _invalid_steps(steps),
+                       name=str(assistant.data.get('name') or 'assistant')[:200], assistantId=assistant_id)
+
+
+def run_stages(family_id: str, trigger: str) -> str:
+    """A ``pipeline.stages`` message: the run of the stages before the pipelines of a new family
+    (its id derived from the family: one run, however often the message comes)."""
+    try:
+        family_id = str(uuid.UUID(family_id))
+    except ValueError:
+        raise engine.PoisonMessage('a pipeline stages message names an id that is not a UUID') from None
+    eid = stages_id(family_id)
+    existing = table.get('executions', eid)
+    if existing is not None:
+        return _resend_first(existing)
+    family = table.get('document-families', family_id)
+    if family is None:
+        return 'gone'
+    observability.annotate(organization_id=family.org)
+    steps = [dict(step) for step in STAGES_BEFORE_PIPELINES]
+    if not steps:   # no stage any more (the message was sent before a deploy): the pipelines now
+        _start_pipelines(str(family.data.get('projectId')), [family_id])
+        return 'no stages: pipelines started'
+    return _create_run(eid, family, steps, trigger[:200], _invalid_steps(steps), name=STAGES_NAME, stages=True)
+
+
+def _create_run(eid: str, family, steps: list[dict[str, Any]], trigger: str, problem: str | None, *,
+                name: str, stages: bool = False, **fields: Any) -> str:
+    """Create the execution ``eid`` running ``steps`` over ``family`` (conditional on its id being
+    free) and queue its first step; FAILED at once when ``problem`` says it cannot run."""
+    meta: dict[str, Any] = {'stepIndex': 0, 'trigger': trigger}
+    if stages:
+        meta['stages'] = True
+    values = {'name': name, 'status': PENDING, **fields, 'documentFamilyId': family.id, 'attempts': 0,
+              'output': {}, 'pipeline': {'steps': steps, 'trigger': trigger}, 'step': steps[0] if steps else {},
+              'metadata': meta,
+              'statusMessages': [engine.message('INFO', f'pipeline of {len(steps)} steps queued for '
+                                                        f"{str(family.data.get('path') or family.id)[:300]}")]}
     if problem is not None:
-        now = clock.now_iso()
-        values.update(status='FAILED', endDate=now)
-        work._append(values, 'ERROR', f'the pipeline cannot run: {problem}')
+        values.update(status=FAILED, endDate=clock.now_iso())
+        engine.append(values, 'ERROR', f'the pipeline cannot run: {problem}')
     fam = family_of('executions')
     data = records.new_record(fam, values, principal=SERVICE, org=family.org,
                               project_id=family.data.get('projectId'), id_=eid)
@@ -264,183 +275,136 @@ def run_start(assistant_id: str, family_id: str, trigger: str) -> str:
     return f'started: {len(steps)} steps'
 
 
+def _stages_done(data: dict[str, Any]) -> None:
+    """The stages of a new family succeeded: its assistants' pipelines start now."""
+    if data.get('projectId') and data.get('documentFamilyId'):
+        _start_pipelines(data['projectId'], [data['documentFamilyId']])
+
+
+def stage_outputs(family_id: str) -> dict[str, Any] | None:
+    """The outputs of the family's stages by step name (None without stages)."""
+    if not STAGES_BEFORE_PIPELINES:
+        return None
+    stored = table.get('executions', stages_id(family_id))
+    return (stored.data.get('output') or {}) if stored is not None else None
+
+
 def _invalid_steps(steps: list[Any]) -> str | None:
+    """Why a pipeline's steps cannot run, or None. A step of a kind the plans know
+    (kernel/shapes/steps.py) is checked as a plan's step is; a step of a kind only the engine
+    knows (a runner in engine.RUNNERS, e.g. a feature's) by its common fields; TASK (no runner:
+    it makes a task, not an execution) and unknown kinds are refused."""
     if not steps:
         return 'options.pipeline.steps is empty'
     try:
         for step in steps:
-            step_rules.check_step(step)
-            if step.get('stepType') not in step_rules.EXECUTION_STEP_TYPES:
-                return f"step '{step.get('name')}': a pipeline runs SCRIPT, BRIDGE_CALL and AGENT steps"
+            kind = step.get('stepType') if isinstance(step, dict) else None
+            if kind in step_rules.STEP_TYPES or kind not in engine.RUNNERS:
+                step_rules.check_step(step)
+            else:
+                _check_runner_step(step)
+            if kind not in engine.RUNNERS:
+                return f"step '{step.get('name')}': a pipeline runs {', '.join(sorted(engine.RUNNERS))} steps"
         step_rules.check_steps(steps)
     except ValueError as exc:
         return str(exc)
     return None
 
 
+def _check_runner_step(step: dict[str, Any]) -> None:
+    """The fields every step has: a name, options (an object), an ExecutionPolicy."""
+    name = step.get('name')
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise ValueError('step name is required (a non-empty string of at most 200 characters)')
+    unknown = sorted(set(step) - step_rules.STEP_KEYS)
+    if unknown:
+        raise ValueError(f"step '{name}': {unknown[0]} is not a step field")
+    if step.get('options') is not None and not isinstance(step['options'], dict):
+        raise ValueError(f"step '{name}': options must be an object")
+    step_rules.check_policy(step.get('executionPolicy'), f"step '{name}'")
+
+
 def _resend_first(existing) -> str:
     data = existing.data
-    if data.get('status') == 'PENDING' and not data.get('attempts') and \
+    if data.get('status') == PENDING and not data.get('attempts') and \
             not (data.get('metadata') or {}).get('stepIndex'):
         _send([_step_message(existing.id, 0, 1)])
         return 'duplicate start; first step sent again'
     return 'duplicate start'
 
 
-# ----------------------------------------------------------------------------- steps
+# ----------------------------------------------------------------------------- steps: the engine's kind
+
+class PipelineKind(engine.Kind):
+    """A document-processing run (an assistant's pipeline, or the stages before the pipelines):
+    the steps of ``pipeline.steps``, the current one at ``metadata.stepIndex``, each step's output
+    kept under its name, the family's ``processing`` summary written around the engine's writes."""
+    name = 'pipeline'
+    evaluates_conditionals = True   # over the step's input, when the step runs
+
+    def steps(self, data: dict[str, Any]) -> list[dict[str, Any]]:
+        return (data.get('pipeline') or {}).get('steps') or []
+
+    def index(self, data: dict[str, Any]) -> int:
+        return int((data.get('metadata') or {}).get('stepIndex') or 0)
+
+    def set_index(self, new: dict[str, Any], index: int) -> None:
+        new['metadata'] = {**(new.get('metadata') or {}), 'stepIndex': index}
+
+    def message(self, execution_id: str, index: int, attempt: int) -> dict[str, Any]:
+        return _step_message(execution_id, index, attempt)[0]
+
+    def context(self, data: dict[str, Any]) -> engine.Context:
+        value, assistant, reason = _input(data)
+        if value is None:
+            raise engine.AttemptFailed(reason, final=True)
+        return engine.Context(value, assistant_principal(assistant) if assistant is not None else SERVICE)
+
+    def label(self, step: dict[str, Any]) -> str:
+        return f"step '{step.get('name')}': "
+
+    def keep_output(self, new: dict[str, Any], step: dict[str, Any], output: Any) -> None:
+        new['output'] = {**(new.get('output') or {}), str(step.get('name')): _bounded(output)}
+
+    def exhausted(self, policy: dict[str, Any]) -> tuple[str | None, str, str]:
+        if policy['onExhausted'] in ('SKIP', 'CONTINUE'):
+            return None, 'WARNING', f'the pipeline goes on ({policy["onExhausted"]})'
+        return FAILED, 'ERROR', 'the pipeline fails and changes nothing more on the document'
+
+    def succeeded_note(self, steps: list[dict[str, Any]]) -> str | None:
+        return f'pipeline of {len(steps)} steps succeeded'
+
+    def after_write(self, data: dict[str, Any], event: str) -> None:
+        if event == 'claimed':
+            meta = data.get('metadata') or {}
+            if not meta.get('stepIndex') and data.get('attempts') == 1 and not meta.get('continuations'):
+                _summarise(data)   # the run's first step started
+            return
+        _summarise(data)
+        if event == 'ended':
+            observability.count('PipelinesEnded', status=data.get('status'))
+            if (data.get('metadata') or {}).get('stages') and data.get('status') == SUCCEEDED:
+                _stages_done(data)
+
+    def option_value(self, run: engine.StepRun, value: Any) -> Any:
+        """``=expr`` is JSONata over the step's input; any other value is sent as written."""
+        if isinstance(value, str) and value.startswith('='):
+            return evaluate(value[1:], run.input, timeout_ms=run.timeout_ms)
+        return value
+
+    def script_result(self, run: engine.StepRun, value: Any) -> Any:
+        return _script_result(run.execution, run.input['family'], value)
+
+    def bridge_output(self, result) -> Any:
+        return {'status': result.status, 'body': result.value(), 'truncated': result.truncated}
+
+
+PIPELINE = PipelineKind()
+
 
 def run_step(execution_id_: str, index: int, attempt: int, *, deadline: float | None = None) -> str:
-    fam = family_of('executions')
-    stored = table.get(fam.path, execution_id_)
-    if stored is None:
-        return 'gone'
-    observability.annotate(organization_id=stored.org)
-    data = stored.data
-    status, made = data.get('status', 'PENDING'), int(data.get('attempts') or 0)
-    current = int((data.get('metadata') or {}).get('stepIndex') or 0)
-    steps = (data.get('pipeline') or {}).get('steps') or []
-    if status in TERMINAL:
-        return f'already {status}'
-    if index < current:
-        if status == 'PENDING' and made == 0:   # the step before was recorded, its message maybe not sent
-            _send([_step_message(stored.id, current, 1)])
-            return 'next step sent again'
-        return 'duplicate (an earlier step)'
-    if index > current or index >= len(steps):
-        return 'duplicate'
-    step = steps[index]
-    policy = step_rules.policy_of(step)
-    if attempt == made and status == 'PENDING' and data.get('nextAttemptAt'):
-        delay = max(0, int((clock.parse_instant(data['nextAttemptAt']) - clock.now()).total_seconds()))
-        _send([_step_message(stored.id, index, attempt + 1, min(delay, step_rules.MAX_DELAY_SECONDS))])
-        return 'retry message sent again'
-    if attempt == made and status == 'RUNNING' and not (data.get('metadata') or {}).get('waitingFor'):
-        idle = (clock.now() - clock.parse_instant(data['updatedOn'])).total_seconds()
-        if idle < policy['timeoutSeconds'] + work.INTERRUPTED_AFTER_SECONDS:
-            return 'duplicate (attempt in progress)'
-        interrupted = work._Outcome(False, reason='the attempt was interrupted')
-        return _after_failure(stored, index, attempt, policy, interrupted)
-    if attempt != made + 1 or status not in ('PENDING', 'RUNNING'):
-        return 'duplicate'
-
-    box = work.attempt_seconds(step, policy)
-    if work.seconds_left(deadline) < box:   # not claimed: redelivered whole to an invocation with time
-        raise Deferred(f"{max(0.0, work.seconds_left(deadline)):.1f} s left, step '{step.get('name')}' "
-                       f'needs up to {box:.0f} s')
-
-    def claim(new: dict[str, Any]) -> None:
-        new.update(status='RUNNING', attempts=attempt, step=step)
-        new.setdefault('startDate', new['updatedOn'])
-        new.pop('nextAttemptAt', None)
-        work._append(new, 'INFO', f"step '{step.get('name')}' ({step.get('stepType')}): attempt {attempt} of "
-                                  f"{policy['maxAttempts']} started")
-
-    claimed = _write(stored, claim, retry_conflicts=False)
-    if claimed is None:
-        return 'claimed by another delivery'
-    if index == 0 and attempt == 1:
-        _summarise(claimed.data)
-    outcome = _run(claimed.data, step, policy, min(box, work.seconds_left(deadline)))
-    if outcome.waiting is not None:
-        return _end(claimed, 'RUNNING', 'INFO', outcome.waiting, waiting=True)
-    if outcome.ok:
-        return _advance(claimed, index, outcome.output, outcome.reason or f"step '{step.get('name')}' succeeded")
-    return _after_failure(claimed, index, attempt, policy, outcome)
-
-
-def _write(stored, mutate, *, retry_conflicts: bool = True):
-    """Apply ``mutate`` to a copy of the execution and write it, conditional on its sequence:
-    the stored record, or None when another writer got there first (a cancel, a duplicate)."""
-    fam = family_of('executions')
-    for _ in range(3):
-        new = dict(stored.data)
-        new['updatedOn'] = clock.now_iso()
-        new['changeSequence'] = stored.seq + 1
-        mutate(new)
-        try:
-            records.commit(records.update_ops(fam, new, stored, principal=SERVICE))
-            return table.Stored(fam.path, new, stored.seq + 1, stored.org, indexed=True)   # as just written
-        except WriteConflict as exc:
-            if exc.code == 'TransactionConflict':
-                continue
-            if not retry_conflicts:
-                return None
-            stored = table.get(fam.path, stored.id)
-            if stored is None or stored.data.get('status') in TERMINAL:
-                return None
-    raise ServiceUnavailable('the execution is busy')
-
-
-def _advance(stored, index: int, output: Any, text: str) -> str:
-    """Record the step's output and queue the next step, or end the execution SUCCEEDED."""
-    steps = (stored.data.get('pipeline') or {}).get('steps') or []
-    step = steps[index]
-    following = index + 1
-
-    def mutate(new: dict[str, Any]) -> None:
-        if output is not None:
-            new['output'] = {**(new.get('output') or {}), str(step.get('name')): _bounded(output)}
-        new['metadata'] = {**(new.get('metadata') or {}), 'stepIndex': following}
-        work._append(new, 'INFO', text)
-        if following < len(steps):
-            new.update(status='PENDING', attempts=0, step=steps[following])
-            new.pop('nextAttemptAt', None)
-        else:
-            new.update(status='SUCCEEDED', endDate=new['updatedOn'])
-            work._append(new, 'INFO', f'pipeline of {len(steps)} steps succeeded')
-
-    written = _write(stored, mutate)
-    if written is None:
-        return 'changed meanwhile'
-    if following < len(steps):
-        _send([_step_message(stored.id, following, 1)])
-        return f'{text}; next step queued'
-    _summarise(written.data)
-    observability.count('PipelinesEnded', status='SUCCEEDED')
-    return text
-
-
-def _after_failure(stored, index: int, attempt: int, policy: dict[str, Any], outcome) -> str:
-    observability.count('ExecutionAttemptsFailed')
-    name = ((stored.data.get('pipeline') or {}).get('steps') or [{}])[index].get('name')
-    if attempt < policy['maxAttempts']:
-        delay = step_rules.backoff_seconds(policy, attempt)
-        at = clock.iso(clock.now() + timedelta(seconds=delay))
-        text = f"step '{name}': attempt {attempt} failed: {outcome.reason}; attempt {attempt + 1} in {delay} s"
-        written = _end(stored, 'PENDING', 'WARNING', text, next_attempt_at=at)
-        if written.startswith('changed'):
-            return written
-        _send([_step_message(stored.id, index, attempt + 1, delay)])
-        return text
-    exhausted = f"step '{name}': attempt {attempt} failed: {outcome.reason}; " \
-                f"{attempt} of {policy['maxAttempts']} attempts made"
-    if policy['onExhausted'] in ('SKIP', 'CONTINUE'):
-        work_text = f'{exhausted}; the pipeline goes on ({policy["onExhausted"]})'
-        return _advance(stored, index, None, work_text)
-    return _end(stored, 'TIMED_OUT' if outcome.timed_out else 'FAILED', 'ERROR',
-                f'{exhausted}; the pipeline fails and changes nothing more on the document')
-
-
-def _end(stored, status: str, kind: str, text: str, *, waiting: bool = False,
-         next_attempt_at: str | None = None) -> str:
-    def mutate(new: dict[str, Any]) -> None:
-        new['status'] = status
-        work._append(new, kind, text)
-        if next_attempt_at is not None:
-            new['nextAttemptAt'] = next_attempt_at
-        if waiting:
-            new['metadata'] = {**(new.get('metadata') or {}), 'waitingFor': 'agent'}
-        if status in TERMINAL:
-            new['endDate'] = new['updatedOn']
-
-    written = _write(stored, mutate)
-    if written is None:
-        return 'changed meanwhile'
-    if status in TERMINAL or waiting:
-        _summarise(written.data)
-    if status in TERMINAL:
-        observability.count('PipelinesEnded', status=status)
-    return text
+    """A ``pipeline.step`` message: the engine's loop over the run."""
+    return engine.run(PIPELINE, execution_id_, index, attempt, deadline=deadline)
 
 
 def _bounded(output: Any) -> Any:
@@ -449,6 +413,8 @@ def _bounded(output: Any) -> Any:
         return output
     return {'truncated': True, 'text': text.encode()[:MAX_STEP_OUTPUT_BYTES].decode(errors='ignore')}
 
+
+# ----------------------------------------------------------------------------- running one step
 
 # ----------------------------------------------------------------------------- running one step
 
@@ -461,13 +427,17 @@ def assistant_principal(assistant: dict[str, Any]) -> Principal:
 
 
 def _input(execution: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
-    """(the JSONata input of a step, the assistant, or a reason none can be built)."""
+    """(the JSONata input of a step, the assistant (None for the stages), or a reason none can be
+    built)."""
     family = table.get('document-families', str(execution.get('documentFamilyId')))
     if family is None:
         return None, None, 'the document family no longer exists'
-    assistant = table.get('assistants', str(execution.get('assistantId')))
-    if assistant is None:
-        return None, None, 'the assistant no longer exists'
+    a = None
+    if not (execution.get('metadata') or {}).get('stages'):
+        assistant = table.get('assistants', str(execution.get('assistantId')))
+        if assistant is None:
+            return None, None, 'the assistant no longer exists'
+        a = assistant.data
     content = None
     if family.data.get('contentObjectId'):
         found = table.get('content-objects', str(family.data['contentObjectId']))
@@ -476,36 +446,48 @@ def _input(execution: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, 
     if family.data.get('storageKey'):
         from chalicelib.features.documents import service as documents  # noqa: PLC0415 - lazy: S3 presigning
         url = documents.content_url_of(family)
-    a = assistant.data
-    summary = {k: a.get(k) for k in ('id', 'name', 'slug', 'projectId', 'assistantRole') if a.get(k) is not None}
-    return ({'family': family.data, 'contentObject': content, 'assistant': summary,
-             'outputs': execution.get('output') or {}, 'contentUrl': url}, a, '')
+    summary = {k: a.get(k) for k in ('id', 'name', 'slug', 'projectId', 'assistantRole') if a.get(k) is not None} \
+        if a is not None else None
+    value = {'family': family.data, 'contentObject': content, 'assistant': summary,
+             'outputs': execution.get('output') or {}, 'contentUrl': url}
+    if a is not None:
+        stages = stage_outputs(family.id)
+        if stages is not None:
+            value['stages'] = stages
+    return value, a, ''
 
 
-def _run(execution: dict[str, Any], step: dict[str, Any], policy: dict[str, Any], seconds: float):
-    data, assistant, reason = _input(execution)
-    if data is None:
-        return work._Outcome(False, reason=reason)
-    kind = step.get('stepType')
-    options = step.get('options') or {}
-    timeout_ms = int(seconds * 1000)   # the attempt's box, never past the invocation (run_step)
-    try:
-        if step.get('conditional') and not evaluate(step['conditional'], data, timeout_ms=timeout_ms):
-            return work._Outcome(True, reason=f"step '{step.get('name')}' skipped: its conditional is false")
-        if kind == 'SCRIPT':
-            result = evaluate(options.get('expression', ''), data, timeout_ms=timeout_ms)
-            return _script_result(execution, data['family'], result)
-        if kind == 'BRIDGE_CALL':
-            return _bridge_call(execution, assistant, options, policy, data, timeout_ms)
-        if kind == 'AGENT':
-            agent = work._find('agents', execution['projectId'], step.get('ref') or '')
-            if agent is None:
-                return work._Outcome(False, reason=f"no agent '{step.get('ref')}' in the project")
-            return work._Outcome(True, waiting=f"waiting for the agent runtime of agent "
-                                               f"'{agent.data.get('slug') or agent.id}'")
-        return work._Outcome(False, reason=f'unknown stepType {kind!r}')
-    except ExpressionError as exc:
-        return work._Outcome(False, reason=str(exc), timed_out=exc.timed_out)
+def label_ids(refs: list[str], org: str | None) -> list[str]:
+    """The ids of the labels ``refs`` name (a label's id, or its name in the organization), in
+    order. A family holds label ids (docs/api/processing.md); a name that names no label, or
+    several, fails the attempt at once (``final``: the same name fails again) rather than create
+    a label: a typo in a script would otherwise add labels to the whole organization, as the
+    service. Cost: one BatchGetItem for ids, one read of the organization's labels for names."""
+    ids: dict[str, str] = {}
+    for ref in refs:
+        try:
+            ids[ref] = str(uuid.UUID(ref))
+        except ValueError:
+            continue
+    found = table.batch_get(('labels', i) for i in set(ids.values())) if ids else {}
+    by_name: dict[str, list[str]] | None = None
+    out = []
+    for ref in refs:
+        if ref in ids and ids[ref] in found and found[ids[ref]].org == org:
+            out.append(ids[ref])
+            continue
+        if by_name is None:
+            by_name = {}
+            for label in table.query_tenant('labels', org or ''):
+                by_name.setdefault(str(label.get('name')), []).append(label['id'])
+        named = by_name.get(ref) or []
+        if len(named) != 1:
+            problem = f"no label named '{ref[:100]}' in the organization (a script adds existing labels: " \
+                      f"create it first)" if not named else \
+                f"{len(named)} labels are named '{ref[:100]}': name it by id"
+            raise engine.AttemptFailed(f'labels: {problem}', final=True)
+        out.append(named[0])
+    return out
 
 
 def _script_result(execution: dict[str, Any], family: dict[str, Any], result: Any):
@@ -513,7 +495,7 @@ def _script_result(execution: dict[str, Any], family: dict[str, Any], result: An
     one update through the same service as a REST PUT (its hook resolves the status in the
     family's project, its domain event is ``document-families.updated``); the rest is the output."""
     if not isinstance(result, dict) or not any(k in result for k in APPLIED):
-        return work._Outcome(True, output=result)
+        return result
     body: dict[str, Any] = {}
     status = result.get('documentStatus')
     if status is not None:
@@ -522,64 +504,34 @@ def _script_result(execution: dict[str, Any], family: dict[str, Any], result: An
         elif isinstance(status, dict) and (status.get('slug') or status.get('id')):
             body['documentStatus'] = {k: status[k] for k in ('id', 'slug') if status.get(k)}
         else:
-            return work._Outcome(False, reason='documentStatus must be a status slug (or {id} / {slug})')
+            raise engine.AttemptFailed('documentStatus must be a status slug (or {id} / {slug})', final=True)
     labels = result.get('labels')
     if labels is not None:
         if isinstance(labels, str):
             labels = [labels]
         if not isinstance(labels, list) or not all(isinstance(x, str) and 0 < len(x) <= 200 for x in labels):
-            return work._Outcome(False, reason='labels must be a list of label names')
-        merged = list(dict.fromkeys([*(family.get('labels') or []), *labels]))
+            raise engine.AttemptFailed('labels must be a label name or id, or a list of them', final=True)
+        merged = list(dict.fromkeys([*(family.get('labels') or []),
+                                     *label_ids(labels, family.get('organizationId'))]))
         if len(merged) > MAX_LABELS:
-            return work._Outcome(False, reason=f'a document holds at most {MAX_LABELS} labels')
+            raise engine.AttemptFailed(f'a document holds at most {MAX_LABELS} labels', final=True)
         body['labels'] = merged
     metadata = result.get('metadata')
     if metadata is not None:
         if not isinstance(metadata, dict):
-            return work._Outcome(False, reason='metadata must be an object')
+            raise engine.AttemptFailed('metadata must be an object', final=True)
         body['metadata'] = {**(family.get('metadata') or {}), **metadata}
     if family.get('projectId') != execution.get('projectId'):
-        return work._Outcome(False, reason="the document is not in the assistant's project")
+        raise engine.AttemptFailed("the document is not in the assistant's project", final=True)
     try:
         with records.action('document-families', 'updated'):
             resources.update('document-families', family['id'], body, principal=SERVICE)
-    except ApiError as exc:
-        return work._Outcome(False, reason=f'the document could not be updated: {exc.message}')
+    except ApiError as exc:   # a 4xx fails now (the same change is refused again), a 5xx is retried
+        failure = engine.failure_of(exc)
+        raise engine.AttemptFailed(f'the document could not be updated: {failure.reason}',
+                                   final=failure.final) from None
     rest = {k: v for k, v in result.items() if k not in APPLIED}
-    return work._Outcome(True, output=rest or None,
-                         reason=f"applied {', '.join(k for k in APPLIED if k in body)} to the document")
-
-
-def _expression_value(value: Any, data: dict[str, Any], timeout_ms: int) -> Any:
-    """``=expr`` is JSONata over the step's input; any other value is sent as written."""
-    if isinstance(value, str) and value.startswith('='):
-        return evaluate(value[1:], data, timeout_ms=timeout_ms)
-    return value
-
-
-def _bridge_call(execution: dict[str, Any], assistant: dict[str, Any], options: dict[str, Any],
-                 policy: dict[str, Any], data: dict[str, Any], timeout_ms: int):
-    from chalicelib.features.bridges import proxy as bridges  # noqa: PLC0415 - lazy: the egress client is only for BRIDGE_CALL steps
-    bridge = work._find('service-bridges', execution['projectId'], str(options.get('bridge') or ''))
-    if bridge is None:
-        return work._Outcome(False, reason=f"no service bridge '{options.get('bridge')}' in the project")
-    query: dict[str, list[str]] = {}
-    for key, raw in (options.get('query') or {}).items():
-        value = _expression_value(raw, data, timeout_ms)
-        if value is None:
-            continue
-        query[key] = [str(x) for x in value] if isinstance(value, list) else [str(value)]
-    body = _expression_value(options.get('body'), data, timeout_ms)
-    try:
-        result = bridges.call_endpoint(bridge.data, options.get('endpointName'), query=query, body=body,
-                                       principal=assistant_principal(assistant),
-                                       timeout=float(policy['timeoutSeconds']))
-    except ApiError as exc:
-        return work._Outcome(False, reason=exc.message, timed_out=exc.status == 504)
-    if not result.ok:
-        return work._Outcome(False, reason=f'the upstream answered {result.status}')
-    value = result.value()
-    return work._Outcome(True, output={'status': result.status, 'body': value, 'truncated': result.truncated})
+    return engine.Done(rest or None, f"applied {', '.join(k for k in APPLIED if k in body)} to the document")
 
 
 # ----------------------------------------------------------------------------- the family's summary

@@ -1,11 +1,11 @@
-"""Work orchestration: activity starts through SQS, the worker that materialises a plan and
-runs its executions under their ExecutionPolicy, cancellation, and taking the next task.
+"""Work orchestration: activity starts through SQS, materialising a plan into its tasks and
+executions, cancellation's end of an activity, and taking the next task.
 
 Front doors (thin adapters: features/work/routes.py, internal_routes.py, front/handlers.py):
 ``POST /api/v2/internal/activities`` and
-``POST /api/activity-plans/{id}/start`` call ``start``; the ``@app.on_sqs_message`` worker (and
-``make run``'s queue poller) calls ``handle_message`` per message; ``POST /api/tasks/take-next``
-calls ``take_next``. docs/api/work.md has the wire shapes.
+``POST /api/activity-plans/{id}/start`` call ``start``; the queue worker
+(features/work/worker.py ``handle_message``) calls ``run_start`` and ``run_attempt``;
+``POST /api/tasks/take-next`` calls ``take_next``. docs/api/work.md has the wire shapes.
 
 Messages on the activity queue (JSON bodies; the correlation id rides as the message
 attribute ``correlationId``):
@@ -20,80 +20,36 @@ changeSequence, no separate idempotency table):
   tasks and executions and sets its work counter: a redelivered start finds it RUNNING and
   only re-sends the first attempt of executions that never started (the sends of the first
   delivery may have failed);
-* attempt n runs only when the execution has made n-1 attempts; the claim (RUNNING, attempts
-  n) is conditional, so a duplicate does nothing. A redelivered attempt whose retry was
-  recorded but whose retry message may not have been sent sends it again; an attempt found
-  RUNNING on redelivery was interrupted (its worker died) and counts as failed.
-
-The worker spends the Lambda's time, not more (docs/operations/worker.md): ``handle_message``
-takes the invocation's ``deadline`` (front/handlers.py, from the Lambda context). A message whose
-work cannot finish before it, less ``SAFETY_MARGIN_SECONDS``, is not started (``Deferred``: it goes
-back as a batch item failure and is redelivered); an attempt starts only when what is left covers
-its whole time box (``attempt_seconds``), and that time box never exceeds what is left.
+* an attempt is run by the one execution engine (features/work/engine.py): its claim, budget,
+  failure path and redelivery rule are the engine's; ``ACTIVITY`` below says what is particular
+  to an activity's execution (one step, the start's inputs, the activity's end).
 """
 from __future__ import annotations
 
 import json
-import time
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from chalicelib.core import clock, limits, observability
-from chalicelib.core.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound, ServiceUnavailable
+from chalicelib.core.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceUnavailable
 from chalicelib.core.expressions import ExpressionError, evaluate
 from chalicelib.core.principal import Principal
 from chalicelib.features.identity.service_token import SERVICE
+from chalicelib.features.work import engine
 from chalicelib.features.work import store as work_store
+from chalicelib.features.work.statuses import CANCELLED, FAILED, PENDING
 from chalicelib.kernel import access, records
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel.registry import family as family_of
-from chalicelib.kernel.shapes import steps as step_rules
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
 
 log = observability.get_logger('work')
 
-TERMINAL = frozenset({'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'})
 ACTIVITY_TERMINAL = frozenset({'COMPLETED', 'FAILED', 'CANCELLED'})
-MAX_STATUS_MESSAGES = 50
 MAX_REQUEST_ID = limits.MAX_REQUEST_ID
-INTERRUPTED_AFTER_SECONDS = 60
 START = 'activity.start'
 ATTEMPT = 'execution.attempt'
-
-
-class PoisonMessage(Exception):
-    """A message no delivery can process (not JSON, unknown type): it fails until the queue's
-    maxReceiveCount moves it to the dead-letter queue."""
-
-
-# The worker's budget (docs/operations/worker.md).
-SAFETY_MARGIN_SECONDS = 3.0    # kept for writing an attempt's outcome and answering the batch
-START_SECONDS = 2.0            # what any message needs at least (an activity start: a few writes)
-SCRIPT_MAX_SECONDS = 10        # a SCRIPT attempt's time box never exceeds this
-MAX_ATTEMPT_SECONDS = 20       # nor does any attempt's (a 29 s Lambda: one long attempt and change)
-
-
-class Deferred(Exception):
-    """Not started: the invocation's remaining time cannot cover it. The message goes back as a
-    batch item failure (front/handlers.py) and is redelivered; nothing of it was written."""
-
-
-def seconds_left(deadline: float | None) -> float:
-    """What the invocation still has for work, its safety margin kept (inf without a deadline)."""
-    if deadline is None:
-        return float('inf')
-    return deadline - time.monotonic() - SAFETY_MARGIN_SECONDS
-
-
-def attempt_seconds(step: dict[str, Any], policy: dict[str, Any]) -> float:
-    """The time box of one attempt of ``step``: its policy's timeout, within the worker's caps."""
-    kind = step.get('stepType')
-    if kind == 'AGENT':
-        return START_SECONDS   # it only looks the agent up and records that it waits
-    cap = SCRIPT_MAX_SECONDS if kind == 'SCRIPT' else MAX_ATTEMPT_SECONDS
-    return float(min(policy['timeoutSeconds'], cap))
 
 
 def _uuid(body: dict[str, Any], name: str, *, required: bool = True) -> str | None:
@@ -106,14 +62,6 @@ def _uuid(body: dict[str, Any], name: str, *, required: bool = True) -> str | No
         return str(uuid.UUID(value))
     except ValueError:
         raise BadRequest(f"Field '{name}' refers to a record that does not exist: {value[:64]}") from None
-
-
-def _message(kind: str, body: str) -> dict[str, Any]:
-    return {'type': kind, 'at': clock.now_iso(), 'message': body}
-
-
-def _append(data: dict[str, Any], kind: str, text: str) -> None:
-    data['statusMessages'] = [*(data.get('statusMessages') or []), _message(kind, text)][-MAX_STATUS_MESSAGES:]
 
 
 # ----------------------------------------------------------------------------- starts
@@ -203,27 +151,7 @@ def start_scheduled(job: dict[str, Any], run_on: str) -> dict[str, Any]:
                            'requestId': f'schedule:{job["id"]}:{run_on}'}, SERVICE)
 
 
-# ----------------------------------------------------------------------------- the worker
-
-def handle_message(body: str, *, deadline: float | None = None) -> str:
-    """Process one queue message; what happened (for the log line). Raises to have the
-    message delivered again (PoisonMessage for one that never can be; Deferred for one the
-    invocation has no time left for: ``deadline`` is a ``time.monotonic()`` instant)."""
-    if seconds_left(deadline) < START_SECONDS:
-        raise Deferred(f'{max(0.0, seconds_left(deadline)):.1f} s left of the invocation')
-    try:
-        message = json.loads(body)
-    except (TypeError, ValueError):
-        raise PoisonMessage('the message is not JSON') from None
-    if not isinstance(message, dict):
-        raise PoisonMessage('the message is not a JSON object')
-    kind = message.get('type')
-    if kind == START and isinstance(message.get('activityId'), str):
-        return run_start(message['activityId'])
-    if kind == ATTEMPT and isinstance(message.get('executionId'), str) and isinstance(message.get('attempt'), int):
-        return run_attempt(message['executionId'], message['attempt'], deadline=deadline)
-    raise PoisonMessage(f'unknown message type {str(kind)[:40]!r}')
-
+# ----------------------------------------------------------------------------- materialising a plan
 
 def run_start(activity_id: str) -> str:
     fam = family_of('activities')
@@ -294,9 +222,9 @@ def _task_of(step: dict[str, Any], activity) -> dict[str, Any]:
 
 
 def _execution_of(step: dict[str, Any], activity, inputs: dict[str, Any]) -> dict[str, Any]:
-    values = {'name': step['name'], 'status': 'PENDING', 'activityId': activity.id, 'step': step,
+    values = {'name': step['name'], 'status': PENDING, 'activityId': activity.id, 'step': step,
               'attempts': 0, 'inputs': inputs,
-              'statusMessages': [_message('INFO', f"{step['stepType']} step queued")]}
+              'statusMessages': [engine.message('INFO', f"{step['stepType']} step queued")]}
     return records.new_record(family_of('executions'), values, principal=SERVICE, org=activity.org,
                               project_id=activity.data['projectId'])
 
@@ -317,13 +245,7 @@ def _fail_activity(stored, reason: str) -> str:
 def _send_attempts(attempts: list[tuple[str, int, int]]) -> None:
     """(execution id, attempt, delay seconds) messages; a failed send raises, so the message
     being processed is delivered again and its recovery sends them."""
-    if not attempts:
-        return
-    try:
-        work_store.send_messages([({'type': ATTEMPT, 'executionId': eid, 'attempt': n}, delay)
-                                  for eid, n, delay in attempts], correlation_id=observability.correlation_id())
-    except work_store.SendFailed as exc:
-        raise ServiceUnavailable(f'attempt messages not sent: {exc}') from None
+    engine.send([(ACTIVITY.message(eid, 0, n), delay) for eid, n, delay in attempts])
 
 
 def _execution_ids(activity_id: str) -> list[str]:
@@ -340,7 +262,7 @@ def _resend_first_attempts(activity_id: str) -> str:
     pending = []
     for eid in _execution_ids(activity_id):
         execution = table.get('executions', eid)
-        if execution is not None and execution.data.get('status') == 'PENDING' and not execution.data.get('attempts'):
+        if execution is not None and execution.data.get('status') == PENDING and not execution.data.get('attempts'):
             pending.append((eid, 1, 0))
     _send_attempts(pending)
     return f'already RUNNING; {len(pending)} first attempts sent again'
@@ -348,118 +270,46 @@ def _resend_first_attempts(activity_id: str) -> str:
 
 # ----------------------------------------------------------------------------- attempts
 
-class _Outcome:
-    def __init__(self, ok: bool, *, output: Any = None, reason: str = '', timed_out: bool = False,
-                 waiting: str | None = None) -> None:
-        self.ok, self.output, self.reason, self.timed_out, self.waiting = ok, output, reason, timed_out, waiting
+class ActivityKind(engine.Kind):
+    """An activity's execution: one step (``step``), run by the engine (features/work/engine.py)
+    with the start's ``inputs`` as the JSONata root (``$inputs`` too), as the service principal;
+    its end moves the activity's work count and may finish the activity."""
+    name = 'activity'
+
+    def steps(self, data: dict[str, Any]) -> list[dict[str, Any]]:
+        return [data.get('step') or {}]
+
+    def message(self, execution_id: str, index: int, attempt: int) -> dict[str, Any]:
+        return {'type': ATTEMPT, 'executionId': execution_id, 'attempt': attempt}
+
+    def context(self, data: dict[str, Any]) -> engine.Context:
+        inputs = data.get('inputs') or {}
+        return engine.Context(inputs, SERVICE, bindings={'inputs': inputs})
+
+    def exhausted(self, policy: dict[str, Any]) -> tuple[str | None, str, str]:
+        if policy['onExhausted'] == 'SKIP':
+            return CANCELLED, 'WARNING', 'step skipped'
+        if policy['onExhausted'] == 'CONTINUE':
+            return FAILED, 'ERROR', 'the activity goes on'
+        return FAILED, 'ERROR', 'the activity fails'
+
+    def after_write(self, data: dict[str, Any], event: str) -> None:
+        if event == 'ended' and data.get('activityId'):
+            finish_activity(data['activityId'])
+
+    def bridge_output(self, result) -> Any:
+        try:
+            return json.loads(result.text) if result.json_body else result.text
+        except ValueError:
+            return result.text
+
+
+ACTIVITY = ActivityKind()
 
 
 def run_attempt(execution_id: str, attempt: int, *, deadline: float | None = None) -> str:
-    fam = family_of('executions')
-    stored = table.get(fam.path, execution_id)
-    if stored is None:
-        return 'gone'
-    observability.annotate(organization_id=stored.org)
-    data = stored.data
-    status, made = data.get('status', 'PENDING'), int(data.get('attempts') or 0)
-    if status in TERMINAL:
-        return f'already {status}'
-    policy = step_rules.policy_of(data.get('step') or {})
-    if attempt == made and status == 'PENDING' and data.get('nextAttemptAt'):
-        delay = max(0, int((clock.parse_instant(data['nextAttemptAt']) - clock.now()).total_seconds()))
-        _send_attempts([(execution_id, attempt + 1, min(delay, step_rules.MAX_DELAY_SECONDS))])
-        return 'retry message sent again'
-    if attempt == made and status == 'RUNNING' and not (data.get('metadata') or {}).get('waitingFor'):
-        # the same message again: a duplicate while the attempt runs, or the attempt's worker died
-        # or failed after the claim (an outcome write refused under throttling; its message came
-        # back after the visibility timeout, which may be shorter than the attempt's time).
-        # Consuming it would leave a dead attempt RUNNING for good: a check-back message (the
-        # same attempt) comes when the attempt's time is up and finds it ended, or interrupted.
-        idle = (clock.now() - clock.parse_instant(data['updatedOn'])).total_seconds()
-        left = policy['timeoutSeconds'] + INTERRUPTED_AFTER_SECONDS - idle
-        if left > 0:
-            wait = min(int(left) + 1, step_rules.MAX_DELAY_SECONDS)
-            _send_attempts([(execution_id, attempt, wait)])
-            return f'attempt in progress: checked again in {wait} s'
-        return _after_failure(stored, attempt, policy, _Outcome(False, reason='the attempt was interrupted'))
-    if attempt != made + 1 or status not in ('PENDING', 'RUNNING'):
-        return 'duplicate'
-    box = attempt_seconds(data.get('step') or {}, policy)
-    left = seconds_left(deadline)
-    if left < box:   # before the claim: a deferred attempt is not an attempt made
-        raise Deferred(f'attempt {attempt} needs {box:g} s, {max(0.0, left):.1f} s left of the invocation')
-    new = dict(data)
-    now = clock.now_iso()
-    new.update(status='RUNNING', attempts=attempt, updatedOn=now, changeSequence=stored.seq + 1)
-    new.setdefault('startDate', now)
-    new.pop('nextAttemptAt', None)
-    _append(new, 'INFO', f'attempt {attempt} of {policy["maxAttempts"]} started')
-    try:
-        records.commit(records.update_ops(fam, new, stored, principal=SERVICE))
-    except WriteConflict as exc:
-        if exc.code == 'TransactionConflict':
-            raise
-        return 'claimed by another delivery'
-    claimed = table.get(fam.path, execution_id)
-    outcome = _run_step(claimed.data, policy, min(box, seconds_left(deadline)))
-    if outcome.waiting is not None:
-        return _finish(claimed, 'RUNNING', 'INFO', outcome.waiting, waiting=True)
-    if outcome.ok:
-        return _finish(claimed, 'SUCCEEDED', 'INFO', f'attempt {attempt} succeeded', output=outcome.output)
-    return _after_failure(claimed, attempt, policy, outcome)
-
-
-def _after_failure(stored, attempt: int, policy: dict[str, Any], outcome: _Outcome) -> str:
-    observability.count('ExecutionAttemptsFailed')
-    if attempt < policy['maxAttempts']:
-        delay = step_rules.backoff_seconds(policy, attempt)
-        at = clock.iso(clock.now() + timedelta(seconds=delay))
-        text = f'attempt {attempt} failed: {outcome.reason}; attempt {attempt + 1} in {delay} s'
-        result = _finish(stored, 'PENDING', 'WARNING', text, next_attempt_at=at)
-        if result.startswith('changed'):
-            return result
-        _send_attempts([(stored.id, attempt + 1, delay)])
-        return text
-    exhausted = f'attempt {attempt} failed: {outcome.reason}; {attempt} of {policy["maxAttempts"]} attempts made'
-    if policy['onExhausted'] == 'SKIP':
-        return _finish(stored, 'CANCELLED', 'WARNING', f'{exhausted}; step skipped')
-    status = 'TIMED_OUT' if outcome.timed_out else 'FAILED'
-    suffix = '; the activity goes on' if policy['onExhausted'] == 'CONTINUE' else '; the activity fails'
-    return _finish(stored, status, 'ERROR', exhausted + suffix)
-
-
-def _finish(stored, status: str, kind: str, text: str, *, output: Any = None, waiting: bool = False,
-            next_attempt_at: str | None = None) -> str:
-    """Write the execution's new state over ``stored`` (conditional); then finish the activity
-    when it was its last execution. A cancel that got there first wins: 'changed ...'."""
-    fam = family_of('executions')
-    for _ in range(3):
-        new = dict(stored.data)
-        now = clock.now_iso()
-        new.update(status=status, updatedOn=now, changeSequence=stored.seq + 1)
-        _append(new, kind, text)
-        if output is not None:
-            new['output'] = output
-        if next_attempt_at is not None:
-            new['nextAttemptAt'] = next_attempt_at
-        if waiting:
-            new['metadata'] = {**(new.get('metadata') or {}), 'waitingFor': 'agent'}
-        if status in TERMINAL:
-            new['endDate'] = now
-        try:
-            records.commit(records.update_ops(fam, new, stored, principal=SERVICE))
-            break
-        except WriteConflict as exc:
-            if exc.code == 'TransactionConflict':
-                continue
-            stored = table.get(fam.path, stored.id)
-            if stored is None or stored.data.get('status') in TERMINAL:
-                return f'changed meanwhile ({stored.data.get("status") if stored else "deleted"})'
-    else:
-        raise ServiceUnavailable('the execution is busy')
-    if status in TERMINAL and new.get('activityId'):
-        finish_activity(new['activityId'])
-    return text
+    """An ``execution.attempt`` message: the engine's loop over the activity's execution."""
+    return engine.run(ACTIVITY, execution_id, 0, attempt, deadline=deadline)
 
 
 def finish_activity(activity_id: str) -> str | None:
@@ -483,63 +333,6 @@ def finish_activity(activity_id: str) -> str | None:
         except WriteConflict:
             continue
     return None
-
-
-def _run_step(execution: dict[str, Any], policy: dict[str, Any], seconds: float) -> _Outcome:
-    """Run one attempt within ``seconds`` (its time box, never more than the invocation has left)."""
-    step = execution.get('step') or {}
-    kind = step.get('stepType')
-    options = step.get('options') or {}
-    inputs = execution.get('inputs') or {}
-    try:
-        if kind == 'SCRIPT':
-            output = evaluate(options.get('expression', ''), inputs, bindings={'inputs': inputs},
-                              timeout_ms=max(1, int(seconds * 1000)))
-            return _Outcome(True, output=output)
-        if kind == 'BRIDGE_CALL':
-            return _bridge_call(execution, options, seconds)
-        if kind == 'AGENT':
-            agent = _find('agents', execution['projectId'], step.get('ref') or '')
-            if agent is None:
-                return _Outcome(False, reason=f"no agent '{step.get('ref')}' in the project")
-            name = agent.data.get('slug') or agent.id
-            return _Outcome(True, waiting=f"waiting for the agent runtime of agent '{name}'")
-        return _Outcome(False, reason=f'unknown stepType {kind!r}')
-    except ExpressionError as exc:
-        return _Outcome(False, reason=str(exc), timed_out=exc.timed_out)
-
-
-def _find(family: str, project_id: str, ref: str):
-    try:
-        stored = table.get(family, str(uuid.UUID(ref)))
-    except ValueError:
-        owner = table.unique_owner(family, scope=project_id, field_name='slug', value=ref)
-        stored = table.get(family, owner) if owner else None
-    if stored is None or stored.data.get('projectId') != project_id:
-        return None
-    return stored
-
-
-def _bridge_call(execution: dict[str, Any], options: dict[str, Any], seconds: float) -> _Outcome:
-    from chalicelib.features.bridges import proxy as bridges  # noqa: PLC0415 - lazy: the egress client is only for BRIDGE_CALL steps
-    bridge = _find('service-bridges', execution['projectId'], str(options.get('bridge') or ''))
-    if bridge is None:
-        return _Outcome(False, reason=f"no service bridge '{options.get('bridge')}' in the project")
-    query = {k: [str(x) for x in v] if isinstance(v, list) else [str(v)]
-             for k, v in (options.get('query') or {}).items()}
-    try:
-        result = bridges.call_endpoint(bridge.data, options.get('endpointName'), query=query,
-                                       body=options.get('body'), principal=SERVICE,
-                                       timeout=max(0.001, seconds))
-    except ApiError as exc:   # EgressDenied keeps its message: "service bridge egress denied: ..."
-        return _Outcome(False, reason=exc.message, timed_out=exc.status == 504)
-    if not 200 <= result.status < 300:
-        return _Outcome(False, reason=f'the upstream answered {result.status}')
-    try:
-        output = json.loads(result.text) if result.json_body else result.text
-    except ValueError:
-        output = result.text
-    return _Outcome(True, output=output)
 
 
 # ----------------------------------------------------------------------------- take next

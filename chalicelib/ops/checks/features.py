@@ -36,6 +36,7 @@ from datetime import timedelta
 from chalicelib.core import clock
 from chalicelib.features.documents import blobs
 from chalicelib.features.work import store as work_store
+from chalicelib.features.work.statuses import TERMINAL as EXECUTION_ENDED
 from chalicelib.kernel.store import table, tally
 from chalicelib.ops.check_table import OPTIONS, Snapshot, Violation, check, option
 
@@ -43,7 +44,6 @@ option('stuck-minutes', 15, 'activities-stuck: minutes an activity may stay PEND
 option('outbox-minutes', 5, 'outbox-published: minutes an outbox event may wait for its events record')
 option('tally-minutes', 30, 'tallies: minutes a tally of events records may stay unsettled')
 
-EXECUTION_ENDED = frozenset({'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'})
 
 
 def _before(minutes: float) -> str:

@@ -1,0 +1,107 @@
+"""OCR with Tesseract's command line (TSV output): one page image in, ``page`` -> ``line`` -> ``word``.
+
+Why the CLI rather than a binding (pytesseract, tesserocr): the CLI is what Debian's
+``tesseract-ocr`` and the OCR Lambda's image install; a subprocess gets a hard timeout from the
+caller's deadline and a hard memory cap (``RLIMIT_AS``, ``Limits.ocr_memory_bytes``) that a crash
+or a runaway image cannot get around, and the Python process never holds more than the image's
+bytes. The image goes in on stdin, the TSV comes back on stdout: no temporary files.
+TSV rows of level 5 are words (``block_num``, ``par_num``, ``line_num`` group them into lines);
+``conf`` is 0..100 (kept as 0..1). ``OMP_THREAD_LIMIT=1``: one core per page, as the bench
+measures it and as a Lambda of 1,769 MB or less has.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import time
+
+from chalicelib.features.parsing.readers.errors import ParseFailure
+from chalicelib.features.parsing.readers.limits import Limits
+from chalicelib.features.parsing.readers.nodes import ROOT, node
+
+
+def ocr_available() -> bool:
+    """Whether Tesseract is on PATH (the zip-packaged worker has none; the OCR function has it)."""
+    return shutil.which('tesseract') is not None
+
+
+def _limit_memory(limit: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return apply
+
+
+def tesseract_tsv(image: bytes, *, dpi: int, page: int, deadline: float, limits: Limits) -> str:
+    """Tesseract's TSV for one image; ParseFailure 'time-budget' / 'ocr-failed' / 'ocr-unavailable'."""
+    if not ocr_available():
+        raise ParseFailure('ocr-unavailable', f'page {page} needs OCR and Tesseract is not installed here', page=page)
+    timeout = deadline - time.monotonic()
+    if timeout <= 0:
+        raise ParseFailure('time-budget', f'no time was left to read page {page} by OCR', page=page, limit='deadline')
+    env = dict(os.environ, OMP_THREAD_LIMIT='1')
+    try:
+        done = subprocess.run(
+            ['tesseract', 'stdin', 'stdout', '--dpi', str(dpi), '-l', 'eng', 'tsv'],
+            input=image, capture_output=True, timeout=timeout, env=env, check=False,
+            preexec_fn=_limit_memory(limits.ocr_memory_bytes))
+    except subprocess.TimeoutExpired as error:
+        raise ParseFailure('time-budget', f'OCR of page {page} did not finish within the time budget of this step',
+                           page=page, limit='deadline') from error
+    stderr = done.stderr.decode('utf-8', 'replace')
+    if 'no pix returned' in stderr or 'Error in pixReadMem' in stderr:
+        raise ParseFailure('corrupt', f'page {page}: the image cannot be decoded (it is damaged or cut short)',
+                           page=page)
+    if done.returncode != 0:
+        detail = (stderr.strip().splitlines() or ['no message'])[-1]
+        if done.returncode < 0 or 'alloc' in detail.lower():
+            raise ParseFailure('ocr-failed', f'OCR of page {page} ran out of {limits.describe("ocr_memory_bytes")} '
+                                             'bytes of memory', page=page, limit='ocr_memory_bytes')
+        raise ParseFailure('ocr-failed', f'OCR of page {page} failed: {detail[:300]}', page=page)
+    return done.stdout.decode('utf-8', 'replace')
+
+
+def tesseract_tsv_or_stop(image: bytes, *, dpi: int, page: int, first_page: int, deadline: float,
+                          limits: Limits) -> str | None:
+    """``tesseract_tsv``, or None when the time ran out on a page after the call's first: the
+    caller stops there (``next_page``) and the next message goes on from that page."""
+    try:
+        return tesseract_tsv(image, dpi=dpi, page=page, deadline=deadline, limits=limits)
+    except ParseFailure as error:
+        if error.cause == 'time-budget' and page > first_page:
+            return None
+        raise
+
+
+def page_nodes(tsv: str, *, page: int, points_per_pixel: float, width: float, height: float,
+               index: int) -> tuple[list[dict], int]:
+    """The ``page`` node, its lines and words from Tesseract's TSV -> (nodes, characters of text)."""
+    page_id = f'p{page}'
+    out = [node(page_id, ROOT, 'page', None, index, {'page': page, 'width': round(width, 2),
+                                                     'height': round(height, 2)})]
+    lines: dict[tuple[str, str, str], list[tuple[str, list[float], float]]] = {}
+    for row in tsv.splitlines()[1:]:
+        fields = row.split('\t')
+        if len(fields) < 12 or fields[0] != '5':
+            continue
+        text = fields[11].strip()
+        if not text:
+            continue
+        left, top, w, h = (int(value) for value in fields[6:10])
+        box = [round(left * points_per_pixel, 2), round(top * points_per_pixel, 2),
+               round((left + w) * points_per_pixel, 2), round((top + h) * points_per_pixel, 2)]
+        confidence = max(0.0, min(1.0, float(fields[10]) / 100))
+        lines.setdefault((fields[2], fields[3], fields[4]), []).append((text, box, round(confidence, 3)))
+    chars = 0
+    for line_index, words in enumerate(lines.values()):
+        line_id = f'{page_id}.l{line_index + 1}'
+        text = ' '.join(word for word, _, _ in words)
+        chars += len(text)
+        box = [min(b[0] for _, b, _ in words), min(b[1] for _, b, _ in words),
+               max(b[2] for _, b, _ in words), max(b[3] for _, b, _ in words)]
+        out.append(node(line_id, page_id, 'line', text, line_index, {'page': page, 'bbox': box}))
+        for word_index, (word, word_box, confidence) in enumerate(words):
+            out.append(node(f'{line_id}.w{word_index + 1}', line_id, 'word', word, word_index,
+                            {'page': page, 'bbox': word_box, 'confidence': confidence}))
+    return out, chars

@@ -1,0 +1,258 @@
+"""PDFs with pypdfium2 (Apache-2.0/BSD-3; PyMuPDF's AGPL rules it out): a text layer read page
+by page, a page without one rendered and read by OCR (docs/operations/parsing.md).
+
+Text: pdfium's text page in its reading order (content order, with the line breaks pdfium
+generates between lines). Lines are the runs between those breaks, words the runs between
+whitespace. A word's box is the union of the loose boxes (font ascent to descent) of its first
+and last characters: two native calls a word rather than one a character, which keeps the reader
+within reach of raw text extraction (bench/bench_parsing.py); for text on a line the two agree
+with the union of every character's box. pdfium marks a word hyphenated across a line break with
+U+FFFE and no break: the line is split there, the first part keeps a ``-`` (as pdftotext does).
+Boxes are turned from PDF user space (origin bottom-left of the media box) into the contract's
+top-left origin of the visible page (the crop box, after ``/Rotate``).
+
+One page is loaded at a time and closed before the next; a page to OCR is rendered at
+``Limits.ocr_dpi`` (lowered to fit ``max_pixels_per_page``, computed before rendering) into one
+grey bitmap handed to Tesseract and freed.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from chalicelib.features.parsing.readers import ocr as tesseract
+from chalicelib.features.parsing.readers.errors import NeedsOcr, ParseFailure
+from chalicelib.features.parsing.readers.limits import Limits
+from chalicelib.features.parsing.readers.nodes import ROOT, Budget, PageRange, check_page_count, node
+
+_LINES = re.compile('[^\r\n\ufffe]+\ufffe?')
+_WORDS = re.compile(r'\S+')
+_MIN_OCR_DPI = 72
+_OCR_OBJECTS = (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_SHADING)
+# FPDFText_GetLooseCharBox(text_page, index, FS_RECTF*) called with plain addresses: the same C
+# function, without pypdfium2's per-call argument conversion (~35% of the call's cost); the text
+# page and the 4-float buffer outlive every call (both are held by _text_nodes).
+_LOOSE_BOX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(
+    ctypes.cast(pdfium_c.FPDFText_GetLooseCharBox, ctypes.c_void_p).value)
+
+
+class Outcome:
+    def __init__(self) -> None:
+        self.nodes: list[dict] = []
+        self.page_count = 0
+        self.next_page: int | None = None
+        self.ocr_pages = 0
+        self.warnings: list[str] = []
+
+
+def open_pdf(data: bytes) -> pdfium.PdfDocument:
+    try:
+        return pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as error:
+        text = str(error).lower()
+        if 'password' in text:
+            raise ParseFailure('encrypted', 'the PDF is encrypted with a password; upload it without one') from error
+        if b'%%EOF' not in data[-2048:]:
+            raise ParseFailure('truncated', 'the PDF is cut short: its end (%%EOF and the cross-reference table) is '
+                                            'missing; upload the whole file') from error
+        raise ParseFailure('corrupt', f'the PDF cannot be opened: {error}') from error
+
+
+class _Geometry:
+    """PDF user space -> points from the top-left of the visible page, after /Rotate."""
+
+    def __init__(self, page: pdfium.PdfPage):
+        left, bottom, right, top = page.get_cropbox()
+        self.left, self.top = left, top
+        self.w, self.h = right - left, top - bottom
+        self.rotation = page.get_rotation() % 360
+        self.width, self.height = (self.h, self.w) if self.rotation in (90, 270) else (self.w, self.h)
+
+    def box(self, x0: float, y0: float, x1: float, y1: float) -> list[float]:
+        u0, u1 = x0 - self.left, x1 - self.left
+        v0, v1 = self.top - y0, self.top - y1
+        if self.rotation == 90:
+            u0, v0, u1, v1 = self.h - v0, u0, self.h - v1, u1
+        elif self.rotation == 180:
+            u0, v0, u1, v1 = self.w - u0, self.h - v0, self.w - u1, self.h - v1
+        elif self.rotation == 270:
+            u0, v0, u1, v1 = v0, self.w - u0, v1, self.w - u1
+        return [round(min(u0, u1), 2), round(min(v0, v1), 2), round(max(u0, u1), 2), round(max(v0, v1), 2)]
+
+
+def _text_nodes(text_page: pdfium.PdfTextPage, text: str, geometry: _Geometry, page: int) -> tuple[list[dict], int]:
+    """Lines and words of one page. The hot loop of text PDFs (bench/bench_parsing.py): node dicts
+    written out inline and boxes turned with local arithmetic for unrotated pages."""
+    page_id = f'p{page}'
+    handle = ctypes.cast(text_page.raw, ctypes.c_void_p).value
+    rect = (ctypes.c_float * 4)()            # FS_RECTF: left, top, right, bottom
+    address = ctypes.addressof(rect)
+    view = memoryview(rect).cast('B').cast('f')
+    loose_box = _LOOSE_BOX
+    left, top = geometry.left, geometry.top
+    turn = geometry.box if geometry.rotation else None
+    out: list[dict] = []
+    append = out.append
+    chars = 0
+    line_number = 0
+    for line in _LINES.finditer(text):
+        offset = line.start()
+        contents = []
+        boxes = []
+        for word in _WORDS.finditer(line.group()):
+            first = offset + word.start()
+            last = offset + word.end() - 1
+            loose_box(handle, first, address)
+            x0, y1, x1, y0 = view
+            if last != first:
+                loose_box(handle, last, address)
+                a0, b1, a1, b0 = view
+                if a1 > x1:
+                    x1 = a1
+                if a0 < x0:
+                    x0 = a0
+                if b0 < y0:
+                    y0 = b0
+                if b1 > y1:
+                    y1 = b1
+            if turn is None:
+                # to 1/100 pt without round()'s call (a third of this loop's time): (v * 100 + 0.5) // 1 / 100
+                boxes.append([((x0 - left) * 100 + 0.5) // 1 / 100, ((top - y1) * 100 + 0.5) // 1 / 100,
+                              ((x1 - left) * 100 + 0.5) // 1 / 100, ((top - y0) * 100 + 0.5) // 1 / 100])
+            else:
+                boxes.append(turn(x0, y0, x1, y1))
+            contents.append(word.group())
+        if not contents:
+            continue
+        line_number += 1
+        line_id = f'{page_id}.l{line_number}'
+        line_text = ' '.join(contents)
+        if '\ufffe' in line_text or '\x00' in line_text:
+            contents = [word.replace('\ufffe', '-').replace('\x00', '') for word in contents]
+            line_text = ' '.join(contents)
+        chars += len(line_text)
+        lx0, ly0, lx1, ly1 = boxes[0]
+        for bx0, by0, bx1, by1 in boxes:
+            if bx0 < lx0:
+                lx0 = bx0
+            if by0 < ly0:
+                ly0 = by0
+            if bx1 > lx1:
+                lx1 = bx1
+            if by1 > ly1:
+                ly1 = by1
+        append({'id': line_id, 'parentId': page_id, 'nodeType': 'line', 'content': line_text,
+                'index': line_number - 1, 'features': {'page': page, 'bbox': [lx0, ly0, lx1, ly1]}})
+        prefix = line_id + '.w'
+        for index, content in enumerate(contents):
+            append({'id': prefix + str(index + 1), 'parentId': line_id, 'nodeType': 'word', 'content': content,
+                    'index': index, 'features': {'page': page, 'bbox': boxes[index]}})
+    return out, chars
+
+
+def _page_text(text_page: pdfium.PdfTextPage) -> str:
+    count = text_page.count_chars()
+    text = text_page.get_text_range() if count > 0 else ''
+    if len(text) != count:
+        # characters outside the BMP (two UTF-16 units, one char index): one character at a time
+        text = ''.join(chr(pdfium_c.FPDFText_GetUnicode(text_page.raw, index) or 32) for index in range(count))
+    return text
+
+
+def _needs_ocr(page: pdfium.PdfPage) -> bool:
+    """No text layer, but something drawn: a scan, or text turned into outlines."""
+    return any(True for _ in page.get_objects(filter=_OCR_OBJECTS, max_depth=3))
+
+
+def _render_for_ocr(page: pdfium.PdfPage, geometry: _Geometry, number: int, limits: Limits,
+                    warnings: list[str]) -> tuple[bytes, int]:
+    dpi = limits.ocr_dpi
+    pixels = math.ceil(geometry.width * dpi / 72) * math.ceil(geometry.height * dpi / 72)
+    if pixels > limits.max_pixels_per_page:
+        dpi = int(dpi * math.sqrt(limits.max_pixels_per_page / pixels))
+        if dpi < _MIN_OCR_DPI:
+            raise ParseFailure('too-many-pixels', f'page {number} is too large to read by OCR at {_MIN_OCR_DPI} dpi '
+                                                  f'within {limits.describe("max_pixels_per_page")} pixels',
+                               page=number, limit='max_pixels_per_page')
+        warnings.append(f'page {number} was rendered for OCR at {dpi} dpi to stay within '
+                        f'{limits.describe("max_pixels_per_page")} pixels')
+    bitmap = page.render(scale=dpi / 72, grayscale=True, may_draw_forms=True)
+    try:
+        width, height, stride = bitmap.width, bitmap.height, bitmap.stride
+        buffer = memoryview(bitmap.buffer).cast('B')
+        if bitmap.n_channels != 1:
+            raise ParseFailure('ocr-failed', f'page {number} did not render in grey', page=number)
+        header = b'P5\n%d %d\n255\n' % (width, height)
+        if stride == width:
+            image = header + bytes(buffer[:width * height])
+        else:
+            image = header + b''.join(bytes(buffer[row * stride:row * stride + width]) for row in range(height))
+    finally:
+        bitmap.close()
+    return image, dpi
+
+
+def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, ocr: bool,
+             page_limit: int | None = None) -> Outcome:
+    outcome = Outcome()
+    document = open_pdf(data)
+    try:
+        outcome.page_count = count = len(document)
+        if count == 0:
+            raise ParseFailure('corrupt', 'the PDF has no pages')
+        check_page_count(count, limits, 'the PDF')
+        pacing = PageRange(budget, first_page, page_limit)
+        for number in range(first_page, count + 1):
+            if pacing.stop_before(number):
+                outcome.next_page = number
+                break
+            budget.check(f'page {number}', page=number)
+            try:
+                page = document[number - 1]
+            except pdfium.PdfiumError as error:
+                raise ParseFailure('corrupt', f'page {number} of the PDF cannot be loaded: its page tree is broken '
+                                              '(it may loop)', page=number) from error
+            try:
+                geometry = _Geometry(page)
+                text_page = page.get_textpage()
+                try:
+                    text = _page_text(text_page)
+                    if text.strip():
+                        nodes, chars = _text_nodes(text_page, text, geometry, number)
+                    else:
+                        nodes, chars = None, 0
+                finally:
+                    text_page.close()
+                if nodes is None and _needs_ocr(page):
+                    if not ocr:
+                        if number > first_page:
+                            outcome.next_page = number
+                            break
+                        raise NeedsOcr(number)
+                    image, dpi = _render_for_ocr(page, geometry, number, limits, outcome.warnings)
+                    tsv = tesseract.tesseract_tsv_or_stop(image, dpi=dpi, page=number, first_page=first_page,
+                                                          deadline=budget.deadline, limits=limits)
+                    del image
+                    if tsv is None:
+                        outcome.next_page = number
+                        break
+                    nodes, chars = tesseract.page_nodes(tsv, page=number, points_per_pixel=72 / dpi,
+                                                        width=geometry.width, height=geometry.height,
+                                                        index=number - 1)
+                    outcome.ocr_pages += 1
+                else:
+                    nodes = [node(f'p{number}', ROOT, 'page', None, number - 1,
+                                  {'page': number, 'width': round(geometry.width, 2),
+                                   'height': round(geometry.height, 2)})] + (nodes or [])
+            finally:
+                page.close()
+            budget.text(chars, page=number)
+            outcome.nodes.extend(nodes)
+            pacing.done()
+    finally:
+        document.close()
+    return outcome

@@ -1,0 +1,68 @@
+"""The activity queue's worker: one door for every message (front/handlers.py ``sqs_batch`` and
+``make run``'s queue poller call ``handle_message`` per message; docs/api/work.md "The worker",
+docs/api/processing.md, docs/operations/worker.md).
+
+| message type          | handled by                                             |
+|-----------------------|--------------------------------------------------------|
+| ``activity.start``    | features/work/service.py ``run_start`` (materialises a plan) |
+| ``execution.attempt`` | the engine, as an activity's execution (service.py ``ACTIVITY``) |
+| ``pipeline.start``    | features/work/pipelines.py ``run_start`` (creates a run) |
+| ``pipeline.stages``   | pipelines.py ``run_stages`` (the stages before the pipelines) |
+| ``pipeline.existing`` | pipelines.py ``run_existing`` (one page of runOnExistingContent) |
+| ``pipeline.step``     | the engine, as a document-processing run (pipelines.py ``PIPELINE``) |
+
+The worker spends the Lambda's time, not more: ``deadline`` is the invocation's end (a
+``time.monotonic()`` instant, front/handlers.py); a message it cannot cover, less the engine's
+safety margin, is ``Deferred`` before anything of it is written (it goes back as a batch item
+failure and is redelivered). A message no delivery can process is a ``PoisonMessage``.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chalicelib.features.work import engine, pipelines, service
+from chalicelib.features.work.engine import Deferred, PoisonMessage
+
+__all__ = ['Deferred', 'PoisonMessage', 'handle_message']
+
+
+def _strings(message: dict[str, Any], *names: str) -> bool:
+    return all(isinstance(message.get(n), str) and message[n] for n in names)
+
+
+def _ints(message: dict[str, Any], *names: str) -> bool:
+    return all(isinstance(message.get(n), int) and not isinstance(message.get(n), bool) for n in names)
+
+
+def handle_message(body: str, *, deadline: float | None = None) -> str:
+    """Process one queue message; what happened (for the log line). Raises to have the message
+    delivered again (``PoisonMessage`` for one that never can be, ``Deferred`` for one the
+    invocation has no time left for)."""
+    if engine.seconds_left(deadline) < engine.START_SECONDS:
+        raise Deferred(f'{max(0.0, engine.seconds_left(deadline)):.1f} s left of the invocation')
+    try:
+        message = json.loads(body)
+    except (TypeError, ValueError):
+        raise PoisonMessage('the message is not JSON') from None
+    if not isinstance(message, dict):
+        raise PoisonMessage('the message is not a JSON object')
+    kind = message.get('type')
+    if kind == service.START and _strings(message, 'activityId'):
+        return service.run_start(message['activityId'])
+    if kind == service.ATTEMPT and _strings(message, 'executionId') and _ints(message, 'attempt'):
+        return service.run_attempt(message['executionId'], message['attempt'], deadline=deadline)
+    if kind == pipelines.STEP and _strings(message, 'executionId') and _ints(message, 'step', 'attempt'):
+        return engine.run(pipelines.PIPELINE, message['executionId'], message['step'], message['attempt'],
+                          deadline=deadline)
+    if kind == pipelines.START and _strings(message, 'assistantId', 'documentFamilyId', 'trigger'):
+        return pipelines.run_start(message['assistantId'], message['documentFamilyId'], message['trigger'])
+    if kind == pipelines.STAGES and _strings(message, 'documentFamilyId', 'trigger'):
+        return pipelines.run_stages(message['documentFamilyId'], message['trigger'])
+    if kind == pipelines.EXISTING and _strings(message, 'assistantId', 'run', 'before'):
+        cursor = message.get('cursor')
+        return pipelines.run_existing(message['assistantId'], message['run'], message['before'],
+                                      cursor if isinstance(cursor, dict) else None)
+    if kind in pipelines.KINDS or kind in (service.START, service.ATTEMPT):
+        raise PoisonMessage(f'malformed {kind} message')
+    raise PoisonMessage(f'unknown message type {str(kind)[:40]!r}')

@@ -1,0 +1,489 @@
+"""The readers of chalicelib/features/parsing/readers/ over the corpus of tests/fixtures/documents/
+(its README says where each file comes from; manifest.json holds the words known to be in it).
+
+Each real file yields its known words in the contract's node shape (ids unique, every parent
+present, top nodes under the root, PDF and OCR boxes inside their page, OCR words with
+confidences); each hostile file fails with its cause within its budget; a document read in page
+ranges concatenates to the same nodes as one call. OCR tests (Tesseract, which `make test`
+installs) are marked slow: the quick loop leaves them out.
+"""
+from __future__ import annotations
+
+import io
+import json
+import time
+import zipfile
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pytest
+
+from chalicelib.features.parsing import readers
+from chalicelib.features.parsing.readers import (
+    DEFAULT_LIMITS,
+    Limits,
+    NeedsOcr,
+    NoParser,
+    ParseFailure,
+    ReadResult,
+    ocr_available,
+    read,
+)
+
+CORPUS = Path(__file__).resolve().parents[1] / 'fixtures' / 'documents'
+MANIFEST = json.loads((CORPUS / 'manifest.json').read_text())
+REAL = MANIFEST['real']
+HOSTILE = MANIFEST['hostile']
+HOSTILE_BUDGET_SECONDS = 10.0
+
+
+def _data(name: str) -> bytes:
+    return (CORPUS / name).read_bytes()
+
+
+def _read(name: str, **kwargs) -> ReadResult:
+    kwargs.setdefault('deadline', time.monotonic() + 120)
+    return read(_data(name), media_type=kwargs.pop('media_type', None), filename=kwargs.pop('filename', name),
+                **kwargs)
+
+
+def _marks(name: str):
+    return [pytest.mark.slow] if REAL.get(name, {}).get('ocr') else []
+
+
+_cache: dict[str, ReadResult] = {}
+
+
+def _read_once(name: str) -> ReadResult:
+    if name not in _cache:
+        _cache[name] = _read(name)
+    return _cache[name]
+
+
+def _text(nodes: list[dict]) -> str:
+    return ' '.join(node['content'] or '' for node in nodes)
+
+
+def _words(nodes: list[dict]) -> set[str]:
+    """The words of the nodes' text, without the punctuation around them."""
+    return {word.strip('.,:;()[]\'"') for word in _text(nodes).split()}
+
+
+def _check_shape(nodes: list[dict]) -> None:
+    ids = [node['id'] for node in nodes]
+    assert len(ids) == len(set(ids)), 'node ids are unique'
+    known = set(ids)
+    for node in nodes:
+        assert set(node) == {'id', 'parentId', 'nodeType', 'content', 'index', 'features'}
+        assert node['content'] is None or isinstance(node['content'], str)
+        assert isinstance(node['index'], int) and node['index'] >= 0
+        if node['id'] == 'doc':
+            assert node['parentId'] is None and node['nodeType'] == 'document'
+        else:
+            assert node['parentId'] in known, f'{node["id"]}: its parent {node["parentId"]} is in the list'
+    top = [node for node in nodes if node['parentId'] == 'doc']
+    assert top, 'the document has top nodes under the root'
+
+
+@pytest.mark.parametrize('name', [pytest.param(name, marks=_marks(name)) for name in REAL])
+def test_each_real_file_yields_its_known_words_in_the_contract_shape(name):
+    expected = REAL[name]
+    result = _read_once(name)
+    assert result.media_type == expected['mediaType']
+    assert result.parser == expected['parser']
+    assert result.next_page is None
+    assert result.nodes[0] == {
+        'id': 'doc', 'parentId': None, 'nodeType': 'document', 'content': None, 'index': 0,
+        'features': {'mediaType': expected['mediaType'], 'pageCount': result.page_count, 'parser': expected['parser']}}
+    _check_shape(result.nodes)
+    words = _words(result.nodes)
+    for word in expected['words']:
+        assert word in words, f'{word!r} read from {name}'
+    if 'pages' in expected:
+        assert result.page_count == expected['pages']
+    assert result.text_chars > 0
+
+
+@pytest.mark.parametrize('name', [pytest.param(name, marks=_marks(name)) for name in REAL
+                                  if REAL[name]['mediaType'] in ('application/pdf', 'image/png', 'image/jpeg',
+                                                                 'image/tiff')])
+def test_pages_lines_and_words_have_boxes_inside_their_page(name):
+    expected = REAL[name]
+    result = _read_once(name)
+    pages = {node['id']: node for node in result.nodes if node['nodeType'] == 'page'}
+    assert [page['features']['page'] for page in pages.values()] == list(range(1, expected['pages'] + 1))
+    by_id = {node['id']: node for node in result.nodes}
+    for node in result.nodes:
+        if node['nodeType'] not in ('line', 'word'):
+            continue
+        page = pages[f'p{node["features"]["page"]}']
+        assert node['id'].startswith(page['id'] + '.')
+        x0, y0, x1, y1 = node['features']['bbox']
+        width, height = page['features']['width'], page['features']['height']
+        assert 0 <= x0 <= x1 <= width + 0.5 and 0 <= y0 <= y1 <= height + 0.5, (node, width, height)
+        if node['nodeType'] == 'word':
+            line = by_id[node['parentId']]
+            assert node['content'] in line['content'].split()
+            lx0, ly0, lx1, ly1 = line['features']['bbox']
+            assert lx0 <= x0 and ly0 <= y0 and x1 <= lx1 and y1 <= ly1, 'a word lies inside its line'
+            if expected.get('ocr'):
+                assert 0.0 <= node['features']['confidence'] <= 1.0
+            else:
+                assert 'confidence' not in node['features']
+    for page_number, page_words in expected.get('pageWords', {}).items():
+        on_page = _words([node for node in result.nodes
+                          if node['nodeType'] == 'word' and node['features']['page'] == int(page_number)])
+        for word in page_words:
+            assert word in on_page, f'{word!r} on page {page_number} of {name}'
+
+
+@pytest.mark.slow
+def test_ocr_words_carry_confidences_and_most_are_confident():
+    assert ocr_available()
+    words = [node for node in _read_once('scanned-page.png').nodes if node['nodeType'] == 'word']
+    confident = [word for word in words if word['features']['confidence'] >= 0.8]
+    assert len(words) > 300 and len(confident) > len(words) * 0.8
+
+
+def test_pdf_text_follows_the_page_and_splits_words_hyphenated_across_lines():
+    nodes = _read_once('lppl.pdf').nodes
+    lines = [node for node in nodes if node['nodeType'] == 'line' and node['features']['page'] == 1]
+    assert lines[0]['content'] == 'The LATEX Project Public License'
+    assert [line['features']['bbox'][1] for line in lines[:6]] == sorted(line['features']['bbox'][1]
+                                                                        for line in lines[:6])
+    # "free-" ends a line and "dom" starts the next (pdfium marks the break with U+FFFE)
+    words = [node['content'] for node in nodes if node['nodeType'] == 'word']
+    at = words.index('free-')
+    assert words[at + 1] == 'dom'
+    assert not any('\ufffe' in word for word in words)
+
+
+def test_the_two_columns_of_a_newsletter_are_read_one_after_the_other():
+    text = _text([node for node in _read_once('ltnews11.pdf').nodes if node['nodeType'] == 'line'])
+    assert text.index('Back in sync') < text.index('Yearly release cycles') < text.index('LPPL update')
+
+
+def test_docx_headings_paragraphs_and_table_in_document_order():
+    nodes = _read_once('memo.docx').nodes
+    expected = REAL['memo.docx']
+    headings = {node['content']: node['features']['level'] for node in nodes if node['nodeType'] == 'heading'}
+    for text, level in expected['headings'].items():
+        assert headings[text] == level
+    top = [node for node in nodes if node['parentId'] == 'doc']
+    assert [node['index'] for node in top] == list(range(len(top)))
+    assert [node['nodeType'] for node in top][:5] == ['heading', 'paragraph', 'heading', 'paragraph', 'table']
+    table = next(node for node in top if node['nodeType'] == 'table')
+    rows = [node for node in nodes if node['parentId'] == table['id']]
+    assert len(rows) == expected['table']['rows']
+    row, column, text = expected['table']['cell']
+    cell = next(node for node in nodes if node['nodeType'] == 'cell' and node['features'] == {'row': row,
+                                                                                           'column': column})
+    assert cell['content'] == text and cell['parentId'] == rows[row]['id']
+
+
+def test_xlsx_sheets_rows_and_cells_with_formula_results():
+    nodes = _read_once('ledger.xlsx').nodes
+    sheets = [node for node in nodes if node['nodeType'] == 'sheet']
+    assert [sheet['content'] for sheet in sheets] == REAL['ledger.xlsx']['sheets']
+    sheet_name, row, column, text = REAL['ledger.xlsx']['cell']
+    sheet = next(node for node in sheets if node['content'] == sheet_name)
+    cell = next(node for node in nodes if node['id'] == f'{sheet["id"]}.r{row}.c{column}')
+    assert cell['content'] == text and cell['features'] == {'row': row, 'column': column}
+    assert '4641.25' in _text(nodes) and '1250' in _text(nodes).split()
+
+
+def test_csv_delimiter_is_sniffed():
+    nodes = _read_once('ledger.csv').nodes
+    row, column, text = REAL['ledger.csv']['cell']
+    assert next(node for node in nodes if node['id'] == f's1.r{row}.c{column}')['content'] == text
+    assert not any(';' in (node['content'] or '') for node in nodes if node['nodeType'] == 'cell')
+
+
+def test_html_keeps_blocks_and_drops_styles_and_scripts():
+    nodes = _read_once('debian-faq-contributing.html').nodes
+    text = _text(nodes)
+    for absent in REAL['debian-faq-contributing.html']['absent']:
+        assert absent not in text
+    headings = [node for node in nodes if node['nodeType'] == 'heading']
+    assert headings[0]['content'].startswith('Chapter 13.') and headings[0]['features']['level'] in (1, 2)
+    paragraphs = [node['content'] for node in nodes if node['nodeType'] == 'paragraph']
+    assert '13.1. How can I become a Debian member/Debian developer?' in paragraphs
+    assert any(node['nodeType'] == 'table' for node in nodes), 'DocBook\'s navigation header is a table'
+
+
+def test_html_reads_no_entity_and_no_network_and_keeps_tables():
+    page = (b'<!DOCTYPE html [<!ENTITY secret SYSTEM "file:///etc/passwd">]><html><head><title>t</title>'
+            b'<script>alert("x")</script></head><body><h2>Totals</h2><p>Due &amp; payable &secret;</p>'
+            b'<ul><li>one</li><li>two <b>bold</b> tail</li></ul>'
+            b'<table><tr><th>Item</th><th>Cost</th></tr><tr><td>Paper</td><td>4.50</td></tr></table></body></html>')
+    result = read(page, media_type='text/html', filename='x.html', deadline=time.monotonic() + 10)
+    text = _text(result.nodes)
+    assert 'root:' not in text and 'alert' not in text
+    assert 'Due & payable' in text
+    items = [node['content'] for node in result.nodes if node['features'].get('listItem')]
+    assert items == ['one', 'two bold tail']
+    cell = next(node for node in result.nodes if node['id'].endswith('.r1.c1'))
+    assert cell['content'] == '4.50' and cell['nodeType'] == 'cell'
+
+
+def test_plain_text_paragraphs_hold_lines_and_other_encodings_are_decoded():
+    nodes = _read_once('apache-2.0.txt').nodes
+    paragraphs = [node for node in nodes if node['nodeType'] == 'paragraph']
+    lines = [node for node in nodes if node['nodeType'] == 'line']
+    assert len(paragraphs) > 20 and len(lines) > len(paragraphs)
+    assert all(line['parentId'] in {p['id'] for p in paragraphs} for line in lines)
+    latin = 'Résumé du contrat\nsignée à Genève\n\nDeuxième paragraphe'.encode('cp1252')
+    result = read(latin, media_type='text/plain', filename='note.txt', deadline=time.monotonic() + 5)
+    assert [node['content'] for node in result.nodes if node['nodeType'] == 'paragraph'] == [
+        'Résumé du contrat\nsignée à Genève', 'Deuxième paragraphe']
+    assert result.warnings == ['the text is not UTF-8: it was read as Windows-1252']
+
+
+@pytest.mark.parametrize('name', list(HOSTILE))
+def test_each_hostile_file_fails_with_its_cause_within_its_budget(name):
+    started = time.monotonic()
+    with pytest.raises(ParseFailure) as failure:
+        _read(name, deadline=started + HOSTILE_BUDGET_SECONDS)
+    assert failure.value.cause == HOSTILE[name]['cause']
+    assert time.monotonic() - started < HOSTILE_BUDGET_SECONDS
+    assert str(failure.value) and failure.value.message == str(failure.value)
+
+
+def test_hostile_failures_name_what_a_user_can_act_on():
+    messages = {}
+    for name in HOSTILE:
+        try:
+            _read(name)
+        except ParseFailure as error:
+            messages[name] = str(error)
+    assert 'password' in messages['hostile-encrypted.pdf']
+    assert 'cut short' in messages['hostile-truncated.pdf']
+    assert 'page tree' in messages['hostile-page-tree-loop.pdf']
+    assert 'max_pixels_per_page' in messages['hostile-bomb.png']
+    assert 'max_compression_ratio' in messages['hostile-zip-bomb.docx']
+    assert messages['hostile-empty.pdf'] == 'the file is empty (0 bytes)'
+    assert messages['hostile-png-named.pdf'] == 'the file is a PNG image but its name says a PDF'
+
+
+def test_a_label_that_contradicts_the_bytes_is_mislabelled_and_a_generic_one_is_not():
+    with pytest.raises(ParseFailure) as failure:
+        _read('upref.pdf', media_type='image/png', filename=None)
+    assert failure.value.cause == 'mislabelled'
+    assert str(failure.value) == 'the file is a PDF but its media type says a PNG image'
+    assert _read('upref.pdf', media_type='application/octet-stream', filename='upload.bin').parser == 'pdf-text'
+    with pytest.raises(ParseFailure) as failure:
+        _read('apache-2.0.txt', filename='contract.pdf')
+    assert failure.value.cause == 'mislabelled'
+
+
+def test_types_without_a_reader_say_no_parser():
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, 'w') as written:
+        written.writestr('readme.txt', 'hello')
+    for data, media_type in ((b'GIF89a\x01\x00\x01\x00\x00\x00\x00;', 'image/gif'),
+                             (archive.getvalue(), 'application/zip'),
+                             (b'\x00\x01\x02binary\x00' * 20, 'application/octet-stream')):
+        with pytest.raises(NoParser) as failure:
+            read(data, media_type=None, filename=None, deadline=time.monotonic() + 5)
+        assert failure.value.cause == 'no-parser'
+        assert str(failure.value) == f'no parser for {media_type}'
+
+
+def _fake_clock(monkeypatch, step: float = 1.0):
+    """time.monotonic for the readers that moves ``step`` seconds on each reading: deterministic pacing."""
+    now = [1000.0]
+
+    def monotonic() -> float:
+        now[0] += step
+        return now[0]
+
+    # the readers' modules share the time module: this replaces time.monotonic for the test
+    # (subprocess keeps its own reference, so Tesseract's real timeout is unaffected)
+    monkeypatch.setattr('chalicelib.features.parsing.readers.nodes.time.monotonic', monotonic)
+    return now
+
+
+def _read_in_ranges(name: str, monkeypatch, budget_seconds: float, step: float = 1.0) -> tuple[list[dict], list[int]]:
+    now = _fake_clock(monkeypatch, step)
+    nodes: list[dict] = []
+    starts = []
+    first_page: int | None = 1
+    chars = 0
+    while first_page is not None:
+        starts.append(first_page)
+        result = read(_data(name), media_type=None, filename=name, first_page=first_page,
+                      deadline=now[0] + budget_seconds, text_chars_before=chars)
+        assert (result.nodes[0]['id'] == 'doc') == (first_page == 1)
+        assert all(node['parentId'] != 'doc' or node['nodeType'] == 'page' for node in result.nodes)
+        chars += result.text_chars
+        nodes.extend(result.nodes)
+        first_page = result.next_page
+        assert len(starts) < 20
+    return nodes, starts
+
+
+def test_a_pdf_read_in_page_ranges_concatenates_to_the_same_nodes(monkeypatch):
+    whole = _read_once('lppl.pdf')
+    nodes, starts = _read_in_ranges('lppl.pdf', monkeypatch, budget_seconds=12.0)
+    assert len(starts) > 2, 'the budget split the document into several calls'
+    assert nodes == whole.nodes
+
+
+@pytest.mark.slow
+def test_a_multi_page_tiff_read_in_page_ranges_concatenates_to_the_same_nodes(monkeypatch):
+    whole = _read_once('scanned-pages.tiff')
+    # a long step: Tesseract's real timeout is the deadline less the fake clock's reading
+    nodes, starts = _read_in_ranges('scanned-pages.tiff', monkeypatch, budget_seconds=1000.0, step=100.0)
+    assert starts == [1, 2]
+    assert nodes == whole.nodes
+
+
+def test_the_deadline_already_spent_is_a_time_budget_failure():
+    with pytest.raises(ParseFailure) as failure:
+        _read('lppl.pdf', deadline=time.monotonic() - 1)
+    assert failure.value.cause == 'time-budget'
+
+
+def _mixed_pdf() -> bytes:
+    """lppl.pdf's first page (a text layer) then the scanned page (none)."""
+    mixed = pdfium.PdfDocument.new()
+    mixed.import_pages(pdfium.PdfDocument(_data('lppl.pdf')), [0])
+    mixed.import_pages(pdfium.PdfDocument(_data('scanned-page.pdf')), [0])
+    out = io.BytesIO()
+    mixed.save(out)
+    return out.getvalue()
+
+
+def test_without_ocr_a_page_without_text_hands_over_to_the_ocr_function():
+    data = _mixed_pdf()
+    first = read(data, media_type='application/pdf', filename='mixed.pdf', deadline=time.monotonic() + 30,
+                 ocr=False)
+    assert first.next_page == 2 and first.parser == 'pdf-text'
+    assert {node['features'].get('page') for node in first.nodes if node['nodeType'] != 'document'} == {1}
+    with pytest.raises(NeedsOcr) as needs:
+        read(data, media_type='application/pdf', filename='mixed.pdf', first_page=2,
+             deadline=time.monotonic() + 30, ocr=False)
+    assert needs.value.page == 2 and needs.value.cause == 'needs-ocr'
+    with pytest.raises(NeedsOcr) as needs:
+        _read('scanned-page.png', ocr=False)
+    assert needs.value.page == 1
+
+
+@pytest.mark.slow
+def test_the_ocr_function_goes_on_where_the_text_reader_stopped():
+    data = _mixed_pdf()
+    rest = read(data, media_type='application/pdf', filename='mixed.pdf', first_page=2,
+                deadline=time.monotonic() + 60, ocr=True)
+    assert rest.parser == 'pdf-ocr' and rest.next_page is None
+    assert 'verbatim' in _text(rest.nodes).split()
+    assert all(node['id'].startswith('p2') for node in rest.nodes)
+
+
+def test_limits_are_named_in_their_failures():
+    cases = [
+        ('lppl.pdf', Limits(max_pages=5), 'too-many-pages', 'max_pages'),
+        ('lppl.pdf', Limits(max_text_chars=1_000), 'too-much-text', 'max_text_chars'),
+        ('lppl.pdf', Limits(max_bytes=1_000), 'too-large', 'max_bytes'),
+        ('scanned-page.png', Limits(max_pixels_per_page=1_000_000), 'too-many-pixels', 'max_pixels_per_page'),
+        ('scanned-pages.tiff', Limits(max_pixels_per_page=1_000_000), 'too-many-pixels', 'max_pixels_per_page'),
+        ('ledger.csv', Limits(max_cells=10), 'too-many-cells', 'max_cells'),
+        ('ledger.xlsx', Limits(max_cells=10), 'too-many-cells', 'max_cells'),
+        ('memo.docx', Limits(max_cells=10), 'too-many-cells', 'max_cells'),
+        ('memo.docx', Limits(max_uncompressed_bytes=10_000), 'zip-bomb', 'max_uncompressed_bytes'),
+    ]
+    for name, limits, cause, limit in cases:
+        with pytest.raises(ParseFailure) as failure:
+            _read(name, limits=limits)
+        assert (failure.value.cause, failure.value.limit) == (cause, limit), name
+        assert limit in str(failure.value)
+
+
+def test_the_text_cap_holds_across_page_ranges():
+    result = _read('upref.pdf')
+    with pytest.raises(ParseFailure) as failure:
+        _read('upref.pdf', limits=Limits(max_text_chars=DEFAULT_LIMITS.max_text_chars),
+              text_chars_before=DEFAULT_LIMITS.max_text_chars - result.text_chars + 1)
+    assert failure.value.cause == 'too-much-text'
+
+
+def test_a_sparse_sheet_whose_grid_would_not_fit_is_refused_before_calamine_allocates_it():
+    source = zipfile.ZipFile(io.BytesIO(_data('ledger.xlsx')))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as sparse:
+        for member in source.infolist():
+            body = source.read(member)
+            if member.filename == 'xl/worksheets/sheet1.xml':
+                body = body.replace(b'</sheetData>', b'<row r="1048576"><c r="XFD1048576" t="n"><v>1</v></c>'
+                                                     b'</row></sheetData>')
+            sparse.writestr(member, body)
+    started = time.monotonic()
+    with pytest.raises(ParseFailure) as failure:
+        read(out.getvalue(), media_type=None, filename='sparse.xlsx', deadline=started + 10)
+    assert failure.value.cause == 'too-many-cells' and 'rows 1 to 1,048,576' in str(failure.value)
+
+
+@pytest.mark.slow
+def test_a_pdf_page_too_large_for_the_pixel_cap_is_rendered_at_a_lower_dpi():
+    result = _read('scanned-page.pdf', limits=Limits(max_pixels_per_page=3_000_000))
+    assert result.warnings and 'dpi' in result.warnings[0] and 'max_pixels_per_page' in result.warnings[0]
+    assert 'verbatim' in _text(result.nodes).split()
+
+
+def test_the_public_api_is_what_the_parse_stage_codes_against():
+    assert readers.ROOT == 'doc'
+    assert issubclass(NoParser, ParseFailure) and issubclass(NeedsOcr, ParseFailure)
+    assert DEFAULT_LIMITS.ocr_dpi == 300
+    assert readers.sniff(_data('memo.docx'), filename='memo.docx').endswith('wordprocessingml.document')
+
+
+def test_page_limit_reads_a_pdf_in_fixed_chunks_that_concatenate():
+    whole = _read_once('lppl.pdf')
+    nodes: list[dict] = []
+    starts = []
+    first_page = 1
+    while first_page is not None:
+        starts.append(first_page)
+        result = _read('lppl.pdf', first_page=first_page, page_limit=3)
+        nodes.extend(result.nodes)
+        first_page = result.next_page
+    assert starts == [1, 4, 7]
+    assert nodes == whole.nodes
+    with pytest.raises(ValueError):
+        _read('lppl.pdf', page_limit=0)
+
+
+@pytest.mark.slow
+def test_images_cut_short_fail_as_truncated_or_corrupt_not_as_ocr_errors():
+    png = _data('scanned-page.png')[:20_000]
+    with pytest.raises(ParseFailure) as failure:
+        read(png, media_type='image/png', filename='cut.png', deadline=time.monotonic() + 30)
+    assert failure.value.cause == 'truncated'
+    jpeg = _data('scanned-page.jpg')[:20_000]
+    with pytest.raises(ParseFailure) as failure:
+        read(jpeg, media_type='image/jpeg', filename='cut.jpg', deadline=time.monotonic() + 30)
+    assert failure.value.cause == 'corrupt' and 'cannot be decoded' in str(failure.value)
+
+
+def test_an_html_page_without_text_is_a_document_without_blocks():
+    for page in (b'<html><head><style>p{}</style></head><body></body></html>', b'<!DOCTYPE html>'):
+        result = read(page, media_type=None, filename='blank.html', deadline=time.monotonic() + 5)
+        assert [node['id'] for node in result.nodes] == ['doc'] and result.parser == 'html'
+
+
+@pytest.mark.parametrize('rotation', [90, 270])
+def test_boxes_of_a_rotated_page_are_in_the_displayed_page(rotation):
+    """/Rotate turns the page clockwise: boxes and the page's size are those a viewer shows."""
+    rotated = pdfium.PdfDocument.new()
+    rotated.import_pages(pdfium.PdfDocument(_data('lppl.pdf')), [0])
+    rotated[0].set_rotation(rotation)
+    out = io.BytesIO()
+    rotated.save(out)
+    upright = {node['content']: node['features']['bbox'] for node in _read_once('lppl.pdf').nodes
+               if node['nodeType'] == 'word' and node['features']['page'] == 1}
+    result = read(out.getvalue(), media_type=None, filename='rotated.pdf', deadline=time.monotonic() + 10)
+    page = result.nodes[1]['features']
+    assert (page['width'], page['height']) == (841.89, 595.28)
+    x0, y0, x1, y1 = next(node['features']['bbox'] for node in result.nodes if node['content'] == 'Preamble')
+    u0, v0, u1, v1 = upright['Preamble']
+    expected = [841.89 - v1, u0, 841.89 - v0, u1] if rotation == 90 else [v0, 595.28 - u1, v1, 595.28 - u0]
+    assert [x0, y0, x1, y1] == pytest.approx(expected, abs=0.02)
