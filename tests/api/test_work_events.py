@@ -125,7 +125,7 @@ def test_the_stream_handler_publishes_and_records_events_once(api, org_id, work,
 
 def test_a_stream_batch_records_its_events_together_and_moves_each_counter_once(api, org_id, work):
     """12 events of one kind in one stream batch: each record is its own PutItem, and one
-    transaction (its tally's, kernel/store/tally.py) moves the family's counter and the kind's
+    transaction (its tally's, features/events/tally.py) moves the family's counter and the kind's
     once for all of them (docs/scale.md "Events records"), not 12 times each; a redelivery of the
     batch records and counts nothing twice: still 12."""
     from chalicelib.kernel.store import model

@@ -86,7 +86,7 @@ class Item(Model):
     gv = NumberAttribute(null=True)    # 1: the record counts in its parents' guard shards (kernel/parents.py)
     dead = NumberAttribute(null=True)  # a closed guard shard (kernel/parents.py) or tally (tally.py)
     obx = MapAttribute(null=True)      # the domain event of the last one-UpdateItem write (kernel/unlocked.py)
-    tb = UnicodeAttribute(null=True)   # the tally an item was put under (kernel/store/tally.py)
+    tb = UnicodeAttribute(null=True)   # the tally an item was put under (features/events/tally.py)
     cb = NumberAttribute(null=True)    # a closed tally's counted ids, one bit per position (tally.py)
 
     # Every index is KEYS_ONLY (docs/scale.md "Projections"): an entry is the record's keys, so a

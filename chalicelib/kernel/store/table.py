@@ -324,7 +324,7 @@ def _pool():
 def in_parallel(fn, items: list[Any]) -> list[Any]:
     """``fn`` of each of ``items``, in order, up to INDEX_SHARDS calls in flight (the store's
     pool; one item is called here). For independent calls of one unit of work: the events
-    records of a chunk put one by one (kernel/store/tally.py ``put_all_marked``)."""
+    records of a chunk put one by one (features/events/tally.py ``put_all_marked``)."""
     return list(_pool().map(fn, items)) if len(items) > 1 else [fn(i) for i in items]
 
 
