@@ -45,7 +45,7 @@ def _admit(event, mode: str, route: str | None):
     """Authenticate the caller and count the request -> (principal, rate-limit decision).
 
     A user's request is admitted by features/identity/admission.py: one UpdateItem counts it
-    (kernel/store/gate.py) while one BatchGetItem reads, concurrently, what authenticates it (the
+    (features/identity/gate.py) while one BatchGetItem reads, concurrently, what authenticates it (the
     user's record and ACL item) and, for a GET by id, the record itself. A request without a valid credential,
     and a public route, is answered without touching the counters (headers still state the
     limit): counting them would turn every garbage request into a DynamoDB write; floods of

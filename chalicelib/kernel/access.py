@@ -26,7 +26,7 @@ from chalicelib.kernel import records, tenancy
 from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
-from chalicelib.kernel.store import credentials, table
+from chalicelib.kernel.store import acl, table
 from chalicelib.kernel.store import repository as repo
 
 # Named permissions: name -> (category, description).
@@ -78,7 +78,7 @@ def shares_organization(principal: Principal, user_id: str) -> bool:
     known = principal.reads.orgs_of
     orgs = known.get(user_id)
     if orgs is None:
-        orgs = known[user_id] = frozenset(credentials.orgs_of(user_id))
+        orgs = known[user_id] = frozenset(acl.orgs_of(user_id))
     shared = orgs & set(principal.memberships)
     return bool(shared - suspended(principal, shared))
 

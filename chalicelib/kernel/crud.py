@@ -39,7 +39,7 @@ from chalicelib.kernel import access, embedding, parents, records, references, r
 from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
-from chalicelib.kernel.store import credentials, table
+from chalicelib.kernel.store import acl, table
 from chalicelib.kernel.store.repository import Op, WriteConflict
 from chalicelib.kernel.store.table import Stored
 from chalicelib.kernel.tenancy import ORGANIZATIONS, PROJECTS, USERS
@@ -232,7 +232,7 @@ def reference_ops(family: Family, values: dict[str, Any], org: str | None,
         if stored is None or stored.family != target.path or \
                 (target.scope != 'global' and org is not None and stored.org != org) or \
                 (target.path == USERS and name != family.joins and org is not None
-                 and org not in credentials.orgs_of(ref_id)):
+                 and org not in acl.orgs_of(ref_id)):
             raise BadRequest(f"Field '{name}' refers to a record that does not exist: {value}")
     return []
 

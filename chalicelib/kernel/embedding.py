@@ -36,7 +36,7 @@ def read_ahead(family: Family, stored: table.Stored, principal: Principal) -> No
     admission read it or the caller is a platform administrator (``organization_status``), and
     the ACL items of the users whose visibility decides what is shown (``orgs_of``: the embedded
     users, the record itself when it is a user). Nothing to read: no call."""
-    from chalicelib.kernel.store import gate  # noqa: PLC0415 - with the model (cold start)
+    from chalicelib.kernel.store import acl  # noqa: PLC0415 - with the model (cold start)
     records = principal.reads.records
     statuses = principal.reads.organization_status
     orgs_of = principal.reads.orgs_of
@@ -51,13 +51,13 @@ def read_ahead(family: Family, stored: table.Stored, principal: Principal) -> No
     users = [u for u in dict.fromkeys(users) if u not in orgs_of]
     if not wanted and not users:
         return
-    got = gate.read(None, wanted, acls=users)
+    got = acl.read(None, wanted, acls=users)
     for key, found in got.entities.items():
         records[key] = found
         if key[0] == ORGANIZATIONS:
             statuses[key[1]] = found.data.get('organizationStatus', 'ACTIVE') if found is not None else None
-    for user_id, acl in got.acls.items():
-        orgs_of[user_id] = frozenset(acl.roles)
+    for user_id, access_item in got.acls.items():
+        orgs_of[user_id] = frozenset(access_item.roles)
 
 
 def embed_one(family: Family, data: dict[str, Any], principal: Principal) -> dict[str, Any]:

@@ -6,9 +6,10 @@ from typing import Any
 
 from chalicelib.core.principal import Principal
 from chalicelib.core.secrets import hash_key
+from chalicelib.features.identity import credentials
 from chalicelib.features.identity import service as identity
 from chalicelib.kernel import crud
-from chalicelib.kernel.store import credentials, table
+from chalicelib.kernel.store import table
 
 SYSTEM = Principal(user_id='00000000-0000-0000-0000-000000000001', email='system@platform',
                    platform_admin=True, credential='system')

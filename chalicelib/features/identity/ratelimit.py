@@ -10,7 +10,7 @@ the limit): counting them would make every garbage request a DynamoDB write; the
 throttling absorbs floods.
 
 Windows are fixed: the minute window is the UTC minute, the burst window the second. The
-request's one gate UpdateItem (kernel/store/gate.py, features/identity/admission.py) counts all
+request's one gate UpdateItem (features/identity/gate.py, features/identity/admission.py) counts all
 four windows on the user's item for that minute (a small item that expires; docs/scale.md "Rate
 gate"), while the authenticating read runs beside it; a refused request writes nothing (not
 counted). ``count(principal, n)`` counts n more requests of a caller already admitted (an MCP
@@ -97,7 +97,7 @@ class Refused(TooManyRequests):
 
 
 def decide(counts, limits_: windows.Limits, now: float) -> Decision:
-    """The decision for the counts the gate returned (kernel/store/gate.py ``GateAnswer``)."""
+    """The decision for the counts the gate returned (features/identity/gate.py ``GateAnswer``)."""
     return _decide(counts, limits_, now)
 
 
@@ -108,7 +108,7 @@ def count(principal, n: int = 1, method: str = 'POST') -> Decision:
     service, an agent) is not counted. The gate unavailable: as ``without_table``."""
     if n <= 0 or not principal.rate_key:
         return untracked()
-    from chalicelib.kernel.store import gate  # noqa: PLC0415 - lazy: cold start (pynamodb)
+    from chalicelib.features.identity import gate  # noqa: PLC0415 - lazy: cold start (pynamodb)
     limits_ = limits()
     now = clock()
     try:
@@ -159,7 +159,7 @@ def count_more(principal, n: int) -> int:
         return 0
     if principal is None or not getattr(principal, 'rate_key', None):
         return n
-    from chalicelib.kernel.store import gate  # noqa: PLC0415 - lazy: the store loads boto3 (cold start)
+    from chalicelib.features.identity import gate  # noqa: PLC0415 - lazy: the store loads boto3 (cold start)
     limits_ = limits()
     now = clock()
     minute, second = int(now // 60), int(now) % 60

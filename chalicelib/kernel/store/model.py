@@ -12,7 +12,7 @@ One client style per purpose:
 * **the low-level botocore client** under that model (``client()``) where a call's exact
   shape matters more than typing: the request gate's UpdateItem (authentication and rate
   accounting, ``ReturnValues``/``ReturnValuesOnConditionCheckFailure``) and the BatchGetItem
-  read beside it (kernel/store/gate.py), both on every request's hot path, and raw-item reads that
+  read beside it (features/identity/gate.py), both on every request's hot path, and raw-item reads that
   skip pynamodb's deserialisation;
 * **the boto3 Table resource** (``boto3_table()``) for operator tools, benches and tests that
   want boto3's plain values; no request path uses it (lists read keys with the low-level

@@ -7,8 +7,8 @@
 | counter shard | ``CNT#{family}#{tenant}``, ``CNT{p}#…`` | shard no.             | ``cnt``; summed on read    |
 | member count  | ``MEMBERS#{orgId}``                     | ``#``                 | ``cnt``; unsharded         |
 | user ACL      | ``users#{userId}``                      | ``ACL``               | roles, live keys, subject  |
-| rate gate     | ``RATE#{userId}``                       | ``M#{minute}``        | counts, ttl: kernel/store/gate.py |
-| API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | kernel/store/credentials.py       |
+| rate gate     | ``RATE#{userId}``                       | ``M#{minute}``        | counts, ttl (identity/gate) |
+| API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | identity/credentials.py    |
 | key pointer   | ``KEY#{sha256(key)}``                   | ``#``                 | keys not naming their user |
 | value counter | ``CNT#{family}#{tenant}#{field}={value}`` | shard no.           | records per indexed value  |
 

@@ -12,11 +12,12 @@ The partition of a user (pk ``users#{userId}``, the user entity's own partition)
 |                | set once, with its unique item ``UQ#users#ALL#sub#...`` in the same       |
 |                | transaction)                                                              |
 |                | ``key_{hash}`` = a live key's expiry: the request gate reads this item    |
-|                | to authenticate while it counts elsewhere (kernel/store/gate.py)          |
+|                | to authenticate while it counts elsewhere (kernel/store/acl.py ``read``)  |
 | ``KEY#{hash}`` | one per API key: ``data`` = the key record (never the key itself)         |
 
 New keys name their user (``pk_{userId, base64url}_{secret}``, core/secrets.py), so a request
-goes straight to the user's ACL item (read by the request gate, kernel/store/gate.py);
+goes straight to the user's ACL item (read beside the request gate's count, kernel/store/acl.py;
+the item's roles and its reads are the kernel's, the keys and subjects written here);
 ``user_access`` (user, roles and key record with ONE BatchGetItem, consistent reads)
 authenticates without counting (identity.authenticate).
 A pointer item ``KEY#{hash}`` / ``#`` (same record, ``ref`` = userId) finds the user of
@@ -35,8 +36,8 @@ from pynamodb.expressions.operand import Path
 from chalicelib.core.clock import parse_instant
 from chalicelib.core.config import get_config
 from chalicelib.core.observability import get_logger
+from chalicelib.kernel.store.acl import ACL_ATTR, ACL_SK, KEY_ATTR, NEVER, SUBJECT_ATTR
 from chalicelib.kernel.store.endpoints import watched
-from chalicelib.kernel.store.gate import NEVER
 from chalicelib.kernel.store.model import Item, client, configure
 from chalicelib.kernel.store.repository import Op, StoreUnavailable, WriteConflict, commit, update_item
 from chalicelib.kernel.store.table import ENTITY_SK, GLOBAL_TENANT, entity_pk, unique_key, unique_owner
@@ -45,10 +46,6 @@ from chalicelib.kernel.tenancy import USERS
 log = get_logger('credentials')
 
 KEY_SK = 'KEY#'
-ACL_SK = 'ACL'
-ACL_ATTR = 'acl_'
-KEY_ATTR = 'key_'   # on the ACL item: a live key's expiry (kernel/store/gate.py)
-SUBJECT_ATTR = 'sub'
 
 
 @dataclass
@@ -105,13 +102,13 @@ def _items(key_hash: str, record: dict[str, Any]):
 
 
 def key_expiry(record: dict[str, Any]) -> int:
-    """The epoch second a key stops working (kernel/store/gate.py ``NEVER`` when it has no expiry)."""
+    """The epoch second a key stops working (kernel/store/acl.py ``NEVER`` when it has no expiry)."""
     expires = record.get('expiresAt')
     return int(parse_instant(expires).timestamp()) if expires else NEVER
 
 
 def key_live_op(user_id: str, key_hash: str, record: dict[str, Any]) -> Op:
-    """Transaction operation: the ACL item knows the key is live (kernel/store/gate.py reads it)."""
+    """Transaction operation: the ACL item knows the key is live (kernel/store/acl.py ``read`` reads it)."""
     model = configure()
     return update_item(entity_pk(USERS, user_id), ACL_SK,
                        [model.kind.set('acl'), Path(f'{KEY_ATTR}{key_hash}').set(key_expiry(record))], what='key')
@@ -212,39 +209,6 @@ def bind_subject(user_id: str, subject: str, email: str) -> bool:
 
 
 # ----------------------------------------------------------------------------- roles (the ACL item)
-
-def acl_put(user_id: str, org_id: str, role: str) -> Op:
-    """Transaction operation: the user holds ``role`` in ``org_id``."""
-    model = configure()
-    return update_item(entity_pk(USERS, user_id), ACL_SK,
-                       [model.kind.set('acl'), Path(f'{ACL_ATTR}{org_id}').set(role)], what='acl')
-
-
-def acl_delete(user_id: str, org_id: str) -> Op:
-    """Transaction operation: the user no longer holds a role in ``org_id``."""
-    return update_item(entity_pk(USERS, user_id), ACL_SK, [Path(f'{ACL_ATTR}{org_id}').remove()], what='acl')
-
-
-def acl_delete_all(user_id: str, org_ids) -> Op:
-    """Transaction operation: the user no longer holds a role in any of ``org_ids`` (one update of
-    the ACL item: a transaction may touch it once)."""
-    return update_item(entity_pk(USERS, user_id), ACL_SK,
-                       [Path(f'{ACL_ATTR}{org_id}').remove() for org_id in sorted(org_ids)], what='acl')
-
-
-def member_check(user_id: str, org_id: str, **tag: Any) -> Op:
-    """Transaction condition: the user holds a role (an active membership) in ``org_id``."""
-    return Op('check', model_key=(entity_pk(USERS, user_id), ACL_SK),
-              condition=Path(f'{ACL_ATTR}{org_id}').exists(), tag={'what': 'reference', **tag})
-
-
-def orgs_of(user_id: str) -> set[str]:
-    """The organizations a user holds an active membership of (the ACL item: one GetItem)."""
-    answer = client().get_item(TableName=configure().Meta.table_name, ConsistentRead=True,
-                               Key={'pk': {'S': entity_pk(USERS, user_id)}, 'sk': {'S': ACL_SK}})
-    item = answer.get('Item') or {}
-    return {name[len(ACL_ATTR):] for name, value in item.items() if name.startswith(ACL_ATTR) and 'S' in value}
-
 
 # ----------------------------------------------------------------------------- API Gateway keys
 # With USAGE_PLAN_ID configured, every platform key gets a twin API Gateway key in that usage
