@@ -19,9 +19,6 @@ from chalicelib.kernel.registry import FAMILIES
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = ROOT / 'chalicelib' / 'kernel'
 TENANCY = KERNEL / 'tenancy.py'
-# The route texts of five features, split into the features (issue 40's mechanical moves, the
-# commits after this one, which empty this set).
-PENDING_MOVES = {KERNEL / 'http' / 'docmeta.py'}
 
 
 def _named(path: Path, names: set[str]) -> list[tuple[int, str]]:
@@ -33,7 +30,7 @@ def _named(path: Path, names: set[str]) -> list[tuple[int, str]]:
 def test_no_kernel_module_names_a_family():
     names = {f.path for f in FAMILIES}
     found = {str(p.relative_to(ROOT)): hits for p in sorted(KERNEL.rglob('*.py'))
-             if p != TENANCY and p not in PENDING_MOVES and (hits := _named(p, names))}
+             if p != TENANCY and (hits := _named(p, names))}
     assert found == {}, ("kernel modules naming families (declare the rule in the family's "
                          f'declaration, or use kernel/tenancy.py for the tenancy model): {found}')
 

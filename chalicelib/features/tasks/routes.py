@@ -5,6 +5,7 @@ from __future__ import annotations
 from chalice import Blueprint
 
 from chalicelib.kernel.http.aliases import alias
+from chalicelib.kernel.http.docmeta import describe, ref, schema
 from chalicelib.kernel.http.request import ANY_CONTENT, JSON_CONTENT, body, caller, one_based_pages, params
 from chalicelib.kernel.registry import BY_PATH, FAMILIES
 
@@ -43,3 +44,41 @@ def resource_schemes():
     scope = {'global': 'platform', 'org': 'organization', 'project': 'project'}
     return [{'scheme': f.path, 'endpointPattern': f'/api/{f.path}/{{{f.id_param}}}', 'scope': scope[f.scope],
              'description': f'{f.entity} resources'} for f in FAMILIES]
+
+
+# ----------------------------------------------------------------------------- workflow routes
+
+_STATUS_CHANGE = schema('TaskStatusChange', {
+    'type': 'object',
+    'description': "The new status: statusSlug (or its aliases status / slug) names one of the "
+                   "organization's task statuses.",
+    'properties': {
+        'statusSlug': {'type': 'string', 'minLength': 1},
+        'status': {'type': 'string', 'minLength': 1, 'description': 'alias of statusSlug'},
+        'slug': {'type': 'string', 'minLength': 1, 'description': 'alias of statusSlug'},
+        'changeSequence': {'type': 'integer', 'format': 'int32', 'nullable': True,
+                           'description': 'optimistic locking: when not null, must equal the stored value'},
+    },
+})
+
+describe('setTaskStatus', summary='Change the status of a task', tags=['tasks'],
+         request=_STATUS_CHANGE, responses={200: ref('Task')},
+         errors=[400, 401, 403, 404, 409, 413, 415, 429, 503])
+describe('cancelExecution', summary='Cancel an execution', tags=['executions'],
+         description='Sets a running or pending execution to CANCELLED; 409 when it has already ended.',
+         request=None, responses={200: ref('Execution')}, errors=[400, 401, 403, 404, 409, 429, 503])
+describe('listHistoryForTaskGroup', summary='History of one task group', tags=['task-groups'],
+         description='Newest first unless sort says otherwise.', list_of='TaskGroupHistory',
+         errors=[400, 401, 403, 404, 429, 503])
+
+_SCHEME = schema('ResourceScheme', {
+    'type': 'object', 'required': ['scheme', 'endpointPattern', 'scope', 'description'],
+    'properties': {
+        'scheme': {'type': 'string', 'description': 'the resource family, e.g. projects'},
+        'endpointPattern': {'type': 'string', 'description': 'e.g. /api/projects/{id}'},
+        'scope': {'type': 'string', 'enum': ['platform', 'organization', 'project']},
+        'description': {'type': 'string'},
+    },
+})
+describe('listResourceSchemes', summary='The resource schemes the resolver knows', tags=['resolve'],
+         responses={200: {'type': 'array', 'items': _SCHEME}}, errors=[401, 429, 503])

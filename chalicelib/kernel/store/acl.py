@@ -13,8 +13,8 @@ features/identity/gate.py). The item ``users#{userId}`` / ``ACL`` holds:
 whatever else the request will read (issue 17), ``read_async`` the same on a small thread pool
 (botocore clients are thread-safe); ``orgs_of`` one GetItem of the ACL item.
 
-Split out of kernel/store/gate.py and kernel/store/credentials.py when the rate limiter and the
-API keys moved into features/identity/ (gate.py, credentials.py; issue 40): these parts are the
+Split out of the store's old gate and credentials modules when the rate limiter and the API
+keys moved into features/identity/ (gate.py, credentials.py; issue 40): these parts are the
 kernel's.
 """
 from __future__ import annotations
