@@ -51,8 +51,10 @@ ocr-tools:
 		fi; \
 	fi
 
+# Keeps its data in .local/moto-state.pickle across restarts; `make run FRESH=1` starts empty
+# (docs/operations/local-state.md).
 run: $(STAMP) ocr-tools
-	PYTHONPATH=. $(PY) -m localdev.run
+	PYTHONPATH=. FRESH=$(FRESH) $(PY) -m localdev.run
 
 # Two groups that share nothing, side by side on the 2 cores: the in-process group (tests/unit,
 # tests/api: chalice.test.Client on in-process moto, on two xdist workers that take the cores the

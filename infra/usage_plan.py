@@ -48,6 +48,7 @@ SHARED_FACTOR = 20            # the shared plan serves every JWT and anonymous c
 AUTHORIZER = 'gatewayAuthorizer'
 AUTHORIZER_FUNCTION = 'GatewayAuthorizer'   # Chalice's CloudFormation name for gateway_authorizer
 ERROR_TEMPLATE = '{"error":"%s","message":"%s","status":%d}'
+REQUEST_ID = 'context.requestId'
 
 
 def _chalice_config() -> dict[str, Any]:
@@ -70,13 +71,25 @@ def _responses(stage: str) -> dict[str, tuple[str, int, str, str, dict[str, str]
     """The gateway's own answers, in the contract's error shape: name -> (type, status, error,
     message, headers)."""
     per_minute, _ = limits(stage)
+    # every answer carries a request id (the gateway's own, as the app's answers do) and the limit
+    common = {'X-Request-Id': REQUEST_ID, 'X-RateLimit-Limit': str(per_minute)}
     return {
         'ThrottledResponse': ('THROTTLED', 429, 'Too Many Requests', 'Rate limit exceeded',
-                              {'Retry-After': '1', 'X-RateLimit-Limit': str(per_minute)}),
+                              {'Retry-After': '1', **common}),
         'InvalidKeyResponse': ('INVALID_API_KEY', 401, 'Unauthorized', 'Invalid API key',
                                {'WWW-Authenticate': 'Bearer, ApiKey header="x-api-key", Basic realm="platform"',
-                                'X-RateLimit-Limit': str(per_minute)}),
+                                **common}),
+        # API Gateway answers a method and path no route has as a 403 "Missing Authentication
+        # Token" in its own shape: a 404 in ours, as the local front door answers (localdev/server.py)
+        'MissingRouteResponse': ('MISSING_AUTHENTICATION_TOKEN', 404, 'Not Found', 'No route for this method and path',
+                                 common),
+        'TooLargeResponse': ('REQUEST_TOO_LARGE', 413, 'Payload Too Large', 'Request body larger than 10 MB', common),
     }
+
+
+def _header_value(value: str) -> str:
+    """A gateway response header's mapping: a request-context value as is, a fixed text quoted."""
+    return value if value.startswith('context.') else f"'{value}'"
 
 
 def _gateway_response(kind: str, status: int, error: str, message: str, headers: dict[str, str]) -> dict:
@@ -86,7 +99,7 @@ def _gateway_response(kind: str, status: int, error: str, message: str, headers:
             'RestApiId': {'Ref': 'RestApiId'},
             'ResponseType': kind,
             'StatusCode': str(status),
-            'ResponseParameters': {f'gatewayresponse.header.{k}': f"'{v}'" for k, v in headers.items()},
+            'ResponseParameters': {f'gatewayresponse.header.{k}': _header_value(v) for k, v in headers.items()},
             'ResponseTemplates': {'application/json': ERROR_TEMPLATE % (error, message, status)},
         },
     }
@@ -97,7 +110,7 @@ def gateway_responses(stage: str = 'prod') -> dict[str, Any]:
     definition: deployed with the API itself (a GatewayResponse resource only takes effect at
     the API's next deployment)."""
     return {kind: {'statusCode': str(status),
-                   'responseParameters': {f'gatewayresponse.header.{k}': f"'{v}'" for k, v in headers.items()},
+                   'responseParameters': {f'gatewayresponse.header.{k}': _header_value(v) for k, v in headers.items()},
                    'responseTemplates': {'application/json': ERROR_TEMPLATE % (error, message, status)}}
             for kind, status, error, message, headers in _responses(stage).values()}
 

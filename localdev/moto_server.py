@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import os
 import signal
 import sys
 import threading
+import time
 import types
 from typing import Any
 
@@ -300,9 +302,9 @@ def idempotent_transactions() -> None:
     DynamoHandler.transact_write_items = transact_write_items
 
 
-def serialized(app):
+def serialized(app, lock: threading.Lock | None = None):
     """The WSGI app, one request at a time (the whole body is produced under the lock)."""
-    lock = threading.Lock()
+    lock = lock or threading.Lock()
 
     def wrapped(environ, start_response):
         with lock:
@@ -311,13 +313,157 @@ def serialized(app):
             finally:
                 if changes_items(environ):
                     GENERATION[0] += 1   # the index Query groups are read again (INDEX_GROUPS)
+                if changes_state(environ):
+                    DIRTY[0] = True      # the saved state is behind (SavedState)
     return wrapped
+
+
+# ----------------------------------------------------------------------------- saved state
+# `make run` keeps its data across restarts (docs/operations/local-state.md): the server's
+# backends are pickled to one file under .local/ and loaded from it on the next start.
+SAVED_SERVICES = ('dynamodb', 's3', 'sqs', 'events')
+DIRTY = [False]
+SQS_READS = frozenset({'ReceiveMessage', 'GetQueueAttributes', 'GetQueueUrl', 'ListQueues', 'ListQueueTags',
+                       'ListDeadLetterSourceQueues'})
+
+
+def changes_state(environ: dict[str, Any]) -> bool:
+    """Whether a request can change what the saved state holds. Reads and the pollers' steady
+    traffic (stream reads, queue receives: a receive changes only a message's visibility) do
+    not, so an idle `make run` never rewrites the file."""
+    if environ.get('REQUEST_METHOD') in ('GET', 'HEAD', 'OPTIONS'):
+        return False
+    service, _, operation = (environ.get('HTTP_X_AMZ_TARGET') or '').partition('.')
+    if service == 'DynamoDB_20120810':
+        return operation not in READS
+    if service.startswith('DynamoDBStreams'):
+        return False
+    if service == 'AmazonSQS':
+        return operation not in SQS_READS
+    if service == 'AWSEvents':
+        return not operation.startswith(('List', 'Describe'))
+    return True
+
+
+def _picklable_locks() -> None:
+    """moto's SQS queues hold locks, which pickle refuses: a saved lock comes back as a new one
+    (nothing holds it while the state is saved: saving takes the server's request lock)."""
+    import copyreg  # noqa: PLC0415 - lazy: only a server that saves its state
+    copyreg.pickle(type(threading.Lock()), lambda _lock: (threading.Lock, ()))
+    copyreg.pickle(type(threading.RLock()), lambda _lock: (threading.RLock, ()))
+
+
+class SavedState:
+    """The server's data in one file: the backends of SAVED_SERVICES (every account and region),
+    pickled. Why pickle rather than moto's recorder: the recorder replays every request made
+    since the first start through the whole server on each start (a DynamoDB transaction of the
+    API is one request; 10,000 records are tens of thousands of them), while a pickle loads
+    the objects themselves (measured: bench/README.md "make run's saved state").
+
+    Saved ``every`` seconds when a request changed something (``changes_state``) and on SIGTERM,
+    under the server's request lock (a consistent snapshot), written beside the file and renamed
+    over it (a crash mid-write leaves the previous file whole). Loaded before the server serves.
+    The table streams' records are not kept: a restarted stream starts after them, as Lambda's
+    checkpoint would (the outbox publisher had read them; records it had not read when the
+    server stopped are not published again)."""
+
+    def __init__(self, path: str, lock: threading.Lock, every: float = 2.0) -> None:
+        from pathlib import Path  # noqa: PLC0415 - lazy: only a server that saves its state
+        self.path = Path(path)
+        self.lock = lock
+        self.every = every
+        self._writing = threading.Lock()
+        self._stop = threading.Event()
+        _picklable_locks()
+
+    def load(self) -> int:
+        """Put the saved backends in place; the number of bytes read (0: no file yet)."""
+        import pickle  # noqa: PLC0415 - lazy: only a server that saves its state
+
+        from moto.backends import get_backend
+        if not self.path.exists():
+            return 0
+        blob = self.path.read_bytes()
+        gc.disable()   # millions of small objects: the collector's passes tripled the load time
+        try:
+            saved = pickle.loads(blob)  # noqa: S301 - the server's own file, under .local/ (mode 600)
+        finally:
+            gc.enable()
+        gc.freeze()    # and kept out of every later pass (the server's requests pay none for them)
+        for name, accounts in saved.items():
+            backends = get_backend(name)
+            for account, regions in accounts.items():
+                for region, backend in regions.items():
+                    dict.__setitem__(backends[account], region, backend)
+        return len(blob)
+
+    @staticmethod
+    def _streams() -> list[Any]:
+        from moto.backends import get_backend
+        return [table.stream_shard for regions in get_backend('dynamodb').values() for backend in regions.values()
+                for table in backend.tables.values() if getattr(table, 'stream_shard', None) is not None]
+
+    def _pickle(self) -> bytes:
+        """The backends, their table streams saved empty (starting after the records they had)."""
+        import pickle  # noqa: PLC0415 - lazy: only a server that saves its state
+
+        from moto.backends import get_backend
+        shards = [(shard, shard.items, shard.starting_sequence_number) for shard in self._streams()]
+        try:
+            for shard, items, start in shards:
+                shard.starting_sequence_number, shard.items = start + len(items), []
+            state = {name: {account: dict(regions) for account, regions in get_backend(name).items()}
+                     for name in SAVED_SERVICES}
+            gc.disable()
+            return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            gc.enable()
+            for shard, items, start in shards:
+                shard.starting_sequence_number, shard.items = start, items
+
+    def save(self, force: bool = False) -> bool:
+        """Write the file if something changed since the last save (or ``force``)."""
+        with self._writing:
+            with self.lock:
+                if not (DIRTY[0] or force):
+                    return False
+                blob = self._pickle()
+                DIRTY[0] = False
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            part = self.path.with_name(self.path.name + '.part')
+            part.write_bytes(blob)
+            part.chmod(0o600)
+            part.replace(self.path)
+            return True
+
+    def run(self) -> None:
+        """The saver thread: the file if something changed, every ``every`` seconds or ten times
+        the last save's time, whichever is longer (a save holds the request lock: it takes at
+        most a tenth of the server's time, however big the state grows)."""
+        pause = self.every
+        while not self._stop.wait(pause):
+            began = time.monotonic()
+            try:
+                saved = self.save()
+            except Exception as exc:  # noqa: BLE001 - keep serving; the next save tries again
+                print(f'moto server: saving {self.path} failed: {exc!r}', file=sys.stderr, flush=True)
+                saved = True
+            if saved:
+                pause = max(self.every, 10 * (time.monotonic() - began))
+
+    def start(self) -> None:
+        threading.Thread(target=self.run, name='state-saver', daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.save()
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument('-H', '--host', default='127.0.0.1')
     parser.add_argument('-p', '--port', type=int, default=5000)
+    parser.add_argument('--state', help='the data file: loaded on start, saved while serving and on SIGTERM')
     args = parser.parse_args(argv)
     try:
         settings = chaos.settings_from_env(os.environ)
@@ -332,8 +478,26 @@ def main(argv: list[str] | None = None) -> None:
     patch_moto()
     INDEX_GROUPS['on'] = True
     serve_quickly()
-    app = chaos.Chaos(serialized(DomainDispatcherApplication(create_backend_app)), settings)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    lock = threading.Lock()
+    saved = SavedState(args.state, lock) if args.state else None
+    if saved is not None:
+        try:
+            saved.load()
+        except Exception as exc:  # noqa: BLE001 - any unreadable file: say so and stop
+            print(f'moto server: cannot load {args.state}: {exc!r}', file=sys.stderr, flush=True)
+            sys.exit(3)
+        saved.start()
+    app = chaos.Chaos(serialized(DomainDispatcherApplication(create_backend_app), lock), settings)
+
+    def stop(*_: Any) -> None:
+        if saved is None:
+            sys.exit(0)
+        saved.stop()
+        sys.stderr.flush()
+        # nothing else to finish: the interpreter's teardown of a big state (freeing every
+        # object) took seconds more than the save itself
+        os._exit(0)
+    signal.signal(signal.SIGTERM, stop)
 
     class Quiet(MotoRequestHandler):
         def log_request(self, code: Any = '-', size: Any = '-') -> None:

@@ -19,7 +19,10 @@ from pathlib import Path
 from localdev import chaos
 
 ROOT = Path(__file__).resolve().parent.parent
-SHUTDOWN_SECONDS = 20   # the longest a Ctrl-C may take (pollers 3 x 3 s, moto 5 s, margin)
+SHUTDOWN_SECONDS = 20   # the longest a Ctrl-C may take (pollers 3 x 3 s, margin) before moto's stop
+MOTO_STOP_SECONDS = 60  # the moto server saves its state on SIGTERM (localdev/moto_server.py SavedState)
+MOTO_START_SECONDS = 120   # the moto server loads its saved state before it answers
+STATE_FILE = 'moto-state.pickle'
 
 
 def _free_port() -> int:
@@ -40,25 +43,58 @@ def _die_with_parent() -> None:
         pass   # not Linux: the finally of main() still stops it on a normal exit
 
 
+def local_dir() -> Path:
+    """Where `make run` keeps its files: LOCAL_STATE_DIR, else .local/ (git-ignored)."""
+    local = Path(os.environ.get('LOCAL_STATE_DIR') or ROOT / '.local')
+    local.mkdir(parents=True, exist_ok=True)
+    return local
+
+
+def state_file() -> Path | None:
+    """The moto server's saved data (docs/operations/local-state.md), None when not kept
+    (LOCAL_PERSIST=off). FRESH=1 deletes it first: the run starts empty."""
+    if os.environ.get('LOCAL_PERSIST', 'on').lower() in ('0', 'off', 'false', 'no'):
+        return None
+    path = local_dir() / STATE_FILE
+    if os.environ.get('FRESH', '').lower() in ('1', 'on', 'true', 'yes') and path.exists():
+        path.unlink()
+        print(f'FRESH: {path} deleted, starting empty', flush=True)
+    return path
+
+
 def start_moto() -> tuple[subprocess.Popen, str]:
     port = int(os.environ.get('MOTO_PORT') or _free_port())
     env = {**os.environ, 'CHAOS_RATE': '0'}  # set-up runs clean; see switch_on_chaos
-    proc = subprocess.Popen([sys.executable, '-m', 'localdev.moto_server', '-H', '127.0.0.1', '-p', str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            preexec_fn=_die_with_parent)
+    state = state_file()
+    log_path = local_dir() / 'moto-server.log'
+    command = [sys.executable, '-m', 'localdev.moto_server', '-H', '127.0.0.1', '-p', str(port)]
+    if state is not None:
+        command += ['--state', str(state)]
+    started = time.monotonic()
+    with open(log_path, 'wb') as log:   # its errors (an unreadable state file) for the reader
+        # its own session: a Ctrl-C (SIGINT to the terminal's process group) reaches only this
+        # process, which stops the API and the pollers first, then sends SIGTERM: moto saves last
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log,
+                                preexec_fn=_die_with_parent, start_new_session=True)
     url = f'http://127.0.0.1:{port}'
     import urllib.request
-    deadline = time.time() + 30
+    deadline = time.time() + MOTO_START_SECONDS
     while time.time() < deadline:
         try:
             urllib.request.urlopen(f'{url}/moto-api/', timeout=1)
+            if state is not None:
+                kept = f'loaded from {state}' if state.exists() else f'kept in {state}'
+                print(f'local data {kept} (moto up in {time.monotonic() - started:.1f} s; '
+                      'FRESH=1 starts empty)', flush=True)
             return proc, url
         except Exception:  # noqa: BLE001 - not up yet
             if proc.poll() is not None:
-                raise SystemExit('moto server failed to start') from None
+                tail = log_path.read_text(errors='replace').strip().splitlines()[-3:]
+                hint = f'; FRESH=1 discards {state} and starts empty' if state is not None else ''
+                raise SystemExit(f'moto server failed to start: {" / ".join(tail)}{hint}') from None
             time.sleep(0.1)
     proc.kill()
-    raise SystemExit('moto server did not start within 30 s')
+    raise SystemExit(f'moto server did not start within {MOTO_START_SECONDS} s')
 
 
 def chaos_settings() -> chaos.Settings:
@@ -96,18 +132,25 @@ def create_resources() -> None:
     from chalicelib.kernel.store.table import ensure_table
     cfg = get_config()
     ensure_table()
+    # what exists is only read (a restart over saved state changes nothing: no save follows it)
     s3 = boto3.client('s3', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
     try:
-        s3.create_bucket(Bucket=cfg.bucket_name)
-    except s3.exceptions.BucketAlreadyOwnedByYou:
-        pass
+        s3.head_bucket(Bucket=cfg.bucket_name)
+    except s3.exceptions.ClientError:
+        try:
+            s3.create_bucket(Bucket=cfg.bucket_name)
+        except s3.exceptions.BucketAlreadyOwnedByYou:
+            pass
     sqs = boto3.client('sqs', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
-    dlq = sqs.create_queue(QueueName=f'{cfg.activity_queue_name}-dlq')['QueueUrl']
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=['QueueArn'])['Attributes']['QueueArn']
-    import json
-    sqs.create_queue(QueueName=cfg.activity_queue_name, Attributes={
-        'RedrivePolicy': json.dumps({'deadLetterTargetArn': dlq_arn, 'maxReceiveCount': '5'}),
-        'VisibilityTimeout': os.environ.get('QUEUE_VISIBILITY_TIMEOUT') or '30'})
+    names = {url.rsplit('/', 1)[-1] for url in sqs.list_queues(QueueNamePrefix=cfg.activity_queue_name)
+             .get('QueueUrls', [])}
+    if not {cfg.activity_queue_name, f'{cfg.activity_queue_name}-dlq'} <= names:
+        dlq = sqs.create_queue(QueueName=f'{cfg.activity_queue_name}-dlq')['QueueUrl']
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=['QueueArn'])['Attributes']['QueueArn']
+        import json
+        sqs.create_queue(QueueName=cfg.activity_queue_name, Attributes={
+            'RedrivePolicy': json.dumps({'deadLetterTargetArn': dlq_arn, 'maxReceiveCount': '5'}),
+            'VisibilityTimeout': os.environ.get('QUEUE_VISIBILITY_TIMEOUT') or '30'})
     events = boto3.client('events', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
     if not any(b['Name'] == cfg.event_bus_name for b in events.list_event_buses().get('EventBuses', [])):
         events.create_event_bus(Name=cfg.event_bus_name)
@@ -122,20 +165,25 @@ def main() -> None:
     # the MCP connector is on locally, its resource the local URL (MCP_ENABLED=false turns it off)
     os.environ.setdefault('MCP_ENABLED', 'true')
     os.environ.setdefault('MCP_PUBLIC_URL', f"http://127.0.0.1:{int(os.environ.get('PORT') or 8000)}/mcp")
+    if not os.environ.get('PLATFORM_ADMIN_API_KEY'):   # an unknown key's 401 names the file (before get_config)
+        os.environ.setdefault('LOCAL_ADMIN_KEY_FILE', str(local_dir() / 'admin-api-key'))
     moto = prepare_environment()
     try:
         create_resources()
         from chalicelib.features.identity.bootstrap import bootstrap
         result = bootstrap(api_key=os.environ.get('PLATFORM_ADMIN_API_KEY') or None)
-        local = Path(os.environ.get('LOCAL_STATE_DIR') or ROOT / '.local')
-        local.mkdir(exist_ok=True)
-        key_file = local / 'admin-api-key'
+        key_file = local_dir() / 'admin-api-key'
         if result['apiKey'] and not os.environ.get('PLATFORM_ADMIN_API_KEY'):
             key_file.write_text(result['apiKey'] + '\n')
             key_file.chmod(0o600)
             print(f'admin API key (shown once, also in {key_file}): {result["apiKey"]}')
         elif os.environ.get('PLATFORM_ADMIN_API_KEY'):
             print('admin API key: the value of PLATFORM_ADMIN_API_KEY')
+        elif key_file.exists():
+            print(f'admin key of the last run kept (in {key_file})', flush=True)
+        else:
+            print(f'the saved data has an admin key but {key_file} is gone: `make run FRESH=1` starts over '
+                  'with a new one', flush=True)
         from app import app
         from chalicelib.core.config import get_config
         from localdev.pollers import Pollers
@@ -182,9 +230,10 @@ def main() -> None:
             server.server_close()
     finally:
         if moto is not None:
+            faulthandler.cancel_dump_traceback_later()   # its own limit: it saves the state first
             moto.terminate()
             try:
-                moto.wait(timeout=5)
+                moto.wait(timeout=MOTO_STOP_SECONDS)
             except subprocess.TimeoutExpired:
                 moto.kill()
 

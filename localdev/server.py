@@ -25,6 +25,15 @@ def _json_error(status: int, message: str) -> bytes:
     return json.dumps(error_body(status, message)).encode()
 
 
+def _door_headers() -> dict[str, str]:
+    """What every answer carries (README "A five-minute tour"), also those this front door gives
+    before the app (unknown route, oversized body, bad request line): a request id and the
+    rate-limit headers of a request not counted (features/identity/ratelimit.py ``untracked``)."""
+    from chalicelib.core.observability import new_id
+    from chalicelib.features.identity.ratelimit import untracked
+    return {'X-Request-Id': new_id(), **untracked().headers()}
+
+
 def make_handler(app):
     if not isinstance(app, LocalChalice):  # thread-local current_request, as chalice local does
         app.__class__ = LocalChalice
@@ -67,6 +76,8 @@ def make_handler(app):
         def _send(self, status, headers, body: bytes | None):
             self.send_response(status)
             headers = {k: v for k, v in headers.items() if k.lower() not in ('content-length', 'connection')}
+            if not any(k.lower() == 'x-request-id' for k in headers):   # answered here, not by the app
+                headers.update(_door_headers())
             headers.setdefault('Content-Type', 'application/json')
             for name, value in headers.items():
                 for v in (value if isinstance(value, list) else [value]):

@@ -61,6 +61,9 @@ class Config:
     secret_cache_seconds: float = 30.0
     # key of the HMAC that turns a UI client's address into clientIpHash (features/events/ui_events.py)
     client_ip_hash_key: str | None = None
+    # `make run`'s admin key file (localdev/run.py sets LOCAL_ADMIN_KEY_FILE): an unknown key's
+    # 401 names it (features/identity/service.py invalid_key); unset on AWS
+    local_key_file: str | None = None
     # work orchestration (features/work/service.py): the domain-event bus
     event_bus_name: str = 'platform-local'
     # the activity queue's redrive maxReceiveCount (infra/stack.py MAX_RECEIVE_COUNT): a message
@@ -162,6 +165,7 @@ def get_config() -> Config:
         org_secrets_prefix=env.get('ORG_SECRETS_PREFIX') or 'platform/local/org/',
         secret_cache_seconds=_float('ORG_SECRET_CACHE_SECONDS', 30.0),
         client_ip_hash_key=env.get('CLIENT_IP_HASH_KEY') or None,
+        local_key_file=env.get('LOCAL_ADMIN_KEY_FILE') or None,
         event_bus_name=env.get('EVENT_BUS_NAME') or 'platform-local',
         activity_max_receive_count=_int('ACTIVITY_MAX_RECEIVE_COUNT', 5),
         mcp_enabled=_flag('MCP_ENABLED'),

@@ -12,7 +12,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from chalicelib.core.errors import BadRequest
+from chalicelib.core.errors import BadRequest, PayloadTooLarge
 from chalicelib.core.limits import MAX_JSON_BODY_BYTES as MAX_BODY_BYTES
 
 MAX_DEPTH = 30
@@ -80,7 +80,9 @@ def loads(raw: bytes | str | None) -> Any:
         raise BadRequest('A JSON request body is required')
     if isinstance(raw, bytes):
         if len(raw) > MAX_BODY_BYTES:
-            raise BadRequest(f'Request body larger than {MAX_BODY_BYTES} bytes')
+            # 413, as the front door answers bodies past its own 10 MB (docs/api/limits.md): one
+            # fault, one status, whatever the size
+            raise PayloadTooLarge(f'Request body larger than {MAX_BODY_BYTES} bytes (a JSON body\'s limit)')
         try:
             raw = raw.decode('utf-8')
         except UnicodeDecodeError:

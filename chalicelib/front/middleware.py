@@ -17,6 +17,7 @@ from chalicelib.core.errors import ApiError, error_body
 from chalicelib.core.principal import set_current
 from chalicelib.front import chalice_adapter
 from chalicelib.kernel.http import policy
+from chalicelib.kernel.http.request import SEND_JSON
 
 log = observability.get_logger('http')
 
@@ -34,6 +35,8 @@ def _translate_chalice_error(response: Response, request_id: str) -> Response:
         return response
     status = response.status_code
     message = str(response.body.get('Message', ''))
+    if status == 415:   # a body of another type on a JSON route (every non-JSON route takes any type)
+        message = f'{message}: {SEND_JSON}'
     if status >= 500:
         log.error('unhandled error in a view, request %s (traceback above)', request_id)
         message = f'An internal error occurred (request {request_id})'

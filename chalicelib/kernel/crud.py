@@ -37,7 +37,7 @@ from chalicelib.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from chalicelib.core.principal import Principal, prefetched
 from chalicelib.kernel import access, embedding, parents, records, references, referrers, unlocked, writes
 from chalicelib.kernel.hooks import hook_for
-from chalicelib.kernel.registry import Family
+from chalicelib.kernel.registry import OWNERSHIP_FIELDS, SERVER_FIELDS, Family
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import acl, table
 from chalicelib.kernel.store.repository import Op, WriteConflict
@@ -108,6 +108,14 @@ def sequence(family: Family | str, id_: str, principal: Principal) -> int:
 
 
 # ----------------------------------------------------------------------------- input
+
+def known_fields(family: Family) -> frozenset[str]:
+    """The fields a create or update body may name: what the family's GET answers (its fields,
+    the references it embeds, its collections), whether writable or not. Anything else is a
+    400 at the REST door (kernel/http/request.py ``unknown_names``; docs/api/conventions.md).
+    The server and ownership fields of any family are known too (ignored, as always)."""
+    return frozenset({*family.fields, *family.references, *family.collections, *SERVER_FIELDS, *OWNERSHIP_FIELDS})
+
 
 def clean_input(family: Family, body: dict[str, Any], *, creating: bool = False) -> tuple[dict[str, Any], set[str]]:
     """Validate the writable fields of a body -> (values to store, fields to clear). Null is

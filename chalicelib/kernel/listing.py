@@ -41,8 +41,9 @@ reverses the whole order, ties included; with several sort fields ties stay asce
 hash), then createdOn, then id: the order of its name key (``_sort_key``).
 
 Text query (``query``): the ``~~`` match of the filter language over the family's searchable
-fields (case-insensitive substring; with ``*`` a whole-value wildcard match); ``*`` or empty
-means no query.
+fields (case-insensitive substring; with ``*`` a whole-value wildcard match), its name field
+among them (a document family's ``path``, also matched by its file name); ``*`` or empty means
+no query.
 """
 from __future__ import annotations
 
@@ -120,6 +121,11 @@ def parse_sort(family: Family, specs: list[str]) -> list[tuple[str, bool]]:
     return out
 
 
+# The query parameters of every list endpoint (anything else: 400, kernel/http/request.py
+# ``check_params``; docs/api/conventions.md "Unknown fields and parameters")
+PARAMETERS = frozenset({'page', 'pageSize', 'filter', 'query', 'sort', 'view'})
+
+
 def parse_request(family: Family, params: dict[str, list[str]], *, one_based: bool = False) -> ListRequest:
     """``one_based``: the client numbers pages from 1 (``page`` 0 and 1 are both the first page;
     the envelope's ``number`` counts from 1 too)."""
@@ -145,7 +151,8 @@ def parse_request(family: Family, params: dict[str, list[str]], *, one_based: bo
 def _view(params: dict[str, list[str]]) -> bool:
     view = (params.get('view') or [''])[-1]
     if view not in ('', 'summary', 'full'):
-        raise BadRequest("Query parameter 'view' must be 'summary' (or omitted)")
+        raise BadRequest(f"Query parameter 'view' must be 'summary' (heavy fields left out) or 'full' "
+                         f"(every field, the default), not '{view[:40]}'")
     return view == 'summary'
 
 
@@ -390,10 +397,16 @@ def _read_candidates(family: Family, principal: Principal, tenants, *,
 # ----------------------------------------------------------------------------- matching and order
 
 def _text_match(family: Family, item: dict[str, Any], query: str | None) -> bool:
-    """``query`` as the filter language's ``~~`` on any searchable field."""
+    """``query`` as the filter language's ``~~`` on any searchable field; a name field holding a
+    path (``inbox/invoice-7.pdf``) also matches by its last segment, the file name, so
+    ``query=invoice*`` finds it as ``query=inbox/*`` does."""
     if query is None:
         return True
-    return any(evaluate(Compare((name,), '~~', query), item) for name in family.searchable)
+    if any(evaluate(Compare((name,), '~~', query), item) for name in family.searchable):
+        return True
+    named = item.get(family.name_field)
+    return isinstance(named, str) and '/' in named and \
+        evaluate(Compare(('fileName',), '~~', query), {'fileName': named.rsplit('/', 1)[1]})
 
 
 def _value_key(v: Any, *, keyed: bool = False) -> tuple:

@@ -159,7 +159,10 @@ class Family:
 
     @cached_property
     def searchable(self) -> tuple[str, ...]:
-        return tuple(n for n in (*SEARCH_FIELDS, 'title') if n in self.fields)
+        """The fields ``query=`` matches: the usual text fields, and the family's name field
+        (a document family's ``path``)."""
+        names = (*SEARCH_FIELDS, 'title', self.name_field)
+        return tuple(dict.fromkeys(n for n in names if n in self.fields))
 
 
 def declare(path: str, entity: str, scope: str, spec: str, **kw) -> Family:

@@ -29,6 +29,15 @@ def test_the_usage_plan_carries_the_apps_rate_and_burst():
     invalid = res['InvalidKeyResponse']['Properties']
     assert invalid['ResponseType'] == 'INVALID_API_KEY' and invalid['StatusCode'] == '401'
     assert 'gatewayresponse.header.WWW-Authenticate' in invalid['ResponseParameters']
+    # the gateway's own answers in the error shape, each with its request id and the limit (issue 41)
+    missing = res['MissingRouteResponse']['Properties']
+    assert (missing['ResponseType'], missing['StatusCode']) == ('MISSING_AUTHENTICATION_TOKEN', '404')
+    assert json.loads(missing['ResponseTemplates']['application/json'])['status'] == 404
+    assert res['TooLargeResponse']['Properties']['StatusCode'] == '413'
+    for name in ('ThrottledResponse', 'InvalidKeyResponse', 'MissingRouteResponse', 'TooLargeResponse'):
+        headers = res[name]['Properties']['ResponseParameters']
+        assert headers['gatewayresponse.header.X-Request-Id'] == 'context.requestId', name
+        assert headers['gatewayresponse.header.X-RateLimit-Limit'] == "'100'", name
 
 
 def test_every_route_but_the_service_ones_needs_the_authorizer_supplied_key():

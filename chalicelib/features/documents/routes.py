@@ -128,9 +128,15 @@ def batch_update():
 
 _SESSION = schema('MultipartUploadSession', {
     'type': 'object', 'required': ['uploadId', 'storageKey', 'expiresAt'],
-    'description': 'An S3 multipart upload bound to one document store and caller.',
+    'description': 'An S3 multipart upload bound to one document store and caller (docs/api/documents.md).',
     'properties': {'uploadId': {'type': 'string'}, 'storageKey': {'type': 'string', 'description': 'object key'},
-                   'expiresAt': {'type': 'string', 'format': 'date-time'}}})
+                   'expiresAt': {'type': 'string', 'format': 'date-time'},
+                   'contentLength': {'type': 'integer', 'description': 'the declared total bytes (only when '
+                                     'contentLength was given)'},
+                   'partSize': {'type': 'integer', 'description': 'bytes of every part but the last, which is '
+                                'shorter; each part URL is signed for its exact length (only with contentLength)'},
+                   'partCount': {'type': 'integer', 'description': 'how many parts: ceil(contentLength / partSize) '
+                                 '(only with contentLength)'}}})
 _SESSION_REF = schema('MultipartUploadSessionRef', {
     'type': 'object', 'required': ['uploadId', 'storageKey'],
     'properties': {'uploadId': {'type': 'string'}, 'storageKey': {'type': 'string'}}})
@@ -141,7 +147,9 @@ _PART_URLS_REQUEST = schema('MultipartUploadPartUrlsRequest', {'allOf': [_SESSIO
 _PART_URLS = schema('MultipartUploadPartUrls', {'allOf': [_SESSION, {
     'type': 'object', 'required': ['parts'], 'properties': {'parts': {'type': 'array', 'items': {
         'type': 'object', 'required': ['partNumber', 'url'],
-        'properties': {'partNumber': {'type': 'integer'}, 'url': {'type': 'string', 'format': 'uri'}}}}}}]})
+        'properties': {'partNumber': {'type': 'integer'}, 'url': {'type': 'string', 'format': 'uri'},
+                       'size': {'type': 'integer', 'description': 'the exact bytes this part must carry (a session '
+                                'that declared contentLength)'}}}}}}]})
 _COMPLETE = schema('MultipartUploadCompleteRequest', {'allOf': [_SESSION_REF, {
     'type': 'object', 'required': ['parts'], 'properties': {'parts': {
         'type': 'array', 'minItems': 1, 'maxItems': limits.MAX_PART_NUMBER, 'items': {
@@ -204,7 +212,11 @@ _Q = [
     {'name': 'contentType', 'in': 'query', 'required': False, 'schema': {'type': 'string'},
      'description': 'MIME type (default application/octet-stream)'},
     {'name': 'contentLength', 'in': 'query', 'required': False, 'schema': {'type': 'integer', 'minimum': 1},
-     'description': 'total bytes (at most UPLOAD_MAX_BYTES, default 5 GiB); when given, complete checks it'}]
+     'description': 'total bytes (at most UPLOAD_MAX_BYTES, default 5 GiB); when given, complete checks it'},
+    {'name': 'partSize', 'in': 'query', 'required': False,
+     'schema': {'type': 'integer', 'minimum': limits.MIN_PART_SIZE, 'maximum': limits.MAX_PART_SIZE},
+     'description': 'bytes per part (needs contentLength; default: the smallest whole MiB of at least 5 MiB '
+                    'that needs no more than 10,000 parts)'}]
 _W = [400, 401, 403, 404, 409, 413, 415, 429, 503]
 describe('requestMultipartUpload', summary='Start a multipart upload session', tags=['document-stores'],
          description=_UPLOAD_TEXT + 'The session expires at expiresAt (UPLOAD_SESSION_SECONDS, default 24 h).',

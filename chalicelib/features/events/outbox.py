@@ -19,6 +19,7 @@ and ``assistants.created|updated`` are document processing's triggers (features/
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from chalicelib.core import observability
@@ -35,18 +36,70 @@ from chalicelib.kernel.store.repository import WriteConflict
 
 log = observability.get_logger('outbox')
 SOURCE = 'platform-api'
-PAYLOAD_FIELDS = ('family', 'resourceId', 'resourceIds', 'projectId', 'actorId', 'changedFields', 'correlationId')
+PAYLOAD_FIELDS = ('family', 'resourceId', 'resourceIds', 'projectId', 'actorId', 'changedFields', 'changes',
+                  'correlationId')
+# An update event's ``changes`` (docs/api/work.md "Domain events"): each changed field's old and
+# new value, read from the stream record's two images (no cost on the write path). Bounded: a
+# field whose two values take over CHANGE_PAIR_BYTES of JSON, and every field once the event's
+# changes reach CHANGES_BYTES, is {"omitted": "size"}; a field whose name says it holds a secret is
+# {"omitted": "secret"}, and API keys, bearer credentials and JWTs inside any text are redacted
+# (core/observability.py ``redact``).
+CHANGE_PAIR_BYTES = 1024
+CHANGES_BYTES = 2048
+SECRET_NAME = re.compile(r'(?i)(secret|passw|token|credential|apikey|privatekey|signingkey|clientiphash)')
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return observability.redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
+
+
+def changes_of(fields: list[str], old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """{field: {"old", "new"}} of ``fields`` between two versions of a record, within the bounds above."""
+    out: dict[str, Any] = {}
+    used = 0
+    for name in fields:
+        if SECRET_NAME.search(name):
+            out[name] = {'omitted': 'secret'}
+            continue
+        pair = {'old': _redacted(old.get(name)), 'new': _redacted(new.get(name))}
+        size = len(json.dumps(pair, default=str))
+        if size > CHANGE_PAIR_BYTES or used + size > CHANGES_BYTES:
+            out[name] = {'omitted': 'size'}
+            continue
+        used += size
+        out[name] = pair
+    return out
+
+
+def _with_changes(event: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    """An update event carried by its record's own write, with the changed fields' values."""
+    fields = event.get('changedFields')
+    if not fields or 'obx' not in (change.get('NewImage') or {}):
+        return event
+    old, new = outbox_store.record_data(change.get('OldImage')), outbox_store.record_data(change.get('NewImage'))
+    if old is None or new is None:
+        return event
+    return {**event, 'changes': changes_of(fields, old, new)}
 
 
 def events_of(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """(SequenceNumber, domain event) of a stream batch: INSERTs of outbox items, and records
-    whose write carried its event on the item (``obx``, kernel/unlocked.py)."""
+    whose write carried its event on the item (``obx``, kernel/unlocked.py); the latter, when
+    the record was there before, with its ``changes``."""
     out = []
     for rec in records:
         change = rec.get('dynamodb') or {}
         if rec.get('eventName') in ('INSERT', 'MODIFY'):
             event = outbox_store.outbox_event(change.get('NewImage') or {}, change.get('OldImage'))
             if event is not None:
+                if rec.get('eventName') == 'MODIFY':
+                    event = _with_changes(event, change)
                 out.append((change.get('SequenceNumber'), event))
     return out
 

@@ -65,7 +65,7 @@ def _remember(cache: dict[str, str], key: str, value: str) -> None:
 
 def _key_credential(raw: str, credential: str, expected_email: str | None = None) -> _Credential:
     if not raw or len(raw) > identity.MAX_CREDENTIAL_LENGTH:
-        raise Unauthorized('Invalid API key')
+        raise identity.invalid_key()
     key_hash = hash_key(raw)
     owner = key_owner(raw)
     remembered = owner is None and key_hash in _owner_of_key
@@ -74,7 +74,7 @@ def _key_credential(raw: str, credential: str, expected_email: str | None = None
     if owner is None:
         pointer = credentials.get_key(key_hash)
         if pointer is None:
-            raise Unauthorized('Invalid API key')
+            raise identity.invalid_key()
         owner = pointer['userId']
         _remember(_owner_of_key, key_hash, owner)
     cred = _Credential(owner, key_hash=key_hash, rate_key=identity.key_rate_key(key_hash),
@@ -221,7 +221,7 @@ def _authenticated(cred: _Credential, got: acl.Reads) -> dict:
             # a key stored before the ACL item carried keys: add it (once), when its record exists
             expiry = credentials.heal_key(cred.key_hash, cred.user_id)
             if expiry is None:
-                raise Unauthorized('Invalid API key')
+                raise identity.invalid_key()
         if expiry <= int(identity.now().timestamp()):   # identity.now: what tests move
             raise Unauthorized('The API key has expired')
     elif got.access.subject != cred.subject:

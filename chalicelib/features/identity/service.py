@@ -94,24 +94,35 @@ def principal_for(access: credentials.UserAccess, user_id: str, *, credential: s
                      credential=credential, rate_key=rate_key, user=user)
 
 
+def invalid_key() -> Unauthorized:
+    """The 401 of an unknown, revoked or malformed API key. Under `make run` it says where the
+    local admin key is and how more keys are made (docs/api/conventions.md "Identity")."""
+    key_file = get_config().local_key_file
+    if not key_file:
+        return Unauthorized('Invalid API key')
+    return Unauthorized(f'Invalid API key. Under make run the admin key is in {key_file} (kept across '
+                        'restarts; `make run FRESH=1` starts empty with a new one); more keys: '
+                        'POST /api/account/me/api-keys with that key')
+
+
 def _key_access(raw: str) -> tuple[credentials.UserAccess, str, dict[str, Any]]:
     """(owner's access, owner id, key record) of a valid, unexpired key; else 401.
 
     A key that names its owner costs one BatchGetItem (user, roles, key record); any other key
     one GetItem (the pointer) more."""
     if not raw or len(raw) > MAX_CREDENTIAL_LENGTH:
-        raise Unauthorized('Invalid API key')
+        raise invalid_key()
     key_hash = hash_key(raw)
     owner = key_owner(raw)
     access = credentials.user_access(owner, key_hash) if owner else None
     if access is None or access.key is None:
         pointer = credentials.get_key(key_hash)
         if pointer is None:
-            raise Unauthorized('Invalid API key')
+            raise invalid_key()
         owner = pointer['userId']
         access = credentials.user_access(owner, key_hash)
         if access.key is None:   # revoked: both items go in one transaction
-            raise Unauthorized('Invalid API key')
+            raise invalid_key()
     expires = access.key.get('expiresAt')
     if expires and parse_instant(expires) <= now():
         raise Unauthorized('The API key has expired')

@@ -6,7 +6,16 @@ from chalice import Blueprint
 
 from chalicelib.kernel.http.aliases import alias
 from chalicelib.kernel.http.docmeta import describe, ref, schema
-from chalicelib.kernel.http.request import ANY_CONTENT, JSON_CONTENT, body, caller, one_based_pages, params
+from chalicelib.kernel.http.request import (
+    ANY_CONTENT,
+    JSON_CONTENT,
+    body,
+    caller,
+    check_params,
+    one_based_pages,
+    page_response,
+    params,
+)
 from chalicelib.kernel.registry import BY_PATH, FAMILIES
 
 bp = Blueprint(__name__)
@@ -35,8 +44,9 @@ bp.route(alias('/api/executions/{executionId}/cancel', 'PUT', '/api/executions/{
 def task_group_history(id):
     from chalicelib.features.tasks import service as tasks_service  # noqa: PLC0415 - lazy: cold start
     from chalicelib.kernel import listing  # noqa: PLC0415 - lazy: cold start
+    ignored = check_params(listing.PARAMETERS, 'on GET /api/task-groups/{id}/history')
     req = listing.parse_request(BY_PATH['task-group-history'], params(), one_based=one_based_pages())
-    return tasks_service.task_group_history(id, req, caller())
+    return page_response(tasks_service.task_group_history(id, req, caller()), ignored)
 
 
 @bp.route('/api/resolve/schemes', methods=['GET'], name='listResourceSchemes', content_types=ANY_CONTENT)

@@ -60,9 +60,11 @@ ERROR_RESPONSES = {
     403: ('Forbidden', 'Authenticated but not permitted'),
     404: ('NotFound', 'No resource with the given id'),
     409: ('Conflict', 'Stale changeSequence (the body carries the current one) or uniqueness violation'),
-    413: ('PayloadTooLarge', 'Request body larger than the front door accepts (10 MB); answered before the '
-                             'API runs, so without rate-limit headers'),
-    415: ('UnsupportedMediaType', 'The request body is not application/json'),
+    413: ('PayloadTooLarge', 'Request body too large: a JSON body over 350,000 bytes (the API), any body over '
+                             'the front door\'s 10 MB (answered before the API runs: on AWS without rate-limit '
+                             'headers)'),
+    415: ('UnsupportedMediaType', 'The request body is not declared application/json (no Content-Type, or another '
+                                  'type): send it as JSON with Content-Type: application/json'),
     429: ('TooManyRequests', 'Rate limit exceeded'),
     502: ('BadGateway', 'An upstream (service bridge) could not be reached or did not answer in HTTP'),
     503: ('ServiceUnavailable', 'A dependency cannot answer now (the database stays throttled, the rate limiter '
@@ -238,6 +240,9 @@ class _Schemas:
                 'error': {'type': 'string', 'description': 'the HTTP reason phrase'},
                 'message': {'type': 'string'},
                 'status': {'type': 'integer', 'description': 'the HTTP status'},
+                'unknown': {'type': 'array', 'items': {'type': 'string'},
+                            'description': 'a 400 for names the endpoint does not know: those body fields or '
+                                           'query parameters (docs/api/conventions.md)'},
             },
         }
         out['ConflictError'] = {'allOf': [_ref('Error'), {
@@ -308,7 +313,8 @@ def _list_parameters(fam: Family | None = None) -> list[dict[str, Any]]:
          'description': "filter expression, e.g. name == 'x' and not(active == false); may repeat (all must hold)",
          'schema': {'type': 'array', 'items': {'type': 'string'}}},
         {'name': 'query', 'in': 'query', 'required': False,
-         'description': 'free-text search over the searchable fields (name, description, ...)',
+         'description': 'free-text search over the searchable fields (name, description, title, ...; a document '
+                        'family\'s path and file name)',
          'schema': {'type': 'string'}},
         {'name': 'sort', 'in': 'query', 'required': False,
          'description': 'field:direction pairs separated by ";"; direction asc (default) or desc',
@@ -338,6 +344,7 @@ def _registry_operation(fam: Family, op: str) -> dict[str, Any]:
     out: dict[str, Any] = {'summary': summary, 'tags': [fam.path]}
     if op == 'list':
         out['parameters'] = _list_parameters(fam)
+        out['paged'] = True
         out['responses'] = {200: ('A page of ' + fam.path.replace('-', ' '), _page_of(entity))}
     elif op == 'get':
         out['responses'] = {200: (entity, _ref(entity))}
@@ -370,6 +377,7 @@ def _generic_operation(view_name: str, path: str, method: str, meta: Mapping[str
         out['description'] = meta['description']
     if meta.get('list_of'):  # a list endpoint: the list parameters and a page of that schema
         out['parameters'] = _list_parameters()
+        out['paged'] = True
         meta = {'responses': {200: _page_of(meta['list_of'])}, **meta}
     if meta.get('parameters'):
         out['parameters'] = out.get('parameters', []) + list(meta['parameters'])
@@ -390,6 +398,10 @@ def _generic_operation(view_name: str, path: str, method: str, meta: Mapping[str
     else:
         out['errors'] = GENERIC_ERRORS.get(method, GENERIC_WRITE_ERRORS)
     return out
+
+
+LINK_HEADER = {'description': 'RFC 8288 links to the first, prev, next and last pages: this request with only '
+                              '`page` changed (docs/api/conventions.md "Lists")', 'schema': {'type': 'string'}}
 
 
 def _rate_headers() -> dict[str, Any]:
@@ -414,6 +426,8 @@ def _render_operation(desc: dict[str, Any], op_id: str, path: str, method: str, 
     responses: dict[str, Any] = {}
     for status, (text, schema) in sorted(desc['responses'].items()):
         response: dict[str, Any] = {'description': text, 'headers': _rate_headers()}
+        if desc.get('paged') and status == 200:
+            response['headers']['Link'] = LINK_HEADER
         if isinstance(schema, dict) and set(schema) == {'content'}:  # a full content map (non-JSON bodies)
             response['content'] = schema['content']
         elif schema is not None:
@@ -536,7 +550,11 @@ def build(routes: Mapping[str, Mapping[str, Any]], index: Mapping[str, tuple[Fam
             'version': API_VERSION,
             'description': ('Multi-tenant HTTP/JSON API for document processing, AI assistants, '
                             'knowledge management and workflow orchestration. Generated from the '
-                            'running service\'s route table and resource registry.'),
+                            'running service\'s route table and resource registry. API keys: '
+                            '`POST /api/account/me/api-keys` with a key you hold. Running locally '
+                            '(`make run`), the platform admin\'s key is in `.local/admin-api-key` of the '
+                            'checkout (printed once at the first start, kept across restarts): paste it '
+                            'into Authorize, ApiKeyAuth. Reference pages: docs/api/ in the repository.'),
         },
         'servers': list(servers or []),
         'security': [{'ApiKeyAuth': []}, {'BearerAuth': []}, {'BasicAuth': []}],
@@ -548,7 +566,8 @@ def build(routes: Mapping[str, Mapping[str, Any]], index: Mapping[str, tuple[Fam
             'headers': _header_components(rate_headers_required),
             'securitySchemes': {
                 'ApiKeyAuth': {'type': 'apiKey', 'in': 'header', 'name': 'x-api-key',
-                               'description': 'an API key created in the platform UI'},
+                               'description': 'an API key (POST /api/account/me/api-keys); locally, '
+                                              '`make run` writes the admin\'s to .local/admin-api-key'},
                 'BearerAuth': {'type': 'http', 'scheme': 'bearer', 'bearerFormat': 'JWT',
                                'description': 'a JWT from the identity provider'},
                 'BasicAuth': {'type': 'http', 'scheme': 'basic'},

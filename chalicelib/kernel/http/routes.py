@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from chalice import Blueprint
+from chalice import Blueprint, Response
 
 from chalicelib.kernel.http.docmeta import describe, ref
 from chalicelib.kernel.http.request import (
@@ -14,10 +14,13 @@ from chalicelib.kernel.http.request import (
     JSON_CONTENT,
     body,
     caller,
+    check_params,
     created,
     no_content,
     one_based_pages,
+    page_response,
     params,
+    unknown_names,
 )
 from chalicelib.kernel.registry import FAMILIES, Family
 
@@ -48,8 +51,15 @@ def _register(family: Family) -> None:
     # lazy imports below: the services load pynamodb and pydantic; `import app` must not (cold start)
     def list_view():
         from chalicelib.kernel import listing  # noqa: PLC0415 - lazy: cold start
+        ignored = check_params(listing.PARAMETERS, f'on GET {base}')
         req = listing.parse_request(family, params(), one_based=one_based_pages())
-        return listing.list_resources(family, req, caller())
+        return page_response(listing.list_resources(family, req, caller()), ignored)
+
+    def checked_body() -> tuple[dict, dict[str, str]]:
+        """The body, its fields checked against the family's (docs/api/conventions.md)."""
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        sent = body()
+        return sent, unknown_names('field', sent, crud.known_fields(family), f'in a {family.entity} body')
 
     def get_view(**ids):
         if family.org_slug_paths and not _is_uuid(ids[family.id_param]):
@@ -59,8 +69,9 @@ def _register(family: Family) -> None:
 
     def org_list_view(org_slug):
         from chalicelib.kernel import listing, org_reads  # noqa: PLC0415 - lazy: cold start
+        ignored = check_params(listing.PARAMETERS, f'on GET {base}/{{orgSlug}}')
         req = listing.parse_request(family, params(), one_based=one_based_pages())
-        return org_reads.list_for_organization(family, org_slug, req, caller())
+        return page_response(org_reads.list_for_organization(family, org_slug, req, caller()), ignored)
 
     def by_slug_view(id, slug, version=None):  # noqa: A002 - the family's {id} segment holds the org slug
         from chalicelib.kernel import org_reads  # noqa: PLC0415 - lazy: cold start
@@ -68,11 +79,14 @@ def _register(family: Family) -> None:
 
     def create_view():
         from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
-        return created(crud.create(family, body(), caller()))
+        sent, ignored = checked_body()
+        return created(crud.create(family, sent, caller()), ignored)
 
     def update_view(**ids):
         from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
-        return crud.update(family, ids[family.id_param], body(), principal=caller())
+        sent, ignored = checked_body()
+        updated = crud.update(family, ids[family.id_param], sent, principal=caller())
+        return Response(body=updated, status_code=200, headers=ignored) if ignored else updated
 
     def delete_view(**ids):
         from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start

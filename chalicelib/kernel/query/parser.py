@@ -333,6 +333,10 @@ def _parse_raw(text: str):
         pos = exc.pos_in_stream
         if text[pos] == "'":
             raise FilterError(f'unterminated string starting at position {pos}', pos) from None
+        if text[pos] == '"':   # the commonest slip: string literals take single quotes
+            raise FilterError(f'syntax error at position {pos}: unexpected character \'"\'; string literals take '
+                              "single quotes, e.g. name == 'Acme' (a ' inside one is escaped: 'O\\'Brien')",
+                              pos) from None
         raise FilterError(
             f'syntax error at position {pos}: unexpected character {text[pos]!r}', pos) from None
     except UnexpectedToken as exc:

@@ -43,3 +43,15 @@ def outbox_event(image: dict[str, Any], old_image: dict[str, Any] | None = None)
 
     from chalicelib.kernel.store.table import plain  # noqa: PLC0415
     return plain(TypeDeserializer().deserialize(raw))
+
+
+def record_data(image: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stream image's record body (its ``data`` attribute, DynamoDB JSON), plain; None when it
+    has none (features/events/outbox.py reads an update's old and new values from the two)."""
+    raw = (image or {}).get('data')
+    if not raw:
+        return None
+    from boto3.dynamodb.types import TypeDeserializer  # noqa: PLC0415 - lazy, with boto3
+
+    from chalicelib.kernel.store.table import plain  # noqa: PLC0415
+    return plain(TypeDeserializer().deserialize(raw))
