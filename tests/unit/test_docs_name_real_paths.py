@@ -31,6 +31,7 @@ ELSEWHERE = (
     'chalice/',       # a file of the installed chalice package (the bench's bare Chalice app)
     'kodexa/',        # a file of the platform's Python SDK package (docs/api/clients.md)
     'docs/...',       # docs/README.md's placeholder for "a page"
+    '../something.md',  # tests/unit/test_doc_links.py's example of what may not be linked
 )
 
 
