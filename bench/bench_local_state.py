@@ -45,7 +45,7 @@ def _stop(stack: LiveStack) -> float:
 def _create(state: Path, records: int, clients: int) -> tuple[float, float, list[str]]:
     """``records`` tasks through the API into a fresh ``state`` folder, then a stop: (seconds to
     create, seconds to stop, the tasks' ids)."""
-    stack = LiveStack(state, LOCAL_WORKERS='off')
+    stack = LiveStack(state, LOCAL_WORKERS='off', LOCAL_PERSIST='on')
     try:
         slug = f'org-{uuid.uuid4().hex[:8]}'
         org = stack.created('/api/organizations', {'name': slug, 'slug': slug})
@@ -71,7 +71,7 @@ def _create(state: Path, records: int, clients: int) -> tuple[float, float, list
 def _start(state: Path) -> tuple[float, float, LiveStack]:
     """A start on ``state``: (seconds to the ready line, the moto server's own, the stack)."""
     began = time.monotonic()
-    stack = LiveStack(state, LOCAL_WORKERS='off')
+    stack = LiveStack(state, LOCAL_WORKERS='off', LOCAL_PERSIST='on')
     return time.monotonic() - began, _moto_up(stack), stack
 
 

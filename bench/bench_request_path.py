@@ -92,6 +92,7 @@ def _free_port() -> int:
 def _env(port: int, state: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith('AWS_ENDPOINT')}
     env.update(PYTHONPATH=ROOT, PORT=str(port), PLATFORM_ADMIN_API_KEY=ADMIN_KEY, LOCAL_STATE_DIR=state,
+               LOCAL_PERSIST='off',
                TABLE_NAME=TABLE, AWS_DEFAULT_REGION='us-east-1', AWS_ACCESS_KEY_ID='local',
                AWS_SECRET_ACCESS_KEY='local', RATE_LIMIT_PER_MINUTE='100000000',
                RATE_LIMIT_BURST_PER_SECOND='100000000', RATE_LIMIT_USER_PER_MINUTE='100000000',

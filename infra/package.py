@@ -5,8 +5,9 @@
 writes
     out/prod/data.json        the data stack (infra/stack.py)
     out/prod/app.json         the app stack (SAM): chalice package output patched by infra/app.py
-    out/prod/deployment.zip   the functions' code, referenced by app.json (CodeUri), with its
-                              bytecode (infra/bytecode.py)
+    out/prod/deployment.zip   the functions' code, referenced by app.json (CodeUri), botocore's
+                              models pruned to the services the app calls
+                              (infra/botocore_models.py), with its bytecode (infra/bytecode.py)
     out/prod/chalice/sam.json what chalice package emitted, untouched (for review and tests)
 
 ``chalice package`` imports app.py; it runs with the stage's environment variables from
@@ -24,7 +25,7 @@ import sys
 from pathlib import Path
 
 from infra import app as app_stack
-from infra import bytecode, iam, stack
+from infra import botocore_models, bytecode, iam, stack
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,6 +71,9 @@ def main(stage: str, out_dir: str) -> None:
     except app_stack.PackagingError as exc:
         raise SystemExit(f'package: {exc}') from exc
     shutil.move(str(raw / 'deployment.zip'), out / 'deployment.zip')
+    # only the services the functions call keep their botocore model (infra/botocore_models.py);
+    # pruned before compiling, so the bytecode step has less to unpack
+    botocore_models.prune_zip(out / 'deployment.zip')
     bytecode.add_to_zip(out / 'deployment.zip')   # no compiling on a cold start (infra/bytecode.py)
     write(out / 'app.json', patched)
     write(out / 'data.json', stack.template(stage))

@@ -197,7 +197,7 @@ def main(argv: list[str]) -> int:
     budget = float(os.environ.get('FUZZ_TIMEOUT', '600'))
     env = {**os.environ, 'PORT': str(port), 'PLATFORM_ADMIN_API_KEY': key,
            'RATE_LIMIT_PER_MINUTE': '100000000', 'RATE_LIMIT_BURST_PER_SECOND': '100000000',
-           'PYTHONPATH': str(ROOT), 'LOCAL_STATE_DIR': str(work),   # its own data, never .local/'s
+           'PYTHONPATH': str(ROOT), 'LOCAL_STATE_DIR': str(work), 'LOCAL_PERSIST': 'off',   # never .local/'s data
            # no worker or scheduler: a generated plan's BRIDGE_CALL step would call out (docs/api/work.md)
            'LOCAL_WORKERS': 'off'}
     for name in ('AWS_ENDPOINT_URL', 'MOTO_PORT'):  # our own moto, never a shared endpoint

@@ -64,7 +64,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix='load-'))
     env = {k: v for k, v in os.environ.items() if not k.startswith(('AWS_', 'CHAOS_', 'RATE_LIMIT_'))}
     env.update(PORT=str(port), MOTO_PORT=str(moto_port), PLATFORM_ADMIN_API_KEY=admin, PYTHONPATH=str(ROOT),
-               LOCAL_STATE_DIR=str(work), AWS_ACCESS_KEY_ID='local', AWS_SECRET_ACCESS_KEY='local',
+               LOCAL_STATE_DIR=str(work), LOCAL_PERSIST='off', AWS_ACCESS_KEY_ID='local', AWS_SECRET_ACCESS_KEY='local',
                AWS_DEFAULT_REGION='us-east-1', TABLE_NAME='platform-load')
     log = open(work / 'server.log', 'w')
     server = subprocess.Popen([sys.executable, '-m', 'localdev.run'], cwd=ROOT, env=env, stdout=subprocess.PIPE,

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from infra import app as app_stack
-from infra import iam, ocr_function, stack, usage_plan
+from infra import botocore_models, iam, ocr_function, stack, usage_plan
 from infra.names import Names
 
 pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
@@ -596,15 +596,27 @@ LAMBDA_UNZIPPED_LIMIT = 250 * 2 ** 20   # a zip function's code and layers, unzi
 
 
 def test_the_zip_packaged_functions_fit_lambdas_unzipped_limit_with_the_parsers(templates):
-    """pypdfium2, python-docx, python-calamine, lxml and Pillow ride in the zip (docs/operations/parsing.md
-    "Sizes"); Tesseract does not (the OCR image)."""
+    """pypdfium2, python-docx, python-calamine and lxml ride in the zip (docs/operations/parsing.md
+    "Sizes"); Tesseract and Pillow, which only OCR needs, do not (the OCR image)."""
     with zipfile.ZipFile(OUT / 'deployment.zip') as z:
         infos = z.infolist()
     unzipped = sum(info.file_size for info in infos)
     assert unzipped < LAMBDA_UNZIPPED_LIMIT
     names = {info.filename.split('/')[0] for info in infos}
-    assert {'pypdfium2', 'pypdfium2_raw', 'docx', 'python_calamine', 'lxml', 'PIL'} <= names
+    assert {'pypdfium2', 'pypdfium2_raw', 'docx', 'python_calamine', 'lxml'} <= names
+    assert not {name for name in names if name.lower().startswith(('pil', 'pillow'))}, names
     assert 'chalicelib/features/parsing/readers/pdf.py' in {info.filename for info in infos}
+
+
+def test_the_zip_keeps_botocores_models_of_the_listed_services_only(templates):
+    """infra/botocore_models.py: make package prunes botocore/data to SERVICES and botocore's own
+    top-level files (docs/operations/deploy.md)."""
+    with zipfile.ZipFile(OUT / 'deployment.zip') as z:
+        data = [n[len('botocore/data/'):] for n in z.namelist() if n.startswith('botocore/data/')]
+    assert {n.split('/', 1)[0] for n in data if '/' in n} == botocore_models.SERVICES
+    assert {'endpoints.json', 'partitions.json', '_retry.json', 'sdk-default-configuration.json'} <= \
+        {n for n in data if '/' not in n}
+    assert 'botocore/data/dynamodb/2012-08-10/service-2.json.gz' in {f'botocore/data/{n}' for n in data}
 
 
 def test_the_ocr_function_is_a_container_image_on_its_own_queue_with_a_dead_letter_queue(templates):
@@ -647,3 +659,8 @@ def test_the_ocr_image_builds_tesseract_from_checksummed_sources_on_the_lambda_b
     assert f'CMD ["{ocr_function.HANDLER}"]' in dockerfile
     ignored = (ROOT / 'infra' / 'ocr' / 'Dockerfile.dockerignore').read_text().split()
     assert ignored[0] == '*' and {'!requirements.txt', '!app.py', '!chalicelib/'} <= set(ignored)
+    # OCR's own requirements (Pillow), kept out of the zip, are installed in the image
+    assert '!infra/ocr/requirements.txt' in ignored
+    assert '-r ${LAMBDA_TASK_ROOT}/requirements-ocr.txt' in dockerfile
+    assert re.search(r'^pillow==', (ROOT / 'infra' / 'ocr' / 'requirements.txt').read_text(), re.M)
+    assert not re.search(r'^pillow', (ROOT / 'requirements.txt').read_text(), re.M | re.I)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -487,3 +489,59 @@ def test_boxes_of_a_rotated_page_are_in_the_displayed_page(rotation):
     u0, v0, u1, v1 = upright['Preamble']
     expected = [841.89 - v1, u0, 841.89 - v0, u1] if rotation == 90 else [v0, 595.28 - u1, v1, 595.28 - u0]
     assert [x0, y0, x1, y1] == pytest.approx(expected, abs=0.02)
+
+
+# The zip-packaged worker carries no Pillow (requirements.txt; infra/ocr/requirements.txt): run in a
+# fresh interpreter where importing PIL fails as it does there, and records that it was tried.
+_WITHOUT_PIL = '''
+import importlib.abc, json, sys, time
+tried = []
+
+class NoPillow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == 'PIL' or name.startswith('PIL.'):
+            tried.append(name)
+            raise ModuleNotFoundError(f'No module named {name!r} (as in the zip-packaged worker)')
+        return None
+
+sys.meta_path.insert(0, NoPillow())
+from pathlib import Path
+from chalicelib.features.parsing.readers import NeedsOcr, ParseFailure, read
+
+corpus = Path(sys.argv[1])
+outcomes = {}
+for name in json.loads(sys.argv[2]):
+    try:
+        result = read((corpus / name).read_bytes(), media_type=None, filename=name,
+                      deadline=time.monotonic() + 60, ocr=False)
+        outcomes[name] = ['read', result.parser, result.next_page]
+    except NeedsOcr as error:
+        outcomes[name] = ['needs-ocr', error.page]
+    except ParseFailure as error:
+        outcomes[name] = ['failed', error.cause]
+loaded = sorted(m for m in sys.modules if m.startswith('PIL'))
+print(json.dumps({'outcomes': outcomes, 'tried': tried, 'loaded': loaded}))
+'''
+
+
+def test_the_readers_without_ocr_never_import_pillow():
+    """Every file of the corpus read with ocr=False (the zip worker's way) where Pillow is missing:
+    the images hand over to the OCR function unopened, everything else reads or fails as with it,
+    and PIL is never even tried."""
+    names = sorted(REAL) + sorted(HOSTILE)
+    answer = subprocess.run([sys.executable, '-c', _WITHOUT_PIL, str(CORPUS), json.dumps(names)],
+                            capture_output=True, text=True, timeout=300,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert answer.returncode == 0, answer.stderr
+    report = json.loads(answer.stdout.splitlines()[-1])
+    assert report['tried'] == [] and report['loaded'] == [], report
+    outcomes = report['outcomes']
+    for name in ('scanned-page.png', 'scanned-page.jpg', 'scanned-pages.tiff', 'hostile-bomb.png'):
+        assert outcomes[name] == ['needs-ocr', 1], name
+    assert outcomes['scanned-page.pdf'] == ['needs-ocr', 1]
+    for name, expected in REAL.items():
+        if not expected.get('ocr'):
+            assert outcomes[name][:2] == ['read', expected['parser']], name
+    for name, expected in HOSTILE.items():
+        if name != 'hostile-bomb.png':   # refused by the OCR function, before any decode
+            assert outcomes[name] == ['failed', expected['cause']], name

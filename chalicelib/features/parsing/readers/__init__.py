@@ -82,10 +82,14 @@ def read(data: bytes, *, media_type: str | None, filename: str | None, first_pag
         parser = 'pdf-ocr' if outcome.ocr_pages else 'pdf-text'
         nodes, pages, next_page, warnings = outcome.nodes, outcome.page_count, outcome.next_page, outcome.warnings
     elif kind in (sniffing.PNG, sniffing.JPEG, sniffing.TIFF):
-        from chalicelib.features.parsing.readers.images import read_image  # noqa: PLC0415 - lazy: Pillow loads for images only
+        if not ocr:
+            # every page of an image needs OCR: handed over whole, unopened. The zip-packaged worker
+            # (ocr=False) carries no Pillow; the OCR function checks the page count and each page's
+            # declared pixels before decoding (images.py; docs/operations/parsing.md "What reads what")
+            raise NeedsOcr(first_page)
+        from chalicelib.features.parsing.readers.images import read_image  # noqa: PLC0415 - lazy: Pillow, OCR function only
 
-        outcome = read_image(data, first_page=first_page, budget=budget, limits=limits, ocr=ocr,
-                             page_limit=page_limit)
+        outcome = read_image(data, first_page=first_page, budget=budget, limits=limits, page_limit=page_limit)
         parser = 'image-ocr'
         nodes, pages, next_page, warnings = outcome.nodes, outcome.page_count, outcome.next_page, outcome.warnings
     else:

@@ -8,6 +8,13 @@ decompression-bomb guard (``DecompressionBombError``, raised at open past twice 
 own bytes (Tesseract decodes it, in its own memory-capped process); a frame of a multi-page
 TIFF is decoded alone and handed over as a PNM. Points are pixels at the image's own dpi when it
 declares one (72 otherwise, so a point is a pixel).
+
+Pillow is needed only here, where OCR runs (the OCR function's image, tests, ``make run``): the
+zip-packaged worker reads with ``ocr=False`` and ``read`` hands an image over without importing
+this module, so Pillow (~8 MiB of the zip) is not in requirements.txt but in
+infra/ocr/requirements.txt and requirements-dev.txt. The checks above (pixels per page, page
+count, a corrupt or cut-short file) therefore run in the OCR function, before it decodes
+anything; a hostile image costs the worker one queue message, never a decode.
 """
 from __future__ import annotations
 
@@ -17,7 +24,7 @@ import warnings
 from PIL import Image, UnidentifiedImageError
 
 from chalicelib.features.parsing.readers import ocr as tesseract
-from chalicelib.features.parsing.readers.errors import NeedsOcr, ParseFailure
+from chalicelib.features.parsing.readers.errors import ParseFailure
 from chalicelib.features.parsing.readers.limits import Limits
 from chalicelib.features.parsing.readers.nodes import Budget, PageRange, check_page_count
 
@@ -79,8 +86,10 @@ def _dpi(image: Image.Image) -> float | None:
     return dpi if 50 <= dpi <= 4800 else None
 
 
-def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, ocr: bool,
+def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits,
                page_limit: int | None = None) -> Outcome:
+    """OCR of the image's pages from ``first_page`` (only where OCR runs: ``read`` hands an image
+    over with ``NeedsOcr`` before this module is imported when ``ocr=False``)."""
     outcome = Outcome()
     image = _open(data, limits)
     try:
@@ -91,8 +100,6 @@ def read_image(data: bytes, *, first_page: int, budget: Budget, limits: Limits, 
         outcome.page_count = frames
         check_page_count(frames, limits, 'the image')
         _check_pixels(image, 1, limits)
-        if not ocr:
-            raise NeedsOcr(first_page)
         pacing = PageRange(budget, first_page, page_limit)
         for number in range(first_page, frames + 1):
             if pacing.stop_before(number):
