@@ -29,6 +29,7 @@ ELSEWHERE = (
     '.local/',        # what `make run` and `make test` write
     'botocore/',      # a file of the installed botocore package (kernel/store/endpoints.py)
     'chalice/',       # a file of the installed chalice package (the bench's bare Chalice app)
+    'aws_xray_sdk/',  # a file of the installed X-Ray SDK (infra/botocore_models.py)
     'kodexa/',        # a file of the platform's Python SDK package (docs/api/clients.md)
     'docs/...',       # docs/README.md's placeholder for "a page"
     '../something.md',  # tests/unit/test_doc_links.py's example of what may not be linked
