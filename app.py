@@ -14,14 +14,14 @@ from chalicelib.features.identity import authorizer
 from chalicelib.features.identity import routes as account
 from chalicelib.features.mcp import routes as mcp
 from chalicelib.features.parsing import routes as parsing
-from chalicelib.features.tasks import routes as workflow
+from chalicelib.features.tasks import routes as tasks_routes
 from chalicelib.features.work import internal_routes as internal
 from chalicelib.features.work import reprocess_routes as reprocess
-from chalicelib.features.work import routes as work
+from chalicelib.features.work import routes as work_routes
 from chalicelib.front import middleware
 from chalicelib.kernel.http import aliases, docs, health
 from chalicelib.kernel.http import request as http
-from chalicelib.kernel.http import routes as resources
+from chalicelib.kernel.http import routes as family_routes
 
 app = Chalice(app_name='platform-api', configure_logs=False)  # logs: core/observability.py
 # Responses are all text (JSON, or a service bridge's text answer); these request types arrive
@@ -29,16 +29,16 @@ app = Chalice(app_name='platform-api', configure_logs=False)  # logs: core/obser
 app.api.binary_types = list(documents.BINARY_TYPES)
 http.bind(app)
 middleware.install(app)
-app.register_blueprint(resources.bp)
+app.register_blueprint(family_routes.bp)
 app.register_blueprint(aliases.bp)          # the platform SDK's other paths (docs/api/clients.md)
 app.register_blueprint(account.bp)
 app.register_blueprint(docs.bp)
 app.register_blueprint(health.bp)
 app.register_blueprint(internal.bp)
-app.register_blueprint(workflow.bp)
+app.register_blueprint(tasks_routes.bp)
 app.register_blueprint(bridges.bp)
 app.register_blueprint(events.bp)
-app.register_blueprint(work.bp)
+app.register_blueprint(work_routes.bp)
 app.register_blueprint(mcp.bp)            # the MCP tool connector (/mcp) and its metadata
 app.register_blueprint(documents.bp)
 app.register_blueprint(store_fs.bp)        # the SDK's and CLI's store file API (/api/stores/...)

@@ -81,6 +81,7 @@ def _run(port: int) -> None:
     user = admin.post(f'{base}/api/users', json={'email': 'bench-member@example.com'}).json()
     admin.post(f'{base}/api/memberships', json={'organizationId': org, 'userId': user['id'], 'role': 'MEMBER'})
     key = create_api_key(user['id'], user['email'], 'bench')['key']
+    admin.post(f'{base}/api/task-statuses', json={'organizationId': org, 'label': 'Open', 'slug': 'open'})
     task = admin.post(f'{base}/api/tasks', json={'projectId': project['id'], 'title': 'benchmark task',
                                                   'description': 'x' * 200, 'statusSlug': 'open'}).json()
 

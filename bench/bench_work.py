@@ -69,20 +69,20 @@ def main() -> None:
         import app
         from chalicelib.core.config import get_config
         from chalicelib.features.identity.service_token import SERVICE
-        from chalicelib.features.work import service as work
-        from chalicelib.kernel import crud as resources
+        from chalicelib.features.work import service as work_service
+        from chalicelib.kernel import crud
         from chalicelib.kernel.store import table
         from localdev.pollers import QueuePoller
         cfg = get_config()
         org = result['organizationId']
-        project = resources.create('projects', {'name': 'bench', 'organizationId': org}, SERVICE)
-        plan = resources.create('activity-plans', {'projectId': project['id'], 'name': 'p', 'steps': [
+        project = crud.create('projects', {'name': 'bench', 'organizationId': org}, SERVICE)
+        plan = crud.create('activity-plans', {'projectId': project['id'], 'name': 'p', 'steps': [
             {'name': 'review', 'stepType': 'TASK', 'options': {'title': 'Review'}},
             {'name': 'score', 'stepType': 'SCRIPT', 'options': {'expression': '$inputs.n + 1'}}]}, SERVICE)
         poller = QueuePoller(app.activity_start_worker, cfg.activity_queue_name, region=cfg.region,
                              endpoint_url=None)
         # warm up: imports, clients, the expression library
-        warm = work.start(plan['id'], {'projectId': project['id'], 'inputs': {'n': 0}}, SERVICE)
+        warm = work_service.start(plan['id'], {'projectId': project['id'], 'inputs': {'n': 0}}, SERVICE)
         while poller.poll_once()['received']:
             pass
         assert table.get('activities', warm['id']).data['status'] == 'COMPLETED'
@@ -91,7 +91,8 @@ def main() -> None:
         with count_calls() as start_calls:
             t0 = time.perf_counter()
             for i in range(STARTS):
-                ids.append(work.start(plan['id'], {'projectId': project['id'], 'inputs': {'n': i}}, SERVICE)['id'])
+                started = work_service.start(plan['id'], {'projectId': project['id'], 'inputs': {'n': i}}, SERVICE)
+                ids.append(started['id'])
             t_started = time.perf_counter()
         own_reads = 0
 

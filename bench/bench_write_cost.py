@@ -140,6 +140,8 @@ def measure() -> list[tuple[str, int, int]]:
             org = platform['organizationId']
             project = json.loads(c.http.post('/api/projects', headers=headers, body=json.dumps(
                 {'organizationId': org, 'name': 'bench'})).body)['id']
+            c.http.post('/api/task-statuses', headers=headers, body=json.dumps(   # statusSlug names one
+                {'organizationId': org, 'label': 'Open', 'slug': 'open', 'statusType': 'OPEN'}))
             body = {'projectId': project, 'title': 'A task of the bench', 'statusSlug': 'open',
                     'assigneeId': platform['userId'], 'description': 'x' * 200, 'priority': 2}
 

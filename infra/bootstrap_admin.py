@@ -8,7 +8,7 @@ deployed. It runs the same bootstrap as ``make run`` (chalicelib/features/identi
 the ``default`` organization, the admin user, a PLATFORM_ADMIN membership, an API key) against
 the stage's table, with the stage's settings from .chalice/config.json, and with the stage's
 per-key usage plan (``platform-<stage>-per-key``, infra/usage_plan.py) found in API Gateway: the
-key gets its API Gateway twin in that plan (chalicelib/kernel/store/credentials.py), without
+key gets its API Gateway twin in that plan (chalicelib/features/identity/credentials.py), without
 which API Gateway answers 401 to it. The key is printed once; run again, it keeps the existing
 admin and key and prints none. Refuses to run when the table or the usage plan is missing (the
 stacks are not deployed, or not in this region).

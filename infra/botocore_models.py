@@ -32,7 +32,7 @@ SERVICES = frozenset({
     'sqs',              # the activity and OCR queues (features/work/store.py)
     'events',           # EventBridge PutEvents (features/work/store.py)
     'secretsmanager',   # organizations' bridge secrets (features/bridges/secrets.py)
-    'apigateway',       # API keys' usage-plan twins (kernel/store/credentials.py)
+    'apigateway',       # API keys' usage-plan twins (features/identity/credentials.py)
     'xray',             # the X-Ray SDK's sampling-rules client (aws_xray_sdk/core/sampling/connector.py)
     'sts',              # botocore's credential chain, should a role be assumed (AssumeRole providers)
 })

@@ -76,7 +76,7 @@ def grants(stage: str) -> list[Grant]:
         Grant('OrgSecretsWrite', ('secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue',
                                   'secretsmanager:DeleteSecret'),
               (_arn('secretsmanager', f'secret:{n.org_secrets_prefix}*'),), frozenset({API})),
-        # kernel/store/credentials.py: create_api_key (POST /apikeys), create_usage_plan_key (POST
+        # features/identity/credentials.py: create_api_key (POST /apikeys), create_usage_plan_key (POST
         # /usageplans/{id}/keys, the per-key plan only), delete_api_key (DELETE /apikeys/{id}).
         Grant('GatewayKeysCreate', ('apigateway:POST',),
               (_arn('apigateway', '/apikeys', account=False),

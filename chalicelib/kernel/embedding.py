@@ -7,7 +7,7 @@ referenced records), and each record gets its objects. A family without embedded
 or a page whose records hold none, costs nothing.
 
 Visibility: the object is the referenced record as the caller's own GET of it would show it
-(less the target family's heavy fields, domain/embeds.HEAVY). A record the caller may not see
+(less the target family's heavy fields, its declaration's ``heavy``: kernel/embeds.py). A record the caller may not see
 is ``{"id": ...}`` only. One that no longer exists, and an absent ``xId``, mean no ``x`` (the
 id stays as stored). An
 embedded record of an organization whose organization is embedded in the same response (a
@@ -20,43 +20,44 @@ from typing import Any
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.kernel import access
-from chalicelib.kernel.embeds import HEAVY, embeds_of
+from chalicelib.kernel.embeds import embeds_of, heavy_of
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
+from chalicelib.kernel.tenancy import ORGANIZATIONS, USERS
 
 log = get_logger('embedding')
 
 
 def read_ahead(family: Family, stored: table.Stored, principal: Principal) -> None:
     """Everything answering a GET by id of ``stored`` needs, in ONE BatchGetItem, kept in
-    ``principal.seen`` for this request: the records it embeds (``records``, None for one that
-    is gone), its organization's status unless the admission read it or the caller is a
-    platform administrator (``organizationStatus``), and the ACL items of the users whose
-    visibility decides what is shown (``orgsOf``: the embedded users, the record itself when it
-    is a user). Nothing to read: no call."""
-    from chalicelib.kernel.store import gate  # noqa: PLC0415 - with the model (cold start)
-    records = principal.seen.setdefault('records', {})
-    statuses = principal.seen.setdefault('organizationStatus', {})
-    orgs_of = principal.seen.setdefault('orgsOf', {})
+    ``principal.reads`` (core/principal.py ``RequestReads``) for this request: the records it
+    embeds (``records``, None for one that is gone), its organization's status unless the
+    admission read it or the caller is a platform administrator (``organization_status``), and
+    the ACL items of the users whose visibility decides what is shown (``orgs_of``: the embedded
+    users, the record itself when it is a user). Nothing to read: no call."""
+    from chalicelib.kernel.store import acl  # noqa: PLC0415 - with the model (cold start)
+    records = principal.reads.records
+    statuses = principal.reads.organization_status
+    orgs_of = principal.reads.orgs_of
     wanted = [(target, stored.data[id_field]) for id_field, target in embeds_of(family.path).values()
               if isinstance(stored.data.get(id_field), str)]
     wanted = [key for key in dict.fromkeys(wanted) if key not in records]
     if not principal.platform_admin and stored.org and stored.org not in statuses:
-        wanted.append(('organizations', stored.org))
-    users = [ref for target, ref in wanted if target == 'users']
-    if family.path == 'users' and not principal.platform_admin and stored.id != principal.user_id:
+        wanted.append((ORGANIZATIONS, stored.org))
+    users = [ref for target, ref in wanted if target == USERS]
+    if family.path == USERS and not principal.platform_admin and stored.id != principal.user_id:
         users.append(stored.id)
     users = [u for u in dict.fromkeys(users) if u not in orgs_of]
     if not wanted and not users:
         return
-    got = gate.read(None, wanted, acls=users)
+    got = acl.read(None, wanted, acls=users)
     for key, found in got.entities.items():
         records[key] = found
-        if key[0] == 'organizations':
+        if key[0] == ORGANIZATIONS:
             statuses[key[1]] = found.data.get('organizationStatus', 'ACTIVE') if found is not None else None
-    for user_id, acl in got.acls.items():
-        orgs_of[user_id] = frozenset(acl.roles)
+    for user_id, access_item in got.acls.items():
+        orgs_of[user_id] = frozenset(access_item.roles)
 
 
 def embed_one(family: Family, data: dict[str, Any], principal: Principal) -> dict[str, Any]:
@@ -85,7 +86,7 @@ def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal
               if isinstance(item.get(id_field), str)}
     # records this request has read already (the caller's organizations, read with the
     # admission for their status: features/identity/admission.py) cost no second read
-    known = principal.seen.get('records') or {}
+    known = principal.reads.records
     missing = sorted(key for key in wanted if key not in known)
     found = table.batch_get(missing) if missing else {}
     found.update({ref_id: known[(target, ref_id)] for target, ref_id in wanted
@@ -100,7 +101,7 @@ def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal
         elif not _visible(target, principal, stored):
             shown[ref_id] = {'id': ref_id}
         else:
-            heavy = HEAVY.get(target, ())
+            heavy = heavy_of(target)
             shown[ref_id] = {k: v for k, v in stored.data.items() if k not in heavy}
     out = []
     for item in items:

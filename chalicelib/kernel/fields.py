@@ -6,7 +6,7 @@ A family's fields are declared once as compact text, e.g.::
 
 Token grammar: ``name[:type[(Shape)]][?][!][=default][>family][@Enum]``
   type      string (default), bool, int, number, datetime, object, any, strings, array
-  (Shape)   the value (for ``array``: each element) has a named shape of kernel/shapes.py:
+  (Shape)   the value (for ``array``: each element) has a named shape of kernel/shapes/__init__.py:
             validated on write, declared as a named OpenAPI schema
   ?         nullable: the field accepts null (null clears it)
   !         required on create

@@ -16,8 +16,7 @@ from typing import Any
 from chalicelib.core import budget
 from chalicelib.core.errors import BadRequest
 from chalicelib.core.principal import Principal
-from chalicelib.kernel import access
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud
 from chalicelib.kernel.query import (
     And,
     Compare,
@@ -94,7 +93,7 @@ class RelatedRecords:
 
     def _visible(self, path: str, stored: table.Stored) -> bool:
         """What a GET of it would allow: visible, and not of a suspended organization."""
-        return resources.visible(family_of(path), self.principal, stored) and \
+        return crud.visible(family_of(path), self.principal, stored) and \
             not access.suspended(self.principal, [stored.org])
 
     def collection(self, item: Mapping[str, Any], name: str) -> Iterable[Mapping[str, Any]]:

@@ -66,6 +66,7 @@ from chalicelib.kernel.query import And, Compare, Not, Or, evaluate
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
+from chalicelib.kernel.tenancy import ORGANIZATIONS, PROJECTS, USERS
 
 SORTABLE_TYPES = {'string', 'bool', 'int', 'number', 'datetime'}
 INDEXED_SORTS = ('createdOn', 'updatedOn')
@@ -224,9 +225,9 @@ def _tenants(family: Family, principal: Principal, plan: FilterPlan) -> tuple[li
     """(tenant partitions to read, or 'members'/'member-orgs' for the two visibility-shaped
     lists, or None for "nothing can match"; the pinned project id, if any)."""
     if family.scope == 'global':
-        if family.path == 'organizations' and not principal.platform_admin:
+        if family.path == ORGANIZATIONS and not principal.platform_admin:
             return 'member-orgs', None
-        if family.path == 'users' and not principal.platform_admin:
+        if family.path == USERS and not principal.platform_admin:
             return 'members', None
         return ['ALL'], None
     pinned_org = plan.pinned('organizationId')
@@ -236,7 +237,7 @@ def _tenants(family: Family, principal: Principal, plan: FilterPlan) -> tuple[li
     if any(p is not None and not _is_id(p) for p in (pinned_org, pinned_project)):
         return None, None
     if pinned_project is not None:
-        project = table.get('projects', pinned_project, consistent=False)
+        project = table.get(PROJECTS, pinned_project, consistent=False)
         if project is not None:
             if (pinned_org is not None and pinned_org != project.org) or not access.can_see_org(principal, project.org):
                 return None, None
@@ -381,13 +382,13 @@ def _read_candidates(family: Family, principal: Principal, tenants, *,
                      project: str | None) -> list[dict[str, Any]]:
     """Every record the list may cover (the filter is decided on them afterwards)."""
     if tenants == 'member-orgs':
-        orgs = table.batch_get(('organizations', o) for o in principal.org_ids).values()
+        orgs = table.batch_get((ORGANIZATIONS, o) for o in principal.org_ids).values()
         return [s.data for s in orgs if s.data.get('organizationStatus') != access.SUSPENDED]
     if tenants == 'members':
         user_ids = {principal.user_id}
         for org in access.usable_orgs(principal, principal.org_ids):
             user_ids |= table.member_user_ids(org)
-        return [s.data for s in table.batch_get(('users', u) for u in user_ids).values()]
+        return [s.data for s in table.batch_get((USERS, u) for u in user_ids).values()]
     if project is not None:
         return [i for i in table.query_project(family.path, project) if i.get('organizationId') in tenants]
     return [item for tenant in tenants for item in table.query_tenant(family.path, tenant)]

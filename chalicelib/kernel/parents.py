@@ -48,17 +48,17 @@ from chalicelib.kernel.registry import FAMILIES, Family
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import Op
+from chalicelib.kernel.tenancy import MEMBERSHIPS, ORGANIZATIONS, PROJECTS
 
 log = get_logger('parents')
 KIDS_PREFIX = 'KIDS#'
 GUARD_PREFIX = 'GUARD#'
-PARENTS = ('organizations', 'projects')
-# The organization's log: events records are written by the platform from the table stream
-# (features/events/outbox.py), after the write they tell of. They neither hold their
-# organization (nobody could delete it once its first event was recorded) nor are checked
-# against it (the stream records an organization's last events as it is deleted): they outlive
-# it as the record of what happened (docs/api/lifecycle.md).
-LOG_FAMILIES = ('events',)
+PARENTS = (ORGANIZATIONS, PROJECTS)
+# The organization's log (a family declared ``log``, kernel/registry.py: events records, written
+# by the platform from the table stream after the write they tell of, features/events/outbox.py).
+# They neither hold their organization (nobody could delete it once its first event was
+# recorded) nor are checked against it (the stream records an organization's last events as it
+# is deleted): they outlive it as the record of what happened (docs/api/lifecycle.md).
 # Fixed, not COUNTER_SHARDS: a child must be uncounted from the shard it was counted in.
 KIDS_SHARDS = 4
 # Guard layouts, by the version a record carries in ``gv`` (a child is uncounted from the shard
@@ -66,7 +66,7 @@ KIDS_SHARDS = 4
 # project shards) was written before the two-step delete; version 2's 144 project shards let
 # one create in 144 hold a given shard: 1,000 creates a second per project at 10 % conflicts
 # (docs/scale.md).
-GUARD_LAYOUTS = {1: {'projects': 88, 'organizations': 32}, 2: {'projects': 144, 'organizations': 32}}
+GUARD_LAYOUTS = {1: {PROJECTS: 88, ORGANIZATIONS: 32}, 2: {PROJECTS: 144, ORGANIZATIONS: 32}}
 GUARD_VERSION = 2
 GUARD_SHARDS = GUARD_LAYOUTS[GUARD_VERSION]
 # Per parent family, the shards its delete closes in its own transaction (at most 100 items, its
@@ -74,7 +74,7 @@ GUARD_SHARDS = GUARD_LAYOUTS[GUARD_VERSION]
 # the legacy counter checks and events, plus 4 per membership it takes along, up to
 # organizations.INLINE_MEMBERSHIPS: 29 + 7 x 4 + 32 = 89). The others are closed just before, in
 # one transaction of their own (``close_ahead``), and reopened if the delete's fails.
-INLINE_GUARDS = {'projects': 88, 'organizations': 32}
+INLINE_GUARDS = {PROJECTS: 88, ORGANIZATIONS: 32}
 # A shard closed ahead by a delete whose transaction has not run for this long was left by a
 # delete that stopped between its two transactions (a timeout): the next create under the
 # still-living parent reopens it (``wait_if_closing``). Beyond any request's 29 s.
@@ -90,10 +90,10 @@ def kids_pk(parent_family: str, parent_id: str) -> str:
 def counted_in(family: Family, data: dict[str, Any]) -> list[tuple[str, str]]:
     """(parent family, parent id) of the parents a live record of ``family`` counts in."""
     if family.scope == 'project' and data.get('projectId'):
-        return [('projects', data['projectId'])]
-    if family.scope == 'org' and family.path != 'memberships' and family.path not in LOG_FAMILIES \
+        return [(PROJECTS, data['projectId'])]
+    if family.scope == 'org' and family.path != MEMBERSHIPS and not family.log \
             and not data.get('builtIn') and data.get('organizationId'):
-        return [('organizations', data['organizationId'])]
+        return [(ORGANIZATIONS, data['organizationId'])]
     return []
 
 
@@ -133,7 +133,7 @@ def moves(family: Family, records: list[dict[str, Any]], amount: int, *, guarded
             key = guard_of(pf, pid, data['id'], version) if version else \
                 f'{kids_pk(pf, pid)}\x00{shard_of(data["id"])}'
             by_shard[key] = by_shard.get(key, 0) + amount
-            field[key] = ('projectId' if pf == 'projects' else 'organizationId', pid)
+            field[key] = ('projectId' if pf == PROJECTS else 'organizationId', pid)
     out = []
     for key, n in by_shard.items():
         if not n:
@@ -230,30 +230,30 @@ def create_checks(family: Family, org: str | None, ops: list[Op]) -> list[Op]:
     """Conditions of a client's create: its organization still exists, for organization-scoped
     families that do not count in its guard shards (memberships, built-in records written with
     the organization itself); the others' guard move is that condition."""
-    if family.scope != 'org' or org is None or family.path in LOG_FAMILIES:
+    if family.scope != 'org' or org is None or family.log:
         return []
-    key = (table.entity_pk('organizations', org), table.ENTITY_SK)
+    key = (table.entity_pk(ORGANIZATIONS, org), table.ENTITY_SK)
     prefix = f'{GUARD_PREFIX}organizations#{org}#'
     if any(op.model_key == key or (op.item is not None and ((op.item.pk, op.item.sk) == key
                                                              or op.item.pk.startswith(prefix)))
            for op in ops):
         return []
-    return [repo.check_exists('organizations', org, None, field='organizationId', value=org)]
+    return [repo.check_exists(ORGANIZATIONS, org, None, field='organizationId', value=org)]
 
 
 def held(family: Family, stored: table.Stored) -> dict[str, int | None]:
     """What a parent holds: child family path -> how many (None: some, not counted)."""
     out: dict[str, int | None] = {}
-    if family.path == 'organizations':
+    if family.path == ORGANIZATIONS:
         for child in FAMILIES:
-            if child.scope != 'org' or child.path == 'memberships' or child.path in LOG_FAMILIES:
+            if child.scope != 'org' or child.path == MEMBERSHIPS or child.log:
                 continue   # memberships: the organization hook's own refusal; the log outlives it
             n = table.count(child.path, stored.id)
-            if child.path in ('roles', 'permissions') and n > 0:
+            if child.builtin and n > 0:
                 n = sum(1 for r in table.query_tenant(child.path, stored.id) if not r.get('builtIn'))
             if n > 0:
                 out[child.path] = n
-    elif family.path == 'projects':
+    elif family.path == PROJECTS:
         for child in FAMILIES:
             if child.scope == 'project' and table.project_has(child.path, stored.id):
                 out[child.path] = None

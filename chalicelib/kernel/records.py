@@ -34,11 +34,12 @@ from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import InvalidItem, Op
 from chalicelib.kernel.store.table import Stored
+from chalicelib.kernel.tenancy import MEMBERSHIPS, ORGANIZATIONS
 
 
 def record_org(family: Family, data: dict[str, Any]) -> str | None:
     """The organization a record belongs to (an organization belongs to itself)."""
-    if family.path == 'organizations':
+    if family.path == ORGANIZATIONS:
         return data['id']
     return data.get('organizationId') if family.scope in ('org', 'project') else None
 
@@ -58,7 +59,7 @@ def unique_scope(family: Family, data: dict[str, Any], org: str | None) -> str:
 def _parent(family: Family, data: dict[str, Any]) -> str | None:
     if family.scope == 'project':   # spread by the record's id (kernel/store/table.py INDEX_SHARDS)
         return table.spread_pk(table.project_pk(family.path, data['projectId']), data['id'])
-    if family.path == 'memberships':
+    if family.path == MEMBERSHIPS:
         return table.member_pk(data['userId'])
     return None
 
@@ -99,7 +100,7 @@ def entity(family: Family, data: dict[str, Any], *, seq: int, org: str | None, l
     if listed and family.indexed:
         owner = tenant(family, org)
         keys = value_keys(family, data, owner)
-    if family.path in parents.LOG_FAMILIES:
+    if family.log:
         guarded = 0   # counts in no parent (kernel/parents.py): no layout to remember
     return repo.entity_item(family.path, data, seq=seq, org=org, tenant=tenant(family, org) if listed else None,
                             parent=_parent(family, data), name_key=name_key(family, data), value_keys=keys,
@@ -152,17 +153,15 @@ def _is_checked(counter: str, checked: set[str]) -> bool:
     return f'CNT#{family_path}#{field_value.split("=", 1)[0]}' in checked
 
 
-# Families whose writes publish no domain event: events themselves (the outbox publisher
-# records every domain event as one: an event of an event would loop) and audit history.
-NO_OUTBOX = frozenset({'events', 'task-group-history'})
 BOOKKEEPING = frozenset({'updatedOn', 'changeSequence'})
 _action: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar('action', default=None)
 
 
 @contextlib.contextmanager
 def action(family_path: str, name: str) -> Iterator[None]:
-    """Writes of ``family_path`` inside are the action ``name``: their domain event is
-    ``<family>.<name>`` (``tasks.statusChanged``) instead of ``<family>.updated``."""
+    """Deprecated (issue 40): pass ``action=`` to kernel/crud.py ``update`` or ``update_ops``
+    instead. Kept only for the callers in features/work/ and features/tasks/service.py until
+    their rewrite passes it: writes of ``family_path`` inside are the action ``name``."""
     token = _action.set((family_path, name))
     try:
         yield
@@ -172,9 +171,9 @@ def action(family_path: str, name: str) -> Iterator[None]:
 
 def domain_event(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
                  changed: list[str]) -> dict[str, Any] | None:
-    """The domain event of a write (docs/api/work.md), None for families that
-    publish none."""
-    if family.path in NO_OUTBOX or not records:
+    """The domain event of a write (docs/api/work.md): ``<family>.<action>`` (``tasks.updated``,
+    or the action a caller names: ``tasks.statusChanged``); None for families that publish none."""
+    if not family.publishes or not records:   # events, audit history (kernel/registry.py)
         return None
     first = records[0]
     named = _action.get()
@@ -261,8 +260,10 @@ def count_ops(family: Family, records: list[dict[str, Any]], amount: int) -> lis
         [repo.move_counter(family.path, key, n) for key, n in by_tenant.items() if n]
 
 
-def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal: Principal) -> list[Op]:
-    """Operations replacing ``stored`` by ``new`` (locked on the stored sequence)."""
+def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal: Principal,
+               action: str = 'updated') -> list[Op]:
+    """Operations replacing ``stored`` by ``new`` (locked on the stored sequence); ``action``
+    names its domain event (``statusChanged``: ``tasks.statusChanged``)."""
     ops = [repo.put_entity(entity(family, new, seq=new['changeSequence'], org=stored.org, guarded=stored.guarded),
                            stored.seq)]
     scope = unique_scope(family, new, stored.org)
@@ -280,7 +281,7 @@ def update_ops(family: Family, new: dict[str, Any], stored: Stored, *, principal
     ops += hook_for(family).audit_ops(family, principal, 'UPDATE', new, stored)
     changed = [k for k in set(new) | set(stored.data)
                if k not in BOOKKEEPING and new.get(k) != stored.data.get(k)]
-    ops += outbox_ops(family, 'updated', [new], principal, changed, carrier=ops[0])
+    ops += outbox_ops(family, action, [new], principal, changed, carrier=ops[0])
     return ops
 
 

@@ -11,10 +11,19 @@ generic rules expect, before any other rule runs:
   value that is neither an object nor null, is 400. ``x`` and ``xId`` both present and naming
   different records (null counts as a value) is 400.
 * Where the family also declares ``x`` as a field of its own that holds a whole record of the
-  target family (``productGroup`` on products, ...: domain/models.embedded_family), the object
-  stays too, and the existing rule writes it by id (services/resources.resolve_embedded).
+  target family (``productGroup`` on products, ...: kernel/models.py ``embedded_family``), the
+  object stays too, and the existing rule writes it by id (kernel/crud.py ``resolve_embedded``).
   Any other declared ``x`` (``contentObject: any``) is a reference and nothing else: the object
   is not stored, reads embed the current record (kernel/embedding.py).
+
+Slug references (a family's ``slug_refs``, kernel/registry.py: tasks' ``statusSlug`` names a
+task status by its slug) are references too: ``slug_checks`` refuses a value that names no
+record of the target family in the written record's scope (its organization, its project, or
+the platform), 400 like a dangling id (contract rule 7). kernel/crud.py ``reference_ops`` calls
+it on every write path that writes a record with client values: create, update (PUT, batch
+update, a SCRIPT's result, MCP tools) and the tasks an activity's TASK steps create. Like id
+references it is checked by a read before the write (one consistent GetItem of the target's
+unique-slug item), never held in the write's transaction (docs/scale.md).
 
 Null on input (``clean_input`` in kernel/crud.py applies it): a field that is not
 required is "not given" when null on create (its server default applies) and is cleared on
@@ -26,6 +35,8 @@ from typing import Any
 
 from chalicelib.core.errors import BadRequest
 from chalicelib.kernel.registry import Family
+from chalicelib.kernel.registry import family as family_of
+from chalicelib.kernel.store import table
 
 
 def _keeps_object(family: Family, name: str) -> bool:
@@ -66,3 +77,17 @@ def normalize(family: Family, body: dict[str, Any]) -> dict[str, Any]:
         if not _keeps_object(family, name):
             out.pop(name)
     return out
+
+
+def slug_checks(family: Family, values: dict[str, Any], org: str | None, project_id: str | None = None) -> None:
+    """400 for the first slug reference in ``values`` that names no record of its target family
+    in the record's scope (module docstring). Null values clear the field: nothing to check."""
+    for name, target_path in family.slug_refs.items():
+        value = values.get(name)
+        if value is None:
+            continue
+        target = family_of(target_path)
+        scope = {'global': table.GLOBAL_TENANT, 'org': org, 'project': project_id}[target.scope]
+        if not isinstance(value, str) or scope is None or \
+                not table.unique_exists(target.path, scope=scope, field_name='slug', value=value):
+            raise BadRequest(f"Field '{name}' refers to a {target.entity} that does not exist: {str(value)[:100]}")

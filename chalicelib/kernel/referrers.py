@@ -2,7 +2,8 @@
 other live records still name in a reference field (``>family`` in the registry) is not deleted:
 409 naming who still refers to it ("still referred to by 3 tasks.teamId"), nothing changed.
 
-Which families refuse this way is a decision per family, listed in ``REFUSING`` (the others'
+Which families refuse this way is a decision per family, its declaration's
+``refuse_delete_if_referred`` (kernel/registry.py; the others'
 references are cleaned by their own hooks, or are refused by the no-orphans rule of
 kernel/parents.py). The referrers are looked for in the organizations given by the caller: the
 record's own organization for an organization-scoped record (a team), the organizations of the
@@ -26,20 +27,18 @@ from chalicelib.kernel.registry import FAMILIES, Family
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import Op
-
-# Families whose delete refuses while live records name them (the rest: see the docstring).
-REFUSING = frozenset({'teams', 'users', 'activities'})
+from chalicelib.kernel.tenancy import MEMBERSHIPS, USERS
 
 
 def _fields(target: str) -> list[tuple[Family, str]]:
     return [(fam, name) for fam in FAMILIES if fam.scope in ('org', 'project') and not fam.read_only
-            for name, spec in fam.writable.items() if spec.ref == target and fam.path != 'memberships']
+            for name, spec in fam.writable.items() if spec.ref == target and fam.path != MEMBERSHIPS]
 
 
 def organizations_of(family: Family, stored: table.Stored) -> list[str]:
     """Where records naming ``stored`` may be: its organization, or a user's organizations
     (active memberships and invitations)."""
-    if family.path == 'users':
+    if family.path == USERS:
         return sorted({m['organizationId'] for invited in (False, True)
                        for m in table.memberships_of(stored.id, invited=invited) if m.get('organizationId')})
     return [stored.org] if stored.org else []
@@ -48,7 +47,7 @@ def organizations_of(family: Family, stored: table.Stored) -> list[str]:
 def refuse_if_referred(family: Family, stored: table.Stored, orgs: list[str] | None = None) -> list[Op]:
     """409 when records of ``orgs`` name ``stored``; else the transaction conditions that keep it
     so (one per shard of each indexed referring field's value counter)."""
-    if family.path not in REFUSING:
+    if not family.refuse_delete_if_referred:
         return []
     if orgs is None:
         orgs = organizations_of(family, stored)

@@ -1,8 +1,14 @@
-"""The resource registry: every family the contract names, declared once, as data.
+"""The resource registry: what a family's declaration says (``Family``), and the families installed.
 
-Generic code (kernel/crud.py for the rules, kernel/http/routes.py for the routes, the
-OpenAPI generator, the filter schema) reads these declarations. A family with special rules
-names a hook (chalicelib/features/hooks.py) instead of copying the CRUD code.
+Each feature declares its families, as data, in its own folder (chalicelib/features/*/declarations.py:
+fields, references by id and by slug, indexes, embeds, who may write, its hook's name and the
+other rules below); chalicelib/features/__init__.py installs them all (``install``) when the
+package is first imported, then the hooks they name. The kernel names no family: generic code
+(kernel/crud.py for the rules, kernel/http/routes.py for the routes, the OpenAPI generator, the
+filter schema) reads the declarations; the few families its tenancy model is built on are named
+once, in kernel/tenancy.py. A family with special rules names a hook
+(chalicelib/features/hooks.py) instead of copying the CRUD code. Reading the registry before the
+install raises ``FamiliesNotInstalled`` (fail closed).
 
 Scopes:
   global   platform-wide (organizations, users, the product catalogue)
@@ -27,6 +33,7 @@ SERVER_FIELDS = frozenset({'id', 'uuid', 'createdOn', 'updatedOn', 'changeSequen
                            'clientIpHash'})  # events: HMAC of the client address (features/events/ui_events.py)
 OWNERSHIP_FIELDS = frozenset({'organizationId', 'projectId'})
 SEARCH_FIELDS = ('name', 'description', 'searchText')
+WRITE_PERMISSIONS = ('resource:write', 'organization:manage', 'platform:admin')   # kernel/access.py
 INDEX_SLOTS = 5   # equality-indexed fields per family (each slot is a pair of GSIs: kernel/store/model.py)
 
 
@@ -67,6 +74,47 @@ class Family:
     # record's x{slot} key is not written. One index entry fewer per record (docs/scale.md
     # "Events records": an events record costs 3 WCU, not 4).
     name_keyed: bool = False
+    # Slug references: a field whose value names a record of another family by its unique
+    # ``slug``, not its id (tasks' ``statusSlug`` -> a task status of the task's organization).
+    # Field -> target family. Checked on every write like an id reference (kernel/references.py
+    # ``slug_checks``, called by kernel/crud.py ``reference_ops``): a slug that names no record of
+    # the target family in the record's scope is a 400 (contract rule 7).
+    slug_refs: Mapping[str, str] = field(default_factory=dict)
+    # --- rules the kernel's modules read (before issue 40 each module kept its own list of paths)
+    # The permission a write needs (kernel/access.py): 'resource:write' for most families,
+    # 'organization:manage' for the Manage area (changing them administers the organization),
+    # 'platform:admin' for the platform-wide catalogue (everyone signed in reads it).
+    write_needs: str = 'resource:write'
+    # Built-in records exist per organization (roles and permissions: kernel/access.py
+    # ``builtin_records``); a built-in one is never changed or deleted.
+    builtin: bool = False
+    # A log family (events): its records count in no parent and never hold their organization
+    # (kernel/parents.py); its writes publish no domain event of their own.
+    log: bool = False
+    # Its writes publish a domain event (kernel/records.py ``domain_event``); False for the
+    # events themselves (an event of an event would loop) and audit history.
+    publishes: bool = True
+    # Its delete refuses (409) while live records name it in a reference field (kernel/referrers.py).
+    refuse_delete_if_referred: bool = False
+    # Read-only organization-slug paths /api/{family}/{orgSlug}/{slug} (kernel/org_reads.py), and
+    # /{version} as well when ``versioned``.
+    org_slug_paths: bool = False
+    versioned: bool = False
+    # References embedded in responses (kernel/embeds.py: names of ``references``), and the fields
+    # left out when a record of this family is embedded in another's response.
+    embeds: tuple[str, ...] = ()
+    heavy: tuple[str, ...] = ()
+    # Operation ids the contract fixes where the generic pattern would say otherwise (op -> name).
+    operation_names: Mapping[str, str] = field(default_factory=dict)
+    # What an operation adds to the generic rules, for the OpenAPI document (op -> text).
+    notes: Mapping[str, str] = field(default_factory=dict)
+    # The platform SDK's other paths (kernel/http/aliases.py, hidden from /v3/api-docs): every
+    # route again under a camelCase segment (/api/documentFamilies/...); GET /api/{parent}/{id}/{segment}
+    # listing its records of the parent (parent family -> (segment, the field naming the parent));
+    # and, with ``written_under_project``, POST/PUT/DELETE under /api/projects/{id}/{segment}.
+    sdk_segment: str | None = None
+    listed_under: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    written_under_project: bool = False
 
     def slot_of(self, name: str) -> int:
         """The equality-index slot of an indexed field (its x{slot} attribute and GSI pair)."""
@@ -117,192 +165,100 @@ class Family:
         return tuple(dict.fromkeys(n for n in names if n in self.fields))
 
 
-def _f(path, entity, scope, spec, **kw) -> Family:
+def declare(path: str, entity: str, scope: str, spec: str, **kw) -> Family:
+    """A family's declaration (each feature declares its own: chalicelib/features/*/declarations.py).
+    A family with a ``slug`` field has it unique in its scope unless it says otherwise."""
     if 'unique' not in kw and ' slug' in f' {spec}':
         kw['unique'] = ('slug',)
     return Family(path, entity, scope, spec, **kw)
 
 
-_TEXT = 'name description searchText'
-_NAMED = f'{_TEXT} slug'
+# Spec fragments many declarations share.
+TEXT_FIELDS = 'name description searchText'
+NAMED_FIELDS = f'{TEXT_FIELDS} slug'
 
-FAMILIES: tuple[Family, ...] = (
-    _f('organizations', 'Organization', 'global',
-       'name! description searchText slug archived:bool? authGroupLink:object '
-       'defaultToPrivateTemplates:bool=false enterpriseOrganization:bool? features:object '
-       'hasImage:bool=false memory:object organizationStatus=ACTIVE@OrganizationStatus '
-       'properties:object publicAccess:bool=false paymentCustomerId supportAccess:bool=false '
-       'supportAccessExpiresAt:datetime?', hook='organizations'),
-    _f('users', 'User', 'global',
-       'email! firstName lastName searchText active:bool=true isExternallyManaged:bool=false '
-       'showDeveloperTools:bool=false bio businessGroup groupsJson rolesJson image title userType '
-       'preferences:object security:object userStorage:object', unique=('email',), name_field='email',
-       hook='users'),
-    _f('memberships', 'Membership', 'org',
-       'userId>users role!@MembershipRole email status=ACTIVE@MembershipStatus',
-       unique=('userId',), name_field='role', hook='access', joins='userId',
-       indexed={'userId': 1}),
-    _f('teams', 'Team', 'org', f'{_NAMED} color memberIds:strings'),
-    _f('roles', 'Role', 'org', f'{_NAMED} permissions:strings builtIn:bool=false', hook='access'),
-    _f('permissions', 'Permission', 'org', f'{_NAMED} category builtIn:bool=false', hook='access'),
-    _f('labels', 'Label', 'org', f'{_TEXT} color'),
-    _f('projects', 'Project', 'org',
-       'name! description searchText slug color notes projectTemplateRef templateArticleId '
-       'dataFlow:object documentStatuses:array memory:object options:object ownerId>users? '
-       'statusId>project-statuses? statusType=ACTIVE'),
-    _f('project-statuses', 'ProjectStatus', 'org', 'status color icon production:bool=false',
-       name_field='status'),
-    _f('document-statuses', 'DocumentStatus', 'project', 'status slug color icon statusType',
-       name_field='status'),
-    _f('task-statuses', 'TaskStatus', 'org',
-       'label slug color icon description statusType=OPEN@TaskStatusType sortOrder:int',
-       name_field='label'),
-    _f('tasks', 'Task', 'project',
-       'title description searchText statusSlug taskGroupId>task-groups? assigneeId>users? '
-       'teamId>teams? createdByActivityId? dueDate:datetime? priority:int? metadata:object '
-       'data:object plan:object', name_field='title', summary_omit=('plan',), hook='tasks',
-       indexed={'statusSlug': 1, 'assigneeId': 2, 'teamId': 3, 'taskGroupId': 4, 'createdByActivityId': 5}),
-    _f('task-groups', 'TaskGroup', 'project',
-       f'{_TEXT} statusSlug assigneeId>users? teamId>teams? metadata:object plan:object',
-       collections={'memberTask': ('tasks', 'taskGroupId')}, hook='task_groups',
-       indexed={'statusSlug': 1, 'assigneeId': 2}),
-    _f('task-group-history', 'TaskGroupHistory', 'project',
-       'taskGroupId>task-groups action@AuditAction userId userEmail changes:object',
-       name_field='action', read_only=True),
-    _f('assistants', 'Assistant', 'project',
-       'name description slug active:bool=true chatEnabled:bool=false runOnExistingContent:bool=false '
-       'showInTraining:bool=false assistantRole color subscription priorityHint:int options:object '
-       'testOptions:object validationErrors:object', soft_delete=True),
-    _f('prompts', 'Prompt', 'org',
-       'name slug type extensionPackRef yamlSource deprecated:bool=false publicAccess:bool=false '
-       'template:bool=false metadata:object', soft_delete=True,
-       indexed={'type': 1}),
-    _f('document-stores', 'DocumentStore', 'project',
-       f'{_NAMED} storeType storePurpose publicAccess:bool=false metadata:object',
-       indexed={'slug': 1}),   # /api/stores/{orgSlug}/{storeSlug} (features/documents/store_fs.py)
-    _f('document-families', 'DocumentFamily', 'project',
-       'path documentStoreId>document-stores? documentStatus:object? labels:strings mixins:strings '
-       'locked:bool=false size:int metadata:object '
-       'contentType storageKey contentObjectId documentVersion:int documentKey '
-       # the latest run of an assistant's pipeline over it (features/work/pipelines.py, docs/api/processing.md)
-       'processing:object? extraction:object?', name_field='path',
-       indexed={'documentStoreId': 1, 'documentStatus.id': 2, 'path': 3}, hook='document_families',
-       server=('contentType', 'storageKey', 'contentObjectId', 'documentVersion', 'documentKey', 'processing',
-               'extraction')),
-    _f('content-objects', 'ContentObject', 'project',
-       'name contentMetadata:object metadata:object contentType:int index:int size:int '
-       'created:datetime? modified:datetime? docTransitionType documentFamilyId>document-families? '
-       'documentVersion sourceContentObjectId storeRef summary mixins:strings source:object '
-       'documentTaxonValidations:array',
-       indexed={'documentFamilyId': 1}),
-    _f('knowledge-sets', 'KnowledgeSet', 'project',
-       f'{_NAMED} setType status projectSlug currentSnapshotId? priority:int featureExpression:object '
-       'features:array knowledgeItems:array'),
-    _f('knowledge-items', 'KnowledgeItem', 'org',
-       'title description slug searchText active:bool=true attachmentContentHash attachmentContentType '
-       'attachmentFileName attachmentId attachmentUploadedBy attachmentSize:int? sequenceOrder:int '
-       'attachmentUploadedAt:datetime? knowledgeSetId>knowledge-sets? knowledgeSetSlug '
-       'knowledgeItemTypeId>knowledge-item-types? knowledgeItemType:object? properties:any',
-       name_field='title'),
-    _f('knowledge-features', 'KnowledgeFeature', 'org',
-       'slug active:bool=true extendedProperties:any properties:any featureType:object? '
-       'featureTypeId>feature-types?', name_field='slug'),
-    _f('feature-types', 'FeatureType', 'org',
-       'name description slug color icon labelJsonPath active:bool=true useJSONata:bool=false '
-       'extendedOptions:any options:any'),
-    _f('knowledge-item-types', 'KnowledgeItemType', 'org',
-       'name description slug options:any supportsAttachment:bool=false'),
-    _f('knowledge-set-snapshots', 'KnowledgeSetSnapshot', 'org',
-       f'{_TEXT} knowledgeSetId>knowledge-sets? snapshot:any'),
-    _f('knowledge-set-sources', 'KnowledgeSetSource', 'org',
-       # contentObject and knowledgeSet: the referenced records, embedded on read (kernel/embeds.py)
-       'contentObjectId>content-objects? createdAt:any executionId knowledgeSetId>knowledge-sets? '
-       'metadata:any', name_field='executionId'),
-    _f('executions', 'Execution', 'project',
-       'name description status=PENDING@ExecutionStatus statusMessages:array activityId>activities? '
-       'assistantId>assistants? startDate:datetime? endDate:datetime? metadata:object '
-       # the SDK's names (kodexa.model Execution): the contract names no execution fields
-       'processingTime:int? exceptionDetails:object? statusDetails:object? pipeline:object? '
-       'parameters:object? context:object? '
-       # work orchestration (features/work/service.py): the step run, its attempts and result
-       # step: validated as a plan's step is (kernel/shapes/steps.py; docs/api/lifecycle.md)
-       'step:object(PipelineStep) attempts:int? nextAttemptAt:datetime? output:any inputs:object '
-       # an assistant's pipeline over a document family (features/work/pipelines.py)
-       'documentFamilyId>document-families?',
-       id_param='executionId', hook='executions',
-       indexed={'activityId': 1, 'status': 2, 'documentFamilyId': 3}),
-    _f('activities', 'Activity', 'project',
-       f'{_TEXT} status=PENDING@ActivityStatus activityPlanId>activity-plans? startedOn:datetime? '
-       'completedOn:datetime? metadata:object inputs:object requestId', unique=('requestId',),
-       hook='activities', indexed={'activityPlanId': 1, 'status': 2}),
-    _f('activity-plans', 'ActivityPlan', 'project',
-       f'{_NAMED} steps:array(PipelineStep) schemas:object metadata:object prompts:array documentFamilyGroups:array',
-       summary_omit=('steps', 'schemas', 'metadata', 'prompts', 'documentFamilyGroups')),
-    _f('agent-runtimes', 'AgentRuntime', 'org',
-       'name description slug createdBy image roleArn status agentRuntimeArn? cloudRuntimeId? '
-       'configMapName? configMapResourceVersion? endpointArn? endpointId? endpointName? failureReason? '
-       'networkMode? protocolConfiguration? securityGroups? subnets? maxConcurrency:int? '
-       'environmentVars:any metadata:any'),
-    _f('agents', 'Agent', 'project',
-       f'{_NAMED} agentRuntimeId>agent-runtimes? instructions modelSize@WebLlmModelSize? options:object'),
-    _f('service-bridges', 'ServiceBridge', 'project',
-       f'{_NAMED} baseUrl:string(ServiceBridgeBaseUrl)! endpoints:array(ServiceBridgeEndpoint) '
-       'defaultHeaders:object(ServiceBridgeHeaders) agentCallable:bool=false', hook='service_bridges'),
-    _f('products', 'Product', 'global',
-       'name description imageUrl overviewMarkdown searchText productGroupId>product-groups? '
-       'productGroup:object?'),
-    _f('product-groups', 'ProductGroup', 'global',
-       'name description overviewMarkdown searchText active:bool=true order:int products:array'),
-    _f('product-project-templates', 'ProductProjectTemplate', 'global',
-       'displayOrder:int productId>products? product:object? projectTemplateMetadata:object '
-       'projectTemplateMetadataId?', name_field='projectTemplateMetadataId'),
-    _f('extension-packs', 'ExtensionPackMetadata', 'org',
-       'name slug extensionPackRef version deprecated:bool=false publicAccess:bool=false '
-       'template:bool=false metadata:object'),
-    _f('scheduled-jobs', 'ScheduledJob', 'org',
-       f'{_TEXT} scheduleExpression:string(ScheduleExpression) active:bool=true '
-       'targetType@ScheduleTargetType? targetId>activity-plans? lastRunOn:datetime? '
-       'nextRunOn:datetime? options:object', hook='scheduled_jobs'),
-    _f('intakes', 'Intake', 'project',
-       f'{_NAMED} documentStoreId>document-stores? active:bool=true options:object'),
-    _f('data-stores', 'DataStore', 'project', f'{_NAMED} storeType metadata:object',
-       indexed={'slug': 1}),   # /api/stores/{orgSlug}/{storeSlug}/dataObjects (features/extraction/)
-    _f('data-forms', 'DataForm', 'project', f'{_NAMED} template:object options:object'),
-    _f('data-definitions', 'DataDefinition', 'org',
-       f'{_NAMED} taxonomyType enabled:bool=true taxons:array(Taxon) metadata:object', hook='data_definitions'),
-    # extraction's output (features/extraction/, docs/api/extraction.md): attributes live on their object
-    _f('data-objects', 'DataObject', 'project',
-       'dataStoreId!>data-stores documentFamilyId>document-families? dataDefinitionId>data-definitions? '
-       'taxonomyRef path! parentId? rowNum:int sourceOrdering sourceKey attributes:array(DataAttribute) '
-       'dataExceptions:array exceptionCount:int lineage:object', name_field='path', hook='data_objects',
-       indexed={'dataStoreId': 1, 'documentFamilyId': 2},
-       server=('sourceKey', 'dataExceptions', 'exceptionCount')),
-    _f('data-exceptions', 'DataException', 'project',
-       'dataStoreId>data-stores? documentFamilyId>document-families? dataObjectId attributeId taxon message '
-       'exceptionType severity open:bool=true state=OPEN closingComment exceptionDetails key sourceKey '
-       'storeState closedBy closedOn:datetime?', name_field='message', hook='data_exceptions',
-       indexed={'storeState': 1, 'documentFamilyId': 2},
-       server=('state', 'storeState', 'key', 'sourceKey', 'closedBy', 'closedOn')),
-    _f('channels', 'Channel', 'org', f'{_NAMED} isPrivate:bool=false memberIds:strings metadata:object'),
-    _f('messages', 'Message', 'org',
-       'channelId!>channels content role=USER@ChatMessageRole userId>users? metadata:object',
-       name_field='content',
-       indexed={'channelId': 1}),
-    _f('events', 'Event', 'org',
-       'name description eventType! source payload:object occurredOn:datetime? userEmail clientIpHash',
-       name_field='eventType', hook='events',
-       indexed={'eventType': 1}, sparse_updated=True, name_keyed=True),
-    _f('linked-deltas', 'LinkedDelta', 'project',
-       'name state=PENDING@LinkedDeltaState errorMessage? documentFamilyId>document-families? '
-       'operations:array baseVersion:int? appliedVersion:int',
-       indexed={'documentFamilyId': 1, 'state': 2}, hook='linked_deltas', server=('appliedVersion',)),
-)
 
-BY_PATH: dict[str, Family] = {f.path: f for f in FAMILIES}
+class FamiliesNotInstalled(RuntimeError):
+    """The registry was read before the features installed their declarations (fail closed: an
+    empty registry would answer every family "unknown" instead of failing)."""
+
+    def __init__(self) -> None:
+        super().__init__('No family is declared yet: import chalicelib.features first '
+                         '(it installs every feature\'s declarations: docs/architecture.md "Hooks")')
+
+
+class _Families(list):
+    """Every declared family, in installation order; reading it before ``install`` raises."""
+
+    def _installed(self) -> None:
+        if not list.__len__(self):
+            raise FamiliesNotInstalled()
+
+    def __iter__(self):
+        self._installed()
+        return list.__iter__(self)
+
+    def __len__(self) -> int:
+        self._installed()
+        return list.__len__(self)
+
+    def __getitem__(self, index):
+        self._installed()
+        return list.__getitem__(self, index)
+
+
+class _ByPath(dict):
+    """Family path -> family; reading it before ``install`` raises."""
+
+    def _installed(self) -> None:
+        if not dict.__len__(self):
+            raise FamiliesNotInstalled()
+
+    def __getitem__(self, path: str) -> Family:
+        self._installed()
+        return dict.__getitem__(self, path)
+
+    def __contains__(self, path: object) -> bool:
+        self._installed()
+        return dict.__contains__(self, path)
+
+    def get(self, path, default=None):
+        self._installed()
+        return dict.get(self, path, default)
+
+    def __iter__(self):
+        self._installed()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._installed()
+        return dict.__len__(self)
+
+    def values(self):
+        self._installed()
+        return dict.values(self)
+
+    def items(self):
+        self._installed()
+        return dict.items(self)
+
+
+FAMILIES: list[Family] = _Families()
+
+BY_PATH: dict[str, Family] = _ByPath()
 
 def check_declaration(fam: Family) -> None:
-    """Refuse a declaration the storage cannot serve (run on every family at import, not at a
-    request): equality-index slots named, distinct and within INDEX_SLOTS; indexable fields."""
+    """Refuse a declaration the storage cannot serve (run on every family at install, not at a
+    request): equality-index slots named, distinct and within INDEX_SLOTS; indexable fields;
+    references, slug references and embeds naming declared families; a known write permission."""
+    if fam.write_needs not in WRITE_PERMISSIONS:
+        raise ValueError(f'{fam.path}: write_needs must be one of {WRITE_PERMISSIONS}')
+    for f in fam.own_fields:
+        if f.ref and f.ref not in BY_PATH:
+            raise ValueError(f'{fam.path}: {f.name} refers to a family nobody declares: {f.ref!r}')
+    for name in fam.embeds:
+        if name not in fam.references:
+            raise ValueError(f'{fam.path}: {name!r} is not a reference of the family')
     if not isinstance(fam.indexed, Mapping):
         raise ValueError(f"{fam.path}: indexed must name each field's slot ({{field: slot}})")
     slots = list(fam.indexed.values())
@@ -310,14 +266,39 @@ def check_declaration(fam: Family) -> None:
         raise ValueError(f'{fam.path}: index slots must be distinct numbers 1..{INDEX_SLOTS}: {dict(fam.indexed)}')
     if fam.name_keyed and (fam.name_field not in fam.indexed or fam.fields[fam.name_field].type != 'string'):
         raise ValueError(f'{fam.path}: name_keyed needs its name field {fam.name_field!r} indexed, a string')
+    for name, target in fam.slug_refs.items():
+        spec = fam.writable.get(name)
+        held = BY_PATH.get(target)
+        if spec is None or spec.type != 'string' or spec.ref or held is None or 'slug' not in held.unique:
+            raise ValueError(f'{fam.path}: slug reference {name!r} must be a writable string naming '
+                             f'a family whose slug is unique ({target!r})')
     for name in fam.indexed:
         head = fam.fields.get(name.split('.')[0])
         if head is None or (head.type not in ('string', 'object') or ('.' in name) != (head.type == 'object')):
             raise ValueError(f'{fam.path}: cannot index {name!r}')
 
 
-for _fam in FAMILIES:
-    check_declaration(_fam)
+def install(families: list[Family]) -> None:
+    """Install every feature's declarations (chalicelib/features/__init__.py, once, when the
+    package is first imported): each checked, the set checked whole (paths distinct, every
+    reference, slug reference and embed naming a declared family). A second install of the
+    same declarations changes nothing; different ones raise."""
+    if list.__len__(FAMILIES):
+        if [f.path for f in list.__iter__(FAMILIES)] != [f.path for f in families]:
+            raise ValueError('the families are installed already, with other declarations')
+        return
+    paths = [f.path for f in families]
+    if len(set(paths)) != len(paths):
+        raise ValueError(f'a family is declared twice: {sorted(p for p in paths if paths.count(p) > 1)}')
+    dict.update(BY_PATH, {f.path: f for f in families})
+    list.extend(FAMILIES, families)
+    try:
+        for fam in families:
+            check_declaration(fam)
+    except BaseException:
+        dict.clear(BY_PATH)
+        list.clear(FAMILIES)
+        raise
 
 
 def family(path: str) -> Family:

@@ -11,7 +11,7 @@ A field is plain when no other item depends on its value:
 * not unique (its uniqueness item must move with it in a transaction),
 * not equality-indexed, nor the object an indexed path reads (its index key and per-value
   counters move with it),
-* not a reference (checked in the write's transaction, against the value it replaces),
+* not a reference, by id or by slug (checked before the write, against the value it replaces),
 * not an embedded record (resolved by id to the stored record),
 * not a field the family's hook guards (kernel/hooks.py ``guards``: the fields its update rules
   read, or follow with other items; a hook that declares none guards every field).
@@ -43,7 +43,7 @@ def plain(family: Family, values: dict[str, Any], nulls: set[str]) -> bool:
     guarded = hook_for(family).guarded(family) if family.hook is not None else frozenset()
     if guarded is None:
         return False
-    bound = set(family.unique) | {name.split('.')[0] for name in family.indexed} | guarded
+    bound = set(family.unique) | {name.split('.')[0] for name in family.indexed} | set(family.slug_refs) | guarded
     for name in (*values, *nulls):
         spec = family.writable.get(name)
         if spec is None or name in bound or spec.ref or _embedded(spec):
@@ -59,7 +59,7 @@ def _embedded(spec) -> bool:
 
 
 def apply(family: Family, stored: Stored, values: dict[str, Any], nulls: set[str],
-          principal: Principal) -> dict[str, Any]:
+          principal: Principal, *, action: str = 'updated') -> dict[str, Any]:
     """Write the change to the record ``stored`` (read for permission only) -> the new record.
 
     ``null`` clears a field back to its default, or removes it (the rule of the general path).
@@ -76,7 +76,7 @@ def apply(family: Family, stored: Stored, values: dict[str, Any], nulls: set[str
     if family.name_field in values or family.name_field in remove:
         name_sort = records.name_key(family, {**stored.data, family.name_field: values.get(family.name_field)})
     changed = [k for k in (*values, *remove) if stored.data.get(k) != values.get(k)]
-    event = records.domain_event(family, 'updated', [stored.data], principal, changed)
+    event = records.domain_event(family, action, [stored.data], principal, changed)
     try:
         new = repo.update_fields(family.path, stored.id, org=stored.org, values=values, remove=remove,
                                  updated_on=now_iso(), name_sort=name_sort, event=event)

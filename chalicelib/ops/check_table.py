@@ -408,7 +408,7 @@ def orphans(snap: Snapshot) -> Iterator[Violation]:
             continue
         for row in snap.live(family.path):
             org = row.data.get('organizationId')
-            if family.path != 'organizations' and family.path not in parents.LOG_FAMILIES and \
+            if family.path != 'organizations' and not family.log and \
                     (not org or snap.live_entity('organizations', org) is None):
                 yield Violation('orphans', row.pk, f'{family.entity} of organization {org}, which is gone')
             if row.org != org:
@@ -529,5 +529,5 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == '__main__':
     # Run as `python -m`, this file is the module __main__, while the extension modules register
     # their checks in chalicelib.ops.check_table (a second copy): run that copy's main.
-    from chalicelib.ops import check_table as _registry  # noqa: PLC0415 - see above
-    sys.exit(_registry.main())
+    from chalicelib.ops import check_table  # noqa: PLC0415 - see above
+    sys.exit(check_table.main())

@@ -23,7 +23,7 @@ Reads the whole table (an operator tool: Scan is fine here), page by page:
   eventType-filtered lists find it through that slot (kernel/store/table.py ``walk_name``).
 * **the rate gate's legacy ACL attributes**: the old per-second counters on each ACL item
   (``users#{id}`` / ``ACL``) are removed, a few names per UpdateItem
-  (kernel/store/gate.py ``legacy_cleanup_ops``; the gate now counts in expiring items).
+  (features/identity/gate.py ``legacy_cleanup_ops``; the gate now counts in expiring items).
 
 Hence:
 
@@ -132,7 +132,7 @@ def sorted_keys_op(item: Any) -> Op | None:
 def _acl_hook():
     """Removes the old rate counters (``rs..``, ``rk_..``) from one ACL item: they are not model
     attributes, so the item is read raw and ``gate.legacy_cleanup_ops`` says what to remove."""
-    from chalicelib.kernel.store import gate  # noqa: PLC0415 - operator tool
+    from chalicelib.features.identity import gate  # noqa: PLC0415 - operator tool
 
     def cleanup(item: Any) -> None:
         ddb = gate.client()

@@ -1,4 +1,4 @@
-"""Settle the tallies no redelivery came back for (kernel/store/tally.py; the checker's
+"""Settle the tallies no redelivery came back for (features/events/tally.py; the checker's
 ``tallies``, docs/operations/invariant-checker.md).
 
     python -m chalicelib.ops.settle_tallies [--older-than-minutes M] [--page-size N]
@@ -15,8 +15,8 @@ import argparse
 import time
 from typing import Any
 
-from chalicelib.features.events import outbox
-from chalicelib.kernel.store import table, tally
+from chalicelib.features.events import outbox, tally
+from chalicelib.kernel.store import table
 
 
 def settle_stale(*, older_than_minutes: float = 30, page_size: int = 500, out=print) -> int:

@@ -8,6 +8,8 @@ import urllib.parse
 
 import pytest
 
+from tests.support import task_statuses
+
 
 def _strip_to_legacy(task_ids: list[str], org_id: str) -> None:
     """Make items look written by the code before indexes: no x-slots, no ixv, no value counters."""
@@ -34,6 +36,7 @@ def _total(api, org_id: str, status: str) -> int:
 @pytest.fixture
 def legacy(api, org_id):
     project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    task_statuses(api, org_id, 'open', 'done')
     tasks = [api.post('/api/tasks', {'projectId': project['id'], 'statusSlug': ('open', 'done')[i % 2]}).json
              for i in range(7)]
     _strip_to_legacy([t['id'] for t in tasks], org_id)

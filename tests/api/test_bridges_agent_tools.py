@@ -7,32 +7,13 @@ import uuid
 
 import pytest
 
-from tests.bridging import UPSTREAM_HOST, configure, endpoint, make_bridge, project
+from tests.bridging import endpoint, make_bridge, project
 from tests.conftest import make_org, make_user
-from tests.netguard import Net, Upstream, assert_untripped, install
 
 TOOLS = '/api/service-bridges/agent-tools'
 
 
-@pytest.fixture(autouse=True)
-def net(monkeypatch):
-    state = install(monkeypatch)
-    yield state
-    assert_untripped(state)
-
-
-@pytest.fixture
-def upstream():
-    server = Upstream()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def reach(api, net: Net, monkeypatch, upstream: Upstream) -> str:
-    net.resolve(UPSTREAM_HOST, ['127.0.0.1'])
-    configure(monkeypatch, BRIDGE_EGRESS_PRIVATE_HOST_ALLOWLIST=UPSTREAM_HOST)
-    return f'http://{UPSTREAM_HOST}:{upstream.port}'
+pytestmark = pytest.mark.usefixtures('net')   # tests/api/conftest.py: no packet leaves this machine
 
 
 @pytest.fixture
@@ -171,7 +152,7 @@ def test_bad_tool_arguments_are_400(api, setup, body, says):
 def test_an_agent_calls_the_agent_callable_bridges_of_its_own_project(api, setup, upstream):
     from chalicelib.core.errors import Forbidden, NotFound
     from chalicelib.features.bridges import agent_tools
-    from chalicelib.kernel import crud as resources
+    from chalicelib.kernel import crud
     agent = api.post('/api/agents', {'projectId': setup['first']['id'], 'name': 'helper'}).json
     me = agent_tools.agent_principal(agent['id'])
     assert (me.credential, me.project_id, me.memberships) == ('agent', setup['first']['id'], {})
@@ -183,7 +164,7 @@ def test_an_agent_calls_the_agent_callable_bridges_of_its_own_project(api, setup
         with pytest.raises(Forbidden):
             agent_tools.call_service_bridge(principal=me, bridge=other, endpoint_name='echo')
     with pytest.raises(NotFound):                 # an agent sees nothing through the generic rules
-        resources.get('service-bridges', setup['callable']['id'], me)
+        crud.get('service-bridges', setup['callable']['id'], me)
     other_run = api.post('/api/executions', {'projectId': setup['second']['id'], 'status': 'RUNNING'}).json
     with pytest.raises(NotFound):
         agent_tools.list_service_bridges(principal=me, execution_id=other_run['id'])

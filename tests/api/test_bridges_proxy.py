@@ -16,31 +16,11 @@ import pytest
 
 from tests.bridging import UPSTREAM_HOST, configure, endpoint, make_bridge, project
 from tests.conftest import make_org, make_user
-from tests.netguard import Net, Upstream, assert_untripped, install
 
 PREFIX = 'service bridge egress denied: '
 
 
-@pytest.fixture(autouse=True)
-def net(monkeypatch):
-    state = install(monkeypatch)
-    yield state
-    assert_untripped(state)
-
-
-@pytest.fixture
-def upstream():
-    server = Upstream()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def reach(api, net: Net, monkeypatch, upstream: Upstream) -> str:
-    """The upstream's base URL, by a name the fence may reach (allowlisted, resolving to 127.0.0.1)."""
-    net.resolve(UPSTREAM_HOST, ['127.0.0.1'])
-    configure(monkeypatch, BRIDGE_EGRESS_PRIVATE_HOST_ALLOWLIST=UPSTREAM_HOST)
-    return f'http://{UPSTREAM_HOST}:{upstream.port}'
+pytestmark = pytest.mark.usefixtures('net')   # tests/api/conftest.py: no packet leaves this machine
 
 
 @pytest.fixture

@@ -10,33 +10,14 @@ import time
 import boto3
 import pytest
 
-from tests.bridging import UPSTREAM_HOST, configure, endpoint, make_bridge, project
+from tests.bridging import configure, endpoint, make_bridge, project
 from tests.conftest import make_org, make_user
-from tests.netguard import Net, Upstream, assert_untripped, install
 
 SECRET = 'sk_live_7Hq2' + 'vX9pL3mK' * 4          # what must never be seen outside the upstream
 BEARER = 'Bearer ${secrets.API_TOKEN}'
 
 
-@pytest.fixture(autouse=True)
-def net(monkeypatch):
-    state = install(monkeypatch)
-    yield state
-    assert_untripped(state)
-
-
-@pytest.fixture
-def upstream():
-    server = Upstream()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def reach(api, net: Net, monkeypatch, upstream: Upstream) -> str:
-    net.resolve(UPSTREAM_HOST, ['127.0.0.1'])
-    configure(monkeypatch, BRIDGE_EGRESS_PRIVATE_HOST_ALLOWLIST=UPSTREAM_HOST)
-    return f'http://{UPSTREAM_HOST}:{upstream.port}'
+pytestmark = pytest.mark.usefixtures('net')   # tests/api/conftest.py: no packet leaves this machine
 
 
 @pytest.fixture

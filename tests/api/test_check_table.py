@@ -9,6 +9,7 @@ import types
 import pytest
 
 from tests.conftest import make_user
+from tests.support import task_statuses
 
 
 @pytest.fixture
@@ -17,6 +18,7 @@ def world(api, org_id):
     project = api.post('/api/projects', {'name': 'P', 'slug': 'p-one', 'organizationId': org_id}).json
     team = api.post('/api/teams', {'organizationId': org_id, 'name': 'T', 'slug': 'tee'}).json
     user, _ = make_user(api, org_id, 'MEMBER')
+    task_statuses(api, org_id, 'open')
     task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't', 'statusSlug': 'open',
                                    'teamId': team['id'], 'assigneeId': user['id']}).json
     assert task.get('id'), task

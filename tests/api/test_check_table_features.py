@@ -9,7 +9,6 @@ import pytest
 from chalicelib.ops import check_table
 from chalicelib.ops.checks import features  # noqa: F401 - registers the checks and their options
 from tests.api.test_check_table import settle_waits  # noqa: F401 - fixture
-from tests.api.test_documents_upload import bucket  # noqa: F401 - fixture
 from tests.support import create
 
 FEATURE_CHECKS = ['document-objects', 'store-bytes', 'activities-stuck', 'activity-work', 'outbox-published',

@@ -44,7 +44,7 @@ def test_counters_that_do_not_add_up_are_reported(api):
 
 
 def test_old_counters_on_an_acl_item_are_reported_until_the_migration_removes_them(api):
-    from chalicelib.kernel.store import gate
+    from chalicelib.features.identity import gate
     me = api.get('/api/account/me').json
     key = {'pk': {'S': f"users#{me['id']}"}, 'sk': {'S': 'ACL'}}
     names = ['rm', 'ru'] + [f'rs{s:02d}' for s in range(60)] + [f'rk_key-{k:020d}_{s:02d}' for k in range(3)

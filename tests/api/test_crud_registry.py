@@ -5,7 +5,6 @@ import uuid
 
 import pytest
 
-from chalicelib.kernel.org_paths import ORG_SLUG_FAMILIES
 from chalicelib.kernel.registry import FAMILIES, Family
 from tests.support import create, create_body, release_organization, sample
 
@@ -14,10 +13,10 @@ WRITABLE = [f for f in FAMILIES if not f.read_only]
 ALL = pytest.mark.parametrize('family', WRITABLE, ids=lambda f: f.path)
 
 
-def plain(f) -> bool:
-    """A field set by value (not a reference id, not an embedded record resolved by id)."""
+def plain(f, family: Family) -> bool:
+    """A field set by value (not a reference by id or slug, not an embedded record resolved by id)."""
     from chalicelib.kernel.models import embedded_family
-    return not f.ref and embedded_family(f) is None
+    return not f.ref and f.name not in family.slug_refs and embedded_family(f) is None
 
 
 def fields_of(family: Family, *types: str, nullable: bool | None = None, required: bool = False):
@@ -68,7 +67,7 @@ WITH_OPTIONAL = [f for f in WRITABLE if len([x for x in f.writable.values() if n
 def test_omitted_fields_keep_their_values(api, org_id, family):
     optional = [f for f in family.writable.values() if not f.required and f.name not in ('email',)]
     body = create_body(api, family, org_id)
-    chosen = [f for f in optional if plain(f)][:4]
+    chosen = [f for f in optional if plain(f, family)][:4]
     for f in chosen:
         body[f.name] = sample(f)
     made = api.post(f'/api/{family.path}', body).json
@@ -89,7 +88,7 @@ def test_null_clears_an_optional_field_and_is_400_on_a_required_one(api, org_id,
     made = create(api, family, org_id)
     path = f'/api/{family.path}/{made["id"]}'
     identity = {'slug'} if family.path == 'organizations' else set()
-    optional = [f for f in family.writable.values() if not f.required and plain(f) and f.name not in identity
+    optional = [f for f in family.writable.values() if not f.required and plain(f, family) and f.name not in identity
                 and not (family.path == 'memberships' and f.name == 'email')]
     for f in optional:
         assert api.put(path, {f.name: sample(f)}).status == 200, f.name
@@ -203,7 +202,7 @@ def test_unknown_and_malformed_ids(api, family):
     assert api.get(f'/api/{family.path}/{uuid.uuid4()}').status == 404
     r = api.get(f'/api/{family.path}/not-a-uuid')
     # prompts, extension packs, data definitions: a segment that is no UUID is an organization slug
-    assert r.status == (404 if family.path in ORG_SLUG_FAMILIES else 400)
+    assert r.status == (404 if family.org_slug_paths else 400)
     assert set(r.json) == {'error', 'message', 'status'}
 
 

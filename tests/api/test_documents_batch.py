@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from tests import faults
-from tests.api.test_documents_upload import _objects, bucket  # noqa: F401 - fixture
 from tests.support import create
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from chalicelib.features.documents import deltas
 from tests import faults
-from tests.api.test_documents_upload import _objects, bucket  # noqa: F401 - fixture
+from tests.api.test_documents_upload import _objects
 from tests.support import create
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.test_documents_upload import _objects, bucket  # noqa: F401 - fixture
+from tests.api.test_documents_upload import _objects
 from tests.support import create
 
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.test_documents_upload import bucket  # noqa: F401 - fixture
 from tests.support import create
 
 
 @pytest.fixture
-def world(api, org_id, bucket):  # noqa: F811
+def world(api, org_id, bucket):
     project = create(api, 'projects', org_id)
     statuses = {slug: api.post('/api/document-statuses', {'projectId': project['id'], 'status': slug, 'slug': slug,
                                                           'statusType': kind}).json

@@ -17,16 +17,6 @@ pytestmark = pytest.mark.usefixtures('table_invariants')
 
 
 @pytest.fixture
-def bucket(aws):
-    from chalicelib.core.config import get_config
-    from chalicelib.features.documents import blobs
-    blobs.reset()
-    blobs.client().create_bucket(Bucket=get_config().bucket_name)
-    yield blobs.client()
-    blobs.reset()
-
-
-@pytest.fixture
 def store(api, org_id, bucket):
     from tests.support import create
     return create(api, 'document-stores', org_id)

@@ -203,7 +203,7 @@ def test_events_records_keyed_before_by_their_value_index_are_listed_then_migrat
     assert [e['id'] for e in _events(api, f'{query}&sort=createdOn:asc')['content']] == ids
 
 
-# ----------------------------------------------------------------------------- tallies (kernel/store/tally.py)
+# ----------------------------------------------------------------------------- tallies (features/events/tally.py)
 
 def _tallies() -> list[dict]:
     import boto3

@@ -58,8 +58,8 @@ def quick_retries(monkeypatch):
 
 
 def _rate_window(op, params):
-    """The request gate's UpdateItem (kernel/store/gate.py: one item per user and minute)."""
-    from chalicelib.kernel.store.gate import is_gate_key
+    """The request gate's UpdateItem (features/identity/gate.py: one item per user and minute)."""
+    from chalicelib.features.identity.gate import is_gate_key
     return op == 'UpdateItem' and is_gate_key(params.get('Key', {}))
 
 
@@ -189,7 +189,7 @@ def test_a_write_that_gets_no_answer_is_503_and_says_it_may_have_been_applied(ap
     claim that nothing changed."""
     label = api.post('/api/labels', {'name': 'stays', 'organizationId': org_id}).json
     writes = ('TransactWriteItems', 'PutItem', 'DeleteItem', 'UpdateItem')
-    from chalicelib.kernel.store.gate import is_gate_key
+    from chalicelib.features.identity.gate import is_gate_key
 
     def rule(op, params):   # the table's writes, not the admission's counting (it has its own test)
         return timeout() if op in writes and not is_gate_key(params.get('Key', {})) else None
@@ -214,9 +214,9 @@ def test_an_aws_failure_no_store_function_caught_is_503_anything_else_500(api, o
     from botocore.exceptions import ClientError, EndpointConnectionError
 
     from chalicelib.features.identity import admission
-    from chalicelib.kernel import crud as resources
+    from chalicelib.kernel import crud
     label = api.post('/api/labels', {'name': 'l', 'organizationId': org_id}).json
-    target = (resources, 'get') if where == 'view' else (admission, 'admit')
+    target = (crud, 'get') if where == 'view' else (admission, 'admit')
     for exc in (timeout(), EndpointConnectionError(endpoint_url='http://127.0.0.1:1/'),
                 ClientError(error('ThrottlingException'), 'GetItem'),
                 ClientError({'Error': {'Code': '503', 'Message': 'Service Unavailable'}}, 'HeadObject'),
@@ -282,7 +282,7 @@ def test_no_gateway_key_outlives_a_key_that_could_not_be_stored(gateway, client,
 
 
 def test_a_usage_plan_link_that_fails_leaves_no_gateway_key(gateway, client, api, monkeypatch):  # noqa: F811
-    from chalicelib.kernel.store import credentials
+    from chalicelib.features.identity import credentials
     apigw, _ = gateway
     before = {k['id'] for k in _gateway_keys(apigw)}
     monkeypatch.setattr(credentials, '_apigateway', lambda: apigw)
@@ -294,7 +294,7 @@ def test_a_usage_plan_link_that_fails_leaves_no_gateway_key(gateway, client, api
 
 
 def test_a_revoke_is_not_a_500_when_the_gateway_pushes_back(gateway, client, api, monkeypatch, caplog):  # noqa: F811
-    from chalicelib.kernel.store import credentials
+    from chalicelib.features.identity import credentials
     apigw, _ = gateway
     monkeypatch.setattr(credentials, '_apigateway', lambda: apigw)
     monkeypatch.setattr(credentials, 'sleep', lambda s: None, raising=False)
@@ -333,7 +333,7 @@ def test_a_revoke_that_loses_a_race_with_another_revoke_is_404_not_500(api, org_
 def test_the_iam_policy_grants_exactly_the_gateway_calls_the_code_makes(gateway, client, api, monkeypatch):  # noqa: F811
     """Every API Gateway call of key creation (with its compensation) and revocation, mapped to
     the IAM action and resource path it needs, equals the API Gateway grants of infra/iam.py."""
-    from chalicelib.kernel.store import credentials
+    from chalicelib.features.identity import credentials
     from infra import iam
     apigw, plan_id = gateway
     monkeypatch.setattr(credentials, '_apigateway', lambda: apigw)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from tests.conftest import ADMIN_KEY, Api
+from tests.support import task_statuses
 
 pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
 
@@ -42,6 +43,7 @@ class Env:
         from tests.conftest import make_org
         self.org_id = make_org(self.api)['id']
         self.project_id = self.api.post('/api/projects', {'name': 'p', 'organizationId': self.org_id}).json['id']
+        task_statuses(self.api, self.org_id, *STATUSES)
         self.tasks, self.prompts = {}, {}
 
 

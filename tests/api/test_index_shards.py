@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.invariants import table_invariants  # noqa: F401 - the checker fixture
+from tests.support import task_statuses
 
 pytestmark = pytest.mark.usefixtures('table_invariants')
 
@@ -37,6 +38,7 @@ def project_tasks(api):
     import uuid
     org_id = api.post('/api/organizations', {'name': 'spread', 'slug': f'spread-{uuid.uuid4().hex[:8]}'}).json['id']
     project = api.post('/api/projects', {'name': 'spread', 'organizationId': org_id}).json
+    task_statuses(api, org_id, 'open', 'done')
     tasks = [api.post('/api/tasks', {'projectId': project['id'], 'title': f'task {n:02d}',
                                      'statusSlug': 'open' if n % 2 else 'done'}).json for n in range(24)]
     assert all('id' in t for t in tasks), tasks

@@ -199,7 +199,7 @@ def test_a_user_at_the_membership_cap_is_deleted_and_one_over_is_refused(api):
 
 def test_an_organization_whose_events_were_recorded_is_deleted_and_its_log_outlives_it(api, work):
     """The events records the stream writes (the organization's log) do not hold it
-    (kernel/parents.py LOG_FAMILIES): before, its first recorded event made it undeletable."""
+    (kernel/registry.py ``log``, kernel/parents.py): before, its first recorded event made it undeletable."""
     org = make_org(api)
     while work.stream.poll_once()['records']:
         pass

@@ -88,7 +88,7 @@ class SerialDynamo:
 
 def _create_concurrently(platform, org_id, n=N, threads=THREADS) -> list[BaseException]:
     from chalicelib.core.principal import Principal
-    from chalicelib.kernel import crud as resources
+    from chalicelib.kernel import crud
     admin = Principal(user_id=platform['userId'], email='admin@example.com',
                       memberships={org_id: 'PLATFORM_ADMIN'}, platform_admin=True)
     start = threading.Barrier(threads)
@@ -98,7 +98,7 @@ def _create_concurrently(platform, org_id, n=N, threads=THREADS) -> list[BaseExc
         start.wait()
         for i in range(index, n, threads):
             try:
-                resources.create('labels', {'organizationId': org_id, 'name': f'label {i}'}, admin)
+                crud.create('labels', {'organizationId': org_id, 'name': f'label {i}'}, admin)
             except BaseException as exc:  # noqa: BLE001 - every failure counts
                 errors.append(exc)
 

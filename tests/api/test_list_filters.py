@@ -18,6 +18,7 @@ import pytest
 from moto import mock_aws
 
 from tests.conftest import ADMIN_KEY, Api
+from tests.support import task_statuses
 
 # ----------------------------------------------------------------------------- the data set
 
@@ -95,6 +96,7 @@ def env():
                 e.ids[key] = _post(e.api, 'projects', {'organizationId': e.org_id, **body})['id']
             for key, (project, name) in GROUPS.items():
                 e.ids[key] = _post(e.api, 'task-groups', {'projectId': e.ids[project], 'name': name})['id']
+            task_statuses(e.api, e.org_id, *{fields['statusSlug'] for _, _, fields in TASKS.values()})
             for key, (project, group, fields) in TASKS.items():
                 body = {'projectId': e.ids[project], **fields}
                 if group:
@@ -108,6 +110,7 @@ def env():
                 f"organizationId == '{other['id']}' and userId == '{platform['userId']}'")})).json['content']
             assert len(mine) == 1  # the creator's membership: removed, the admin stays a non-member
             assert e.api.delete(f"/api/memberships/{mine[0]['id']}").status == 204
+            task_statuses(e.api, other['id'], 'open')
             e.ids['Q'] = _post(e.api, 'projects', {'organizationId': other['id'], 'name': 'Alpha Project'})['id']
             e.ids['Z'] = _post(e.api, 'tasks', {'projectId': e.ids['Q'], 'title': 'Invoice other org',
                                                 'statusSlug': 'open', 'priority': 1})['id']

@@ -25,6 +25,7 @@ import pytest
 from moto import mock_aws
 
 from tests.conftest import ADMIN_KEY, Api
+from tests.support import task_statuses
 
 N_MAIN = 20      # tasks in the main project
 N_SIDE = 4       # tasks in a second project (the pinned-project read must not see them)
@@ -224,6 +225,7 @@ def env():
             e = Env(api, platform['organizationId'], recorder)
             e.main = api.post('/api/projects', {'organizationId': e.org_id, 'name': 'main'}).json['id']
             e.side = api.post('/api/projects', {'organizationId': e.org_id, 'name': 'side'}).json['id']
+            task_statuses(api, e.org_id, 'open', 'done', 'blocked')
             for i in range(TOTAL):
                 body = {'projectId': e.main if i < N_MAIN else e.side,
                         'statusSlug': ['open', 'done', 'blocked'][i % 3], 'priority': i % 7}

@@ -37,6 +37,7 @@ from moto import mock_aws
 from chalicelib.kernel.query import And, Compare, IsNull, Not, Or, evaluate, parse, render
 from chalicelib.kernel.registry import family as family_of
 from tests.conftest import ADMIN_KEY, Api
+from tests.support import task_statuses
 
 pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
 
@@ -101,6 +102,7 @@ def _build(env: Env) -> None:
               for i, n in ((0, 'Group one'), (1, 'group TWO'))]
     for g in groups:
         env.add('task-groups', g)
+    task_statuses(api, env.org_id, 'open', 'done', 'Open', 'blocked')   # slugs are case-sensitive
     for _ in range(18):
         body: dict[str, Any] = {'projectId': rng.choice(projects)['id']}
         _put(body, 'title', _maybe(rng, TEXT, 0.15))

@@ -56,7 +56,8 @@ def test_the_old_rate_counters_on_acl_items_are_removed(api):
     """The previous gate kept per-second counters on the user's ACL item (``rs05``,
     ``rk_{cred}_05``, ...): the migration removes them, in pieces moto's expression validator takes,
     and the checker's acl-items check is clean afterwards."""
-    from chalicelib.kernel.store import gate, model
+    from chalicelib.features.identity import gate
+    from chalicelib.kernel.store import model
     from chalicelib.ops import check_table, migrate_scale
     me = api.get('/api/account/me').json
     client = model.client()

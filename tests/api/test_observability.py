@@ -42,11 +42,11 @@ def test_one_json_line_per_request_with_its_context(api, org_id, capsys):
 
 
 def test_a_failing_request_logs_json_with_its_id_and_no_secret(api, org_id, capsys, monkeypatch):
-    from chalicelib.kernel import crud as resources
+    from chalicelib.kernel import crud
 
     def broken(*args, **kwargs):
         raise RuntimeError(f'boom with {ADMIN_KEY} and Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln')
-    monkeypatch.setattr(resources, 'get', broken)
+    monkeypatch.setattr(crud, 'get', broken)
     capsys.readouterr()
     r = api.get(f'/api/projects/{uuid.uuid4()}', headers={'authorization': 'Bearer eyJhbGciOi.eyJzdWIi.sig'})
     assert r.status == 500 and r.headers['x-request-id'] in r.json['message']

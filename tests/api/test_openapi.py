@@ -344,7 +344,7 @@ def test_route_without_metadata_gets_a_generic_entry():
     from chalice import Blueprint, Chalice
 
     from chalicelib.kernel.http import docmeta, openapi
-    from chalicelib.kernel.http import routes as resources
+    from chalicelib.kernel.http import routes as family_routes
     app = Chalice('t')
     bp = Blueprint('t')
 
@@ -352,7 +352,7 @@ def test_route_without_metadata_gets_a_generic_entry():
     def spin(widgetId):
         return {}
     app.register_blueprint(bp)
-    doc = openapi.build(app.routes, openapi.registry_index(resources.operation_name), lambda p: 'user',
+    doc = openapi.build(app.routes, openapi.registry_index(family_routes.operation_name), lambda p: 'user',
                         docmeta.OPERATIONS, docmeta.SCHEMAS, [{'url': 'https://x.example'}])
     op = doc['paths']['/api/widgets/{widgetId}/spin']['post']
     assert op['operationId'] == 'spinWidget'

@@ -11,47 +11,18 @@ from pathlib import Path
 import pytest
 from urllib3 import encode_multipart_formdata
 
-from tests.bridging import UPSTREAM_HOST, configure, endpoint, make_bridge
-from tests.netguard import Upstream, assert_untripped, install
+from tests.bridging import endpoint, make_bridge
 
 # a real PDF: every new family is parsed before the pipelines run (issue 39), and a file that
 # cannot be read starts none
 PDF = (Path(__file__).resolve().parents[1] / 'fixtures' / 'documents' / 'ltnews11.pdf').read_bytes()
 
 
-@pytest.fixture(autouse=True)
-def net(monkeypatch):
-    state = install(monkeypatch)
-    yield state
-    assert_untripped(state)
+pytestmark = pytest.mark.usefixtures('net')   # tests/api/conftest.py: no packet leaves this machine
 
 
 @pytest.fixture
-def upstream():
-    server = Upstream()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def base_url(net, monkeypatch, upstream) -> str:
-    net.resolve(UPSTREAM_HOST, ['127.0.0.1'])
-    configure(monkeypatch, BRIDGE_EGRESS_PRIVATE_HOST_ALLOWLIST=UPSTREAM_HOST)
-    return f'http://{UPSTREAM_HOST}:{upstream.port}'
-
-
-@pytest.fixture
-def bucket(aws):
-    from chalicelib.core.config import get_config
-    from chalicelib.features.documents import blobs
-    blobs.reset()
-    blobs.client().create_bucket(Bucket=get_config().bucket_name)
-    yield blobs.client()
-    blobs.reset()
-
-
-@pytest.fixture
-def prj(api, org_id, bucket, base_url):
+def prj(api, org_id, bucket, reach):
     project = api.post('/api/projects', {'name': 'processing', 'organizationId': org_id}).json
     invoice = api.post('/api/labels', {'organizationId': org_id, 'name': 'invoice'}).json
     for slug, kind in (('received', 'UNRESOLVED'), ('processed', 'RESOLVED')):
@@ -60,7 +31,7 @@ def prj(api, org_id, bucket, base_url):
         assert r.status == 201, r.json
     store = api.post('/api/document-stores', {'projectId': project['id'], 'name': 'inbox',
                                               'slug': f'inbox-{uuid.uuid4().hex[:8]}'}).json
-    bridge = make_bridge(api, project['id'], base_url, [endpoint('echo', '/echo'), endpoint('fail', '/status')],
+    bridge = make_bridge(api, project['id'], reach, [endpoint('echo', '/echo'), endpoint('fail', '/status')],
                          slug='ocr', agentCallable=True)
     return {'project': project, 'store': store, 'bridge': bridge, 'invoice': invoice}
 
@@ -246,8 +217,8 @@ def test_a_cancelled_execution_runs_no_further_step(api, prj, work, upstream):
     assert after['processing']['status'] == 'CANCELLED' and after['labels'] == []
 
 
-def test_a_bridge_that_is_not_agent_callable_is_refused(api, prj, work, upstream, base_url):
-    make_bridge(api, prj['project']['id'], base_url, [endpoint('echo', '/echo')], slug='private')
+def test_a_bridge_that_is_not_agent_callable_is_refused(api, prj, work, upstream, reach):
+    make_bridge(api, prj['project']['id'], reach, [endpoint('echo', '/echo')], slug='private')
     private = steps()
     private[0]['options'].update(bridge='private', endpointName='echo')
     assistant(api, prj, steps=private)

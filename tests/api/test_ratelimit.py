@@ -137,11 +137,11 @@ def _raw(pk: str, sk: str) -> dict:
 
 
 def test_the_windows_are_counted_in_one_expiring_item_per_user_and_minute(api, clock):
-    """One item per user and minute (kernel/store/gate.py) carries every counter of that minute
+    """One item per user and minute (features/identity/gate.py) carries every counter of that minute
     and expires (TTL); the next minute is another item, so nothing is ever cleaned up, and the
     user's ACL item carries no counter at all."""
     from chalicelib.core.secrets import hash_key
-    from chalicelib.kernel.store.gate import credential_name
+    from chalicelib.features.identity.gate import credential_name
     me = api.get('/api/account/me').json
     cred = credential_name(f'key-{hash_key(ADMIN_KEY)[:20]}')
     clock.now += 1

@@ -22,11 +22,11 @@ def _event(path: str, request_id: str | None) -> dict:
 
 
 def _fail(monkeypatch):
-    from chalicelib.kernel import crud as resources
+    from chalicelib.kernel import crud
 
     def broken(*args, **kwargs):
         raise RuntimeError('boom')
-    monkeypatch.setattr(resources, 'get', broken)
+    monkeypatch.setattr(crud, 'get', broken)
 
 
 def test_an_unexpected_error_names_the_gateway_request_id(platform, monkeypatch, caplog):

@@ -261,7 +261,7 @@ def test_a_get_of_a_malformed_id_reads_nothing_ahead(api):
 def test_when_the_gate_fails_a_bad_key_is_still_401_and_a_write_503(api, org_id):
     """The limiter fails closed for writes; authentication does not fail open: the caller is
     authenticated by the uncounted read path first."""
-    from chalicelib.kernel.store.gate import is_gate_key
+    from chalicelib.features.identity.gate import is_gate_key
     from tests.faults import error, inject
 
     def gate(op, params):

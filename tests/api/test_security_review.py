@@ -352,11 +352,11 @@ def test_no_membership_slips_into_an_organization_being_deleted(api, monkeypatch
     transaction (400)."""
     from chalicelib.features.identity import organizations
     from chalicelib.features.identity.bootstrap import SYSTEM
-    from chalicelib.kernel import crud as resources
+    from chalicelib.kernel import crud
     user = api.post('/api/users', {'email': f'late-{uuid.uuid4().hex[:6]}@example.com'}).json
 
     def new_org():
-        return resources.create('organizations', {'name': 'gone', 'slug': f'g-{uuid.uuid4().hex[:8]}'}, SYSTEM)
+        return crud.create('organizations', {'name': 'gone', 'slug': f'g-{uuid.uuid4().hex[:8]}'}, SYSTEM)
     # 1. the deletion read "no memberships"; one lands before its transaction
     org = new_org()
     monkeypatch.setattr(organizations, '_memberships', lambda org_id: [])
@@ -367,14 +367,14 @@ def test_no_membership_slips_into_an_organization_being_deleted(api, monkeypatch
     monkeypatch.undo()
     # 2. the membership read "the organization exists"; the deletion lands before its transaction
     org = new_org()
-    owner = resources._owner
+    owner = crud._owner
 
     def racing(family, principal, body):
         found = owner(family, principal, body)
         if family.path == 'memberships':
-            resources.delete('organizations', org['id'], SYSTEM)
+            crud.delete('organizations', org['id'], SYSTEM)
         return found
-    monkeypatch.setattr(resources, '_owner', racing)
+    monkeypatch.setattr(crud, '_owner', racing)
     r = api.post('/api/memberships', {'organizationId': org['id'], 'userId': user['id'], 'role': 'MEMBER'})
     assert r.status == 400 and 'organizationId' in r.json['message'], r.json
     monkeypatch.undo()

@@ -13,16 +13,6 @@ from tests.conftest import make_org, make_user
 from tests.support import create
 
 
-@pytest.fixture
-def bucket(aws):
-    from chalicelib.core.config import get_config
-    from chalicelib.features.documents import blobs
-    blobs.reset()
-    blobs.client().create_bucket(Bucket=get_config().bucket_name)
-    yield blobs.client()
-    blobs.reset()
-
-
 def _slug() -> str:
     return f'store-{uuid.uuid4().hex[:8]}'
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.core import budget
-from tests.api.test_documents_upload import _objects, bucket  # noqa: F401 - fixture
 from tests.support import create
 
 

@@ -125,7 +125,7 @@ def test_the_stream_handler_publishes_and_records_events_once(api, org_id, work,
 
 def test_a_stream_batch_records_its_events_together_and_moves_each_counter_once(api, org_id, work):
     """12 events of one kind in one stream batch: each record is its own PutItem, and one
-    transaction (its tally's, kernel/store/tally.py) moves the family's counter and the kind's
+    transaction (its tally's, features/events/tally.py) moves the family's counter and the kind's
     once for all of them (docs/scale.md "Events records"), not 12 times each; a redelivery of the
     batch records and counts nothing twice: still 12."""
     from chalicelib.kernel.store import model
@@ -211,3 +211,23 @@ def test_actions_publish_their_own_names(api, org_id, work):
     assert [e['eventType'] for e in sorted(recorded, key=lambda e: e['occurredOn'])] == [
         'tasks.statusChanged', 'executions.cancelled', 'tasks.taken']
     assert api.get("/api/events?filter=eventType=='tasks.taken'").json['totalElements'] == 1
+
+
+def test_an_update_names_its_action_by_a_parameter_on_both_update_paths(api, org_id, work):
+    """The event name is an explicit parameter of kernel/crud.py ``update`` (issue 40: before, a
+    context variable carried it): the one-UpdateItem path (a plain field) and the locked path
+    (changeSequence) publish the action they are given, a plain PUT ``updated``."""
+    from chalicelib.core.clock import now_iso
+    from chalicelib.features.identity.bootstrap import SYSTEM
+    from chalicelib.kernel import crud
+    project = api.post('/api/projects', {'name': 'p', 'organizationId': org_id}).json
+    task = api.post('/api/tasks', {'projectId': project['id'], 'title': 't'}).json
+    marker = now_iso()
+    crud.update('tasks', task['id'], {'description': 'plain'}, principal=SYSTEM, action='reviewed')
+    crud.update('tasks', task['id'], {'description': 'locked', 'changeSequence': 2}, principal=SYSTEM,
+                action='approved')
+    assert api.put(f"/api/tasks/{task['id']}", {'description': 'by REST'}).status == 200
+    work.publish_outbox()
+    recorded = [e for e in api.get('/api/events?pageSize=100').json['content'] if e['occurredOn'] >= marker]
+    assert [e['eventType'] for e in sorted(recorded, key=lambda e: e['occurredOn'])] == [
+        'tasks.reviewed', 'tasks.approved', 'tasks.updated']

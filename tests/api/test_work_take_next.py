@@ -69,7 +69,7 @@ def test_team_matching_strict_and_soft(api, org_id, project):
 @pytest.mark.slow
 def test_twenty_concurrent_callers_get_twenty_different_tasks(api, org_id, project, monkeypatch):
     from chalicelib.core.principal import Principal
-    from chalicelib.features.work import service as work
+    from chalicelib.features.work import service as work_service
     made = [task(api, project, f't{n}') for n in range(24)]
     callers = [Principal(user_id=make_user(api, org_id, 'MEMBER')[0]['id'], email='',
                          memberships={org_id: 'MEMBER'}) for _ in range(20)]
@@ -81,7 +81,7 @@ def test_twenty_concurrent_callers_get_twenty_different_tasks(api, org_id, proje
     def take(principal):
         barrier.wait()
         try:
-            taken.append((principal.user_id, work.take_next({'projectId': project['id']}, principal)))
+            taken.append((principal.user_id, work_service.take_next({'projectId': project['id']}, principal)))
         except Exception as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(exc)
     threads = [threading.Thread(target=take, args=(p,)) for p in callers]

@@ -21,6 +21,51 @@ def test_set_task_status_checks_the_organizations_statuses(api, org_id):
     assert api.put(f'/api/tasks/{uuid.uuid4()}/status', {'statusSlug': 'review'}).status == 404
 
 
+def test_every_write_of_a_task_refuses_a_status_slug_that_names_no_status(api, org_id, work):
+    """Contract rule 7 on every path that writes a task's statusSlug (issue 40, defect 1): before,
+    POST and PUT stored any slug while PUT .../status refused it. The rule is the tasks family's
+    declaration (kernel/registry.py ``slug_refs``), checked by the generic write path."""
+    project = create(api, 'projects', org_id)
+    body = {'projectId': project['id'], 'title': 't'}
+    r = api.post('/api/tasks', {**body, 'statusSlug': 'nope'})
+    assert r.status == 400 and 'statusSlug' in r.json['message'], r.json
+    assert api.get('/api/tasks').json['totalElements'] == 0
+    create(api, 'task-statuses', org_id, slug='review', label='Review', statusType='IN_PROGRESS')
+    task = api.post('/api/tasks', {**body, 'statusSlug': 'review'})
+    assert task.status == 201 and task.json['statusSlug'] == 'review'
+    path = f"/api/tasks/{task.json['id']}"
+    for change in ({'statusSlug': 'nope'}, {'statusSlug': 'nope', 'changeSequence': 1}, {'statusSlug': ''}):
+        r = api.put(path, change)
+        assert r.status == 400 and 'statusSlug' in r.json['message'], (change, r.json)
+    assert api.put(f'{path}/status', {'statusSlug': 'nope'}).status == 400
+    # a status of another organization is not one of this task's statuses
+    other = make_org(api)
+    create(api, 'task-statuses', other['id'], slug='elsewhere', label='Elsewhere')
+    assert api.put(path, {'statusSlug': 'elsewhere'}).status == 400
+    # the batch update's task write is the same generic update
+    r = api.post('/api/batch-update', {'projectId': project['id'], 'task': {'id': task.json['id'],
+                                                                            'statusSlug': 'nope'}})
+    assert r.status == 200 and r.json['task']['success'] is False and r.json['task']['error'] == 'Bad Request'
+    stored = api.get(path).json
+    assert stored['statusSlug'] == 'review' and stored['changeSequence'] == 1
+    # null clears the field (no reference to check); a real status is accepted
+    assert api.put(path, {'statusSlug': None}).status == 200
+    r = api.put(path, {'statusSlug': 'review'})
+    assert r.status == 200 and r.json['statusSlug'] == 'review'
+
+
+def test_a_task_step_naming_no_status_fails_its_activity(api, org_id, work):
+    """The tasks an activity's TASK steps create take the same rule (kernel/crud.py reference_ops)."""
+    plan = create(api, 'activity-plans', org_id, name='p',
+                  steps=[{'name': 's', 'stepType': 'TASK', 'options': {'statusSlug': 'nope'}}])
+    r = api.post(f"/api/activity-plans/{plan['id']}/start", {'projectId': plan['projectId']})
+    assert r.status in (200, 201, 202), r.json
+    work.drain()
+    activity = api.get(f"/api/activities/{r.json['id']}").json
+    assert activity['status'] == 'FAILED' and 'statusSlug' in activity['metadata']['failureReason'], activity
+    assert api.get('/api/tasks').json['totalElements'] == 0
+
+
 def test_a_status_change_reads_the_task_once(api, org_id):
     """Issue 40: PUT /api/tasks/{id}/status read the task to check its organization's statuses,
     then the update read it again. Now the update writes over that one read."""

@@ -57,5 +57,5 @@ def test_each_stage_spreads_counters_over_enough_shards_for_1000_creates_a_secon
 
 @pytest.mark.parametrize('stage', STAGES)
 def test_each_stage_keeps_the_contracts_rate_limits(deployed, stage):
-    config = deployed(stage)   # ../shared/spec/platform-api.md "Limits": 100 a minute, 20 a second per key
+    config = deployed(stage)   # the contract's "Limits": 100 a minute, 20 a second per key
     assert (config.rate_limit_per_minute, config.rate_limit_burst_per_second) == (100, 20)

@@ -48,11 +48,23 @@ def test_the_app_and_ops_tools_install_the_same_table(entry):
 
 
 def test_the_kernel_alone_refuses_to_guess_a_hook():
-    out = _python('from chalicelib.kernel import hooks; from chalicelib.kernel.registry import BY_PATH\n'
-                  'try:\n    hooks.hook_for(BY_PATH["tasks"])\n'
+    out = _python('from chalicelib.kernel import hooks; from chalicelib.kernel.registry import declare\n'
+                  'try:\n    hooks.hook_for(declare("tasks", "Task", "project", "title", hook="tasks"))\n'
                   'except hooks.HooksNotInstalled as exc:\n    print("refused:", exc)\n')
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith('refused: the family hooks are not installed')
+
+
+def test_the_kernel_alone_knows_no_family():
+    """The declarations are the features' (chalicelib/features/*/declarations.py): read before they
+    are installed, the registry raises instead of answering "no such family"."""
+    out = _python('from chalicelib.kernel import registry\n'
+                  'for read in (lambda: registry.family("tasks"), lambda: list(registry.FAMILIES),\n'
+                  '             lambda: "tasks" in registry.BY_PATH):\n'
+                  '    try:\n        read()\n'
+                  '    except registry.FamiliesNotInstalled:\n        print("refused")\n')
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ['refused'] * 3
 
 
 def test_a_table_missing_a_hook_is_refused_at_install():

@@ -45,7 +45,7 @@ def test_the_enforcing_modules_use_the_core_figures():
     from chalicelib.core import config, egress, jsonbody
     from chalicelib.features.documents import batch, service
     from chalicelib.features.events import ui_events
-    from chalicelib.features.work import service as work
+    from chalicelib.features.work import service as work_service
     from chalicelib.kernel import listing
     assert (listing.MAX_PAGE_SIZE, listing.DEFAULT_PAGE_SIZE, listing.MAX_PAGE) == \
         (limits.MAX_PAGE_SIZE, limits.DEFAULT_PAGE_SIZE, limits.MAX_PAGE)
@@ -53,6 +53,6 @@ def test_the_enforcing_modules_use_the_core_figures():
     assert egress.DEFAULT_MAX_BYTES == config.Config.bridge_max_bytes == limits.OUTBOUND_MAX_BYTES
     assert config.Config.small_upload_max_bytes == limits.SMALL_UPLOAD_MAX_BYTES
     assert (ui_events.MAX_EVENTS, ui_events.MAX_KIND) == (limits.MAX_UI_EVENTS, limits.MAX_UI_EVENT_KIND)
-    assert work.MAX_REQUEST_ID == limits.MAX_REQUEST_ID and batch.MAX_FAMILIES == limits.MAX_BATCH_FAMILIES
+    assert work_service.MAX_REQUEST_ID == limits.MAX_REQUEST_ID and batch.MAX_FAMILIES == limits.MAX_BATCH_FAMILIES
     assert (service.MAX_PART_NUMBER, service.MAX_PARTS_PER_URL_REQUEST, service.MAX_PATH) == \
         (limits.MAX_PART_NUMBER, limits.MAX_PARTS_PER_URL_REQUEST, limits.MAX_DOCUMENT_PATH)

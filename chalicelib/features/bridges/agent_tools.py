@@ -25,8 +25,8 @@ from typing import Any
 
 from chalicelib.core.errors import BadRequest, Forbidden, NotFound
 from chalicelib.core.principal import Principal
-from chalicelib.features.bridges import proxy as bridges
-from chalicelib.kernel import crud as resources
+from chalicelib.features.bridges import proxy
+from chalicelib.kernel import crud
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
 
@@ -44,7 +44,7 @@ class Tie:
 
 def agent_principal(agent_id: str) -> Principal:
     """The principal an agent acts as (in-process callers: the worker's AGENT steps)."""
-    agent = table.get('agents', resources.check_id(family_of('agents'), agent_id))
+    agent = table.get('agents', crud.check_id(family_of('agents'), agent_id))
     if agent is None:
         raise NotFound(f'No Agent with id {agent_id}')
     return Principal(user_id=agent.id, email='', credential='agent', project_id=agent.data['projectId'],
@@ -62,19 +62,19 @@ def tie(principal: Principal, *, execution_id: str | None = None, project_id: st
         if project_id is not None and _uuid(project_id) != project.id:
             raise BadRequest("Field 'projectId' is not the agent's project")
         if execution_id is not None:
-            execution = table.get('executions', resources.check_id(family_of('executions'), execution_id))
+            execution = table.get('executions', crud.check_id(family_of('executions'), execution_id))
             if execution is None or execution.data.get('projectId') != project.id:
                 raise NotFound(f'No Execution with id {execution_id}')
             _require_active(execution)
         return Tie(project.id, project.org, execution_id)
     if execution_id is not None:
-        execution = resources.load_visible('executions', execution_id, principal)
+        execution = crud.load_visible('executions', execution_id, principal)
         _require_active(execution)
         if project_id is not None and _uuid(project_id) != execution.data.get('projectId'):
             raise BadRequest("Field 'projectId' is not the project of the execution named by 'executionId'")
         return Tie(execution.data['projectId'], execution.org, execution.id)
     if listing and project_id is not None:
-        project = resources.load_visible('projects', project_id, principal)
+        project = crud.load_visible('projects', project_id, principal)
         return Tie(project.id, project.org)
     raise Forbidden(UNTIED)
 
@@ -94,7 +94,7 @@ def _require_active(execution) -> None:
 
 
 def _callable_bridges(bound: Tie) -> list[dict[str, Any]]:
-    return [b for b in table.query_project(bridges.FAMILY, bound.project_id)
+    return [b for b in table.query_project(proxy.FAMILY, bound.project_id)
             if b.get('agentCallable') is True and b.get('organizationId') == bound.organization_id]
 
 
@@ -130,7 +130,7 @@ def call_service_bridge(*, principal: Principal, bridge: str, endpoint_name: str
         raise Forbidden(f'Bridge {bridge[:100]!r} is not an agent-callable bridge of this project'
                         if len(chosen) == 0 else f'Several bridges of this project are named {bridge[:100]!r}: '
                         'use its id or slug')
-    result = bridges.call_endpoint(chosen[0], endpoint_name, query=query, body=body, principal=principal,
+    result = proxy.call_endpoint(chosen[0], endpoint_name, query=query, body=body, principal=principal,
                                    write=True, timeout=timeout)
     return result.tool_result()
 

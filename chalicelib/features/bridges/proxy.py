@@ -40,8 +40,7 @@ from chalicelib.core.config import get_config
 from chalicelib.core.errors import ApiError, BadRequest, Forbidden, NotFound
 from chalicelib.core.principal import Principal
 from chalicelib.features.bridges import secrets
-from chalicelib.kernel import access
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud
 from chalicelib.kernel.shapes import bridges
 
 log = observability.get_logger('bridges')
@@ -94,7 +93,7 @@ def call(bridge_id: str, endpoint_name: str | None, *, query: Mapping[str, list[
          timeout: float | None = None) -> BridgeResult:
     """The proxy: call an endpoint of the bridge ``bridge_id`` the caller may see (404 otherwise).
     ``write``: the caller's own request is a write (any method but GET)."""
-    stored = resources.load_visible(FAMILY, bridge_id, principal)
+    stored = crud.load_visible(FAMILY, bridge_id, principal)
     if write:
         require_call(principal, stored.data, 'POST')   # before anything about its endpoints is said
     return call_endpoint(stored.data, endpoint_name, query=query, body=body, principal=principal,

@@ -40,8 +40,7 @@ from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, uploads
 from chalicelib.features.documents.families import require_unlocked
 from chalicelib.features.documents.service import family_folder, family_landed
-from chalicelib.kernel import access, records, writes
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud, records, writes
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
@@ -423,7 +422,7 @@ def read_document(family_id: str, principal: Principal, *, page: int | None = No
     """The family's document. A document stored in parts (a parsed one) is answered whole when
     it fits one answer (``MAX_READ_BYTES``), else from ``page`` (default 1) on, as many page
     ranges as fit, with ``nextPage`` naming where the next read starts (docs/api/documents.md)."""
-    family = resources.load_visible(FAMILIES, family_id, principal)
+    family = crud.load_visible(FAMILIES, family_id, principal)
     version = int(family.data.get('documentVersion') or 0)
     stored = manifest(family)
     if stored is None:
@@ -457,8 +456,8 @@ def read_document(family_id: str, principal: Principal, *, page: int | None = No
 
 
 def replace_document(family_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
-    family = resources.load_visible(FAMILIES, family_id, principal)
-    resources.require_write(FAMILIES, principal, family, op='update')
+    family = crud.load_visible(FAMILIES, family_id, principal)
+    crud.require_write(FAMILIES, principal, family, op='update')
     version = body.get('version')
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise BadRequest("Field 'version' is required: the version the new content replaces (0 for none)")
@@ -485,7 +484,7 @@ def _delta_family(value: Any, principal: Principal) -> Stored:
     except ValueError:
         raise missing from None
     family = table.get(FAMILIES.path, family_id)
-    if family is None or not resources.visible(FAMILIES, principal, family):
+    if family is None or not crud.visible(FAMILIES, principal, family):
         raise missing
     access.require_active(principal, family.org)
     access.require_write(principal, DELTAS, family.org)

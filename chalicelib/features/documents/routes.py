@@ -10,7 +10,7 @@
   GET|PUT /api/document-families/{id}/document                  {version, nodes}
   POST /api/content-objects/{id}/validate                       {data?}
   POST /api/batch-update
-(POST /api/linked-deltas is the registry's create route: hooks/linked_deltas.py.)
+(POST /api/linked-deltas is the registry's create route: features/documents/linked_deltas.py.)
 """
 from __future__ import annotations
 

@@ -25,8 +25,7 @@ from chalicelib.core.errors import BadRequest, Conflict, NotFound, PayloadTooLar
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, uploads
-from chalicelib.kernel import access, records, writes
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud, records, writes
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
@@ -152,7 +151,7 @@ def _filename(path: str) -> str:
 # ----------------------------------------------------------------------------- the store
 
 def _writable_store(store_id: str, principal: Principal) -> Stored:
-    store = resources.load_visible('document-stores', store_id, principal)
+    store = crud.load_visible('document-stores', store_id, principal)
     access.require_write(principal, FAMILIES, store.org)
     return store
 
@@ -368,7 +367,7 @@ def _finished_family(session: dict[str, Any], principal: Principal) -> dict[str,
     found = table.get('document-families', session.get('familyId') or '')
     if found is None:
         raise BadRequest('This upload session is already completed (its document family was deleted since)')
-    return resources.get(FAMILIES, found.id, principal)
+    return crud.get(FAMILIES, found.id, principal)
 
 
 def _lost_claim(upload_id: str, principal: Principal) -> dict[str, Any]:
@@ -568,7 +567,7 @@ def _store_new_family(store: Stored, principal: Principal, *, key: str, path: st
         'contentMetadata': {}, 'created': now, 'modified': now}, principal=principal, org=store.org,
         project_id=project_id)
     family['contentObjectId'] = content['id']
-    for attempt in range(resources.CONFLICT_RETRIES):
+    for attempt in range(crud.CONFLICT_RETRIES):
         ops = records.create_ops(FAMILIES, [family], principal)
         ops += records.create_ops(CONTENT_OBJECTS, [content], principal)
         ops += session_ops()
@@ -577,7 +576,7 @@ def _store_new_family(store: Stored, principal: Principal, *, key: str, path: st
             records.commit(ops)
             return family
         except WriteConflict as exc:
-            if exc.code == 'TransactionConflict' and attempt + 1 < resources.CONFLICT_RETRIES:
+            if exc.code == 'TransactionConflict' and attempt + 1 < crud.CONFLICT_RETRIES:
                 writes.backoff(attempt)
                 continue
             if exc.op is not None and exc.op.tag.get('what') == 'session' and upload_id is not None:
@@ -631,7 +630,7 @@ def _quietly(fn, *args) -> None:
 # ----------------------------------------------------------------------------- reading back
 
 def content_url(family_id: str, principal: Principal) -> str:
-    return content_url_of(resources.load_visible(FAMILIES, family_id, principal))
+    return content_url_of(crud.load_visible(FAMILIES, family_id, principal))
 
 
 def content_url_of(family: Stored) -> str:
@@ -644,7 +643,7 @@ def content_url_of(family: Stored) -> str:
 
 
 def store_stats(store_id: str, principal: Principal) -> dict[str, Any]:
-    store = resources.load_visible('document-stores', store_id, principal)
+    store = crud.load_visible('document-stores', store_id, principal)
     families = table.count_value('document-families', store.org, 'documentStoreId', store.id)
     return {'documentStoreId': store.id, 'documentFamilies': families,
             'bytes': table.count('document-stores', bytes_tenant(store.id))}
@@ -652,7 +651,7 @@ def store_stats(store_id: str, principal: Principal) -> dict[str, Any]:
 
 def bytes_tenant(store_id: str) -> str:
     """The store's byte counter (``CNT#document-stores#{storeId}#bytes``, sharded): moved by the
-    uploaded families' creates and deletes (hooks/document_families.py), in their transactions."""
+    uploaded families' creates and deletes (features/documents/families.py), in their transactions."""
     return f'{store_id}#bytes'
 
 

@@ -20,9 +20,7 @@ from typing import Any
 from chalicelib.core.errors import BadRequest, Conflict, NotFound
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import service as documents
-from chalicelib.kernel import access, embedding
-from chalicelib.kernel import crud as resources
-from chalicelib.kernel import org_reads as org_paths
+from chalicelib.kernel import access, crud, embedding, org_reads
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.table import Stored
@@ -36,14 +34,14 @@ AMBIGUOUS_SHOWN = 10
 def resolve_store(org_slug: str, store_slug: str, principal: Principal) -> tuple[str, Stored]:
     """(organization slug as stored, the store) for ``{orgSlug}/{storeSlug}``: 404 for an
     organization or store the caller may not see, 409 when several of its stores hold the slug."""
-    org_id = org_paths.organization_id(org_slug, principal)
+    org_id = org_reads.organization_id(org_slug, principal)
     slug = store_slug.strip()
     if not slug or len(slug) > MAX_SLUG:
         raise NotFound(f'No document store with slug {slug[:100]!r} in organization {org_slug[:100]!r}')
     keys = table.walk_value(STORES.path, org_id, slot=STORES.slot_of('slug'), field_name='slug',
                             value=slug, descending=False, limit=AMBIGUOUS_SHOWN)
     found = table.batch_get((STORES.path, i) for _, i in keys)
-    stores = [found[i] for _, i in keys if i in found and resources.visible(STORES, principal, found[i])]
+    stores = [found[i] for _, i in keys if i in found and crud.visible(STORES, principal, found[i])]
     if not stores:
         raise NotFound(f'No document store with slug {slug[:100]!r} in organization {org_slug[:100]!r}')
     if len(stores) > 1:
@@ -86,7 +84,7 @@ def newest(org_slug: str, store_slug: str, raw_path: str | None, principal: Prin
     path = _required_path(raw_path)
     _, store = resolve_store(org_slug, store_slug, principal)
     for family in families_at(store, path):
-        if resources.visible(FAMILIES, principal, family):
+        if crud.visible(FAMILIES, principal, family):
             return family
     raise NotFound(f'No document family at path {path[:200]!r} in this document store')
 
@@ -104,13 +102,13 @@ def delete_at(org_slug: str, store_slug: str, raw_path: str | None, principal: P
     path = _required_path(raw_path)
     _, store = resolve_store(org_slug, store_slug, principal)
     access.require_write(principal, FAMILIES, store.org)
-    found = [f for f in families_at(store, path) if resources.visible(FAMILIES, principal, f)]
+    found = [f for f in families_at(store, path) if crud.visible(FAMILIES, principal, f)]
     if not found:
         raise NotFound(f'No document family at path {path[:200]!r} in this document store')
     deleted = 0
     for family in found:
         try:
-            resources.delete(FAMILIES, family.id, principal)
+            crud.delete(FAMILIES, family.id, principal)
             deleted += 1
         except NotFound:
             continue   # deleted meanwhile: the path is as asked

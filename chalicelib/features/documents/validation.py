@@ -28,7 +28,7 @@ from chalicelib.core import budget
 from chalicelib.core.errors import ApiError, BadRequest
 from chalicelib.core.expressions import ExpressionError, evaluate
 from chalicelib.core.principal import Principal
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import crud
 
 _UP = re.compile(r'((?:\.\./)+)')
 MAX_RULES = 500
@@ -181,7 +181,7 @@ def _entry(rule: dict[str, Any], data: Any, instances: list[tuple[Any, list[Any]
 
 
 def validate(content_object_id: str, body: dict[str, Any], principal: Principal) -> list[dict[str, Any]]:
-    stored = resources.load_visible('content-objects', content_object_id, principal)
+    stored = crud.load_visible('content-objects', content_object_id, principal)
     if 'data' in body:
         data = body['data']
     else:

@@ -7,7 +7,7 @@ outbox events to ``publish``: one PutEvents per 10 events (entries EventBridge r
 sent again, up to three times), then each published event is recorded as an ``events`` record
 whose id is the event's id, so a batch delivered twice is recorded (and counted) once: each
 record one PutItem, RECORD_CHUNK of them counted together under a tally (``record_all``;
-kernel/store/tally.py; docs/scale.md "Events records"). Events it
+features/events/tally.py; docs/scale.md "Events records"). Events it
 could not publish or record are reported: the handler reports the first as the batch item
 failure, so the stream delivers it (and what follows) again.
 
@@ -24,13 +24,14 @@ from typing import Any
 
 from chalicelib.core import observability
 from chalicelib.core.principal import Principal
+from chalicelib.features.events import tally
 from chalicelib.features.work import store as work_store
 from chalicelib.features.work.statuses import TERMINAL
 from chalicelib.kernel import records
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import outbox as outbox_store
 from chalicelib.kernel.store import repository as repo
-from chalicelib.kernel.store import table, tally
+from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
 
 log = observability.get_logger('outbox')
@@ -168,7 +169,7 @@ def record_item(event: dict[str, Any]):
 
 
 # Events records of one stream batch are put one PutItem each (1 WCU under 1 KB, not 2 in a
-# transaction) and counted exactly once through a tally (kernel/store/tally.py): RECORD_CHUNK
+# transaction) and counted exactly once through a tally (features/events/tally.py): RECORD_CHUNK
 # records per tally, whose closing transaction moves each counter once for all of them
 # (<= 2 x 40 + 1 items of the 100 a transaction holds; docs/scale.md "Events records").
 RECORD_CHUNK = 40
@@ -195,7 +196,7 @@ def _count(datas: list[dict[str, Any]], token: str, ids: list[str]) -> None:
 
 def settle(token: str) -> None:
     """Count the records a writer that did not finish put under ``token`` (module docstring of
-    kernel/store/tally.py), once: nothing when someone settled it first."""
+    features/events/tally.py), once: nothing when someone settled it first."""
     found_state = tally.state(token)
     if found_state is None or not found_state[0]:
         return
@@ -213,7 +214,7 @@ def settle(token: str) -> None:
 def _catch_up(token: str, datas: list[dict[str, Any]]) -> None:
     """Records of this chunk found under another writer's tally ``token``: an open tally is
     settled (counting them with the rest); a closed one that did not count them (their puts
-    landed after it was settled) counts them now, noting their bits (kernel/store/tally.py)."""
+    landed after it was settled) counts them now, noting their bits (features/events/tally.py)."""
     found_state = tally.state(token)
     if found_state is None:
         return   # past its TTL: long settled
@@ -246,7 +247,7 @@ def _record_chunk(events: list[dict[str, Any]]) -> set[str]:
     if unknown:
         # a put that failed may have landed all the same (its answer lost): nothing is counted
         # and the tally stays open, so the redelivery of the chunk settles it, counting
-        # every record that bears its token (kernel/store/tally.py)
+        # every record that bears its token (features/events/tally.py)
         log.warning('events chunk of %d left to its redelivery: %d not recorded (%s: %s)', len(events),
                     len(unknown), unknown[0][0], unknown[0][1])
         return set(ids)
@@ -297,8 +298,8 @@ def _after(event: dict[str, Any]) -> None:
     execution = table.get('executions', event['resourceId'])
     if execution is not None and execution.data.get('activityId') and \
             execution.data.get('status') in TERMINAL:
-        from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy
-        work.finish_activity(execution.data['activityId'])
+        from chalicelib.features.work import service as work_service  # noqa: PLC0415 - lazy
+        work_service.finish_activity(execution.data['activityId'])
     elif execution is not None and execution.data.get('documentFamilyId'):
         from chalicelib.features.work import pipelines  # noqa: PLC0415 - lazy
         pipelines.execution_changed(execution.data)   # a cancel: the family's processing summary follows

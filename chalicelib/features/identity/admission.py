@@ -3,7 +3,7 @@ left, in one round trip of latency (features/identity/service.py docstring: ``ad
 
     principal, decision = admit(headers, method, reads=[('projects', id)])
 
-* the count (kernel/store/gate.py): ONE UpdateItem on the user's item for the current minute
+* the count (features/identity/gate.py): ONE UpdateItem on the user's item for the current minute
   counts the request in the per-credential and per-user windows, refusing (writing nothing)
   when one is full;
 * at the same time, on a second thread, ONE strongly consistent BatchGetItem reads the user's
@@ -12,8 +12,8 @@ left, in one round trip of latency (features/identity/service.py docstring: ``ad
   suspension);
 * then the decision: 401 (credential not live, user missing or inactive, Basic e-mail mismatch;
   the request is given back to the counters), 429 (over a limit; not counted), or the principal
-  with what was read for it (``principal.seen``: ``prefetched`` records, ``organizationStatus``,
-  ``orgsOf``).
+  with what was read for it (``principal.reads``, core/principal.py ``RequestReads``:
+  ``prefetched`` records, ``organization_status``, ``orgs_of``).
 
 A credential this process has not seen pass yet is read first and counted after (one round
 more, once per process and credential): made-up keys naming a user never write that user's
@@ -31,9 +31,9 @@ from chalicelib.core.errors import Unauthorized
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.core.secrets import KEY_PREFIX, hash_key, key_owner
-from chalicelib.features.identity import ratelimit
+from chalicelib.features.identity import credentials, gate, ratelimit
 from chalicelib.features.identity import service as identity
-from chalicelib.kernel.store import credentials, gate
+from chalicelib.kernel.store import acl
 
 log = get_logger('auth')
 
@@ -164,15 +164,15 @@ def _admit(cred: _Credential, headers: Mapping[str, str], method: str,
     answer: gate.GateAnswer | Exception | None = None
     if _identity(cred) in _passed:
         # a credential that passed before in this process: count while the reads authenticate
-        pending = gate.read_async(cred.user_id, wanted + orgs)
+        pending = acl.read_async(cred.user_id, wanted + orgs)
         answer = _count(cred, minute=minute, second=second, limits=limits)
         try:
             got = pending.result()
         except Exception:  # noqa: BLE001 - read again on this thread; its error is the request's
-            got = gate.read(cred.user_id, wanted + orgs)
+            got = acl.read(cred.user_id, wanted + orgs)
     else:
         # never seen passing here: authenticate first, so a made-up credential counts nothing
-        got = gate.read(cred.user_id, wanted + orgs)
+        got = acl.read(cred.user_id, wanted + orgs)
     try:
         user = _authenticated(cred, got)
     except Unauthorized:
@@ -195,10 +195,10 @@ def _admit(cred: _Credential, headers: Mapping[str, str], method: str,
     principal = Principal(user_id=cred.user_id, email=str(user.get('email') or ''), memberships=dict(roles),
                           platform_admin='PLATFORM_ADMIN' in roles.values(), credential=cred.credential,
                           rate_key=cred.rate_key, user=user)
-    principal.seen['prefetched'] = {key: got.entities.get(key) for key in wanted}
-    principal.seen['orgsOf'] = {cred.user_id: frozenset(roles)}
-    statuses = principal.seen.setdefault('organizationStatus', {})
-    records = principal.seen.setdefault('records', {})   # read anyway: embedding reuses them
+    principal.reads.prefetched = {key: got.entities.get(key) for key in wanted}
+    principal.reads.orgs_of = {cred.user_id: frozenset(roles)}
+    statuses = principal.reads.organization_status
+    records = principal.reads.records   # read anyway: embedding reuses them
     for _, org in orgs:
         stored = got.entities.get(('organizations', org))
         if stored is not None:
@@ -213,7 +213,7 @@ def _admit(cred: _Credential, headers: Mapping[str, str], method: str,
     return principal, decision
 
 
-def _authenticated(cred: _Credential, got: gate.Reads) -> dict:
+def _authenticated(cred: _Credential, got: acl.Reads) -> dict:
     """The user record when the credential is live and the user active; else 401."""
     if cred.key_hash is not None:
         expiry = got.access.keys.get(cred.key_hash)

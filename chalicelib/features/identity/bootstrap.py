@@ -6,9 +6,10 @@ from typing import Any
 
 from chalicelib.core.principal import Principal
 from chalicelib.core.secrets import hash_key
+from chalicelib.features.identity import credentials
 from chalicelib.features.identity import service as identity
-from chalicelib.kernel import crud as resources
-from chalicelib.kernel.store import credentials, table
+from chalicelib.kernel import crud
+from chalicelib.kernel.store import table
 
 SYSTEM = Principal(user_id='00000000-0000-0000-0000-000000000001', email='system@platform',
                    platform_admin=True, credential='system')
@@ -20,13 +21,13 @@ def bootstrap(admin_email: str = 'admin@example.com', org_slug: str = 'default',
     table.ensure_table()
     org_id = table.unique_owner('organizations', scope=table.GLOBAL_TENANT, field_name='slug', value=org_slug)
     if org_id is None:
-        org_id = resources.create('organizations', {'name': 'Default', 'slug': org_slug}, SYSTEM)['id']
+        org_id = crud.create('organizations', {'name': 'Default', 'slug': org_slug}, SYSTEM)['id']
     user_id = table.unique_owner('users', scope=table.GLOBAL_TENANT, field_name='email', value=admin_email)
     if user_id is None:
-        user_id = resources.create('users', {'email': admin_email, 'firstName': 'Platform', 'lastName': 'Admin'},
+        user_id = crud.create('users', {'email': admin_email, 'firstName': 'Platform', 'lastName': 'Admin'},
                                    SYSTEM)['id']
     if not table.unique_exists('memberships', scope=org_id, field_name='userId', value=user_id):
-        resources.create('memberships', {'organizationId': org_id, 'userId': user_id, 'role': 'PLATFORM_ADMIN'},
+        crud.create('memberships', {'organizationId': org_id, 'userId': user_id, 'role': 'PLATFORM_ADMIN'},
                          SYSTEM)
     raw = None
     if api_key:

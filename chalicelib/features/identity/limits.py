@@ -1,7 +1,7 @@
 """Rate-limit shapes: the four counts of one request and the four limits.
 
 The counters themselves live in one small item per user and minute, counted by the request's
-one UpdateItem (kernel/store/gate.py): per user ``u``, per second ``uNN``, per credential
+one UpdateItem (features/identity/gate.py): per user ``u``, per second ``uNN``, per credential
 ``c{cred}`` and ``c{cred}NN``. Because they live in the table, they hold across Lambda
 instances.
 """

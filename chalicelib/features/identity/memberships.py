@@ -1,7 +1,7 @@
 """Memberships, roles and permissions: the access rules of the Manage area that the generic
 permission check (organization:manage) cannot express (the rules live in kernel/access.py),
 and the ACL items authentication reads: every write of an active membership also writes, in the
-same transaction, the ``ACL#{orgId}`` item in the member's partition (kernel/store/credentials.py).
+same transaction, the ``ACL#{orgId}`` item in the member's partition (kernel/store/acl.py).
 
 Adding people (``POST /api/memberships``):
 
@@ -30,7 +30,7 @@ from chalicelib.features.identity.users import normalize_email
 from chalicelib.kernel import access, records
 from chalicelib.kernel.hooks import Hook
 from chalicelib.kernel.registry import family as family_of
-from chalicelib.kernel.store import credentials, table
+from chalicelib.kernel.store import acl, table
 from chalicelib.kernel.store import repository as repo
 
 ACTIVE, INVITED = 'ACTIVE', 'INVITED'
@@ -108,7 +108,7 @@ class AccessHook(Hook):
             user['uuid'] = str(uuid.uuid4())
             ops += records.create_ops(users, [user], principal)
         if _status(data) == ACTIVE:
-            ops.append(credentials.acl_put(data['userId'], org, data['role']))
+            ops.append(acl.acl_put(data['userId'], org, data['role']))
         return ops
 
     def create_checks(self, family, principal, data):
@@ -125,13 +125,13 @@ class AccessHook(Hook):
         if family.path != 'memberships' or stored is None:
             return []
         if action == 'DELETE':
-            return [credentials.acl_delete(stored.data['userId'], stored.org), repo.move_members(stored.org, -1)]
+            return [acl.acl_delete(stored.data['userId'], stored.org), repo.move_members(stored.org, -1)]
         if _status(data) != ACTIVE:
             return []   # an invitation grants nothing until it is accepted
-        return [credentials.acl_put(data['userId'], stored.org, data['role'])]   # userId never changes
+        return [acl.acl_put(data['userId'], stored.org, data['role'])]   # userId never changes
 
     def can_write(self, family, principal, stored, op):
-        if family.path in access.BUILTIN_FAMILIES and stored.data.get('builtIn'):
+        if family.builtin and stored.data.get('builtIn'):
             raise Forbidden(f'Built-in {family.path} are read-only')
         if family.path != 'memberships':
             return None

@@ -10,7 +10,7 @@ the limit): counting them would make every garbage request a DynamoDB write; the
 throttling absorbs floods.
 
 Windows are fixed: the minute window is the UTC minute, the burst window the second. The
-request's one gate UpdateItem (kernel/store/gate.py, features/identity/admission.py) counts all
+request's one gate UpdateItem (features/identity/gate.py, features/identity/admission.py) counts all
 four windows on the user's item for that minute (a small item that expires; docs/scale.md "Rate
 gate"), while the authenticating read runs beside it; a refused request writes nothing (not
 counted). ``count(principal, n)`` counts n more requests of a caller already admitted (an MCP
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ServiceUnavailable, TooManyRequests
 from chalicelib.core.observability import get_logger
-from chalicelib.features.identity import limits as store
+from chalicelib.features.identity import limits as windows
 
 log = get_logger('ratelimit')
 
@@ -81,9 +81,9 @@ class LimiterUnavailable(ServiceUnavailable):
         self.decision = decision
 
 
-def limits() -> store.Limits:
+def limits() -> windows.Limits:
     cfg = get_config()
-    return store.Limits(key_minute=cfg.rate_limit_per_minute, key_second=cfg.rate_limit_burst_per_second,
+    return windows.Limits(key_minute=cfg.rate_limit_per_minute, key_second=cfg.rate_limit_burst_per_second,
                         user_minute=cfg.rate_limit_user_per_minute, user_second=cfg.rate_limit_user_burst_per_second)
 
 
@@ -96,8 +96,8 @@ class Refused(TooManyRequests):
         self.decision = decision
 
 
-def decide(counts, limits_: store.Limits, now: float) -> Decision:
-    """The decision for the counts the gate returned (kernel/store/gate.py ``GateAnswer``)."""
+def decide(counts, limits_: windows.Limits, now: float) -> Decision:
+    """The decision for the counts the gate returned (features/identity/gate.py ``GateAnswer``)."""
     return _decide(counts, limits_, now)
 
 
@@ -108,7 +108,7 @@ def count(principal, n: int = 1, method: str = 'POST') -> Decision:
     service, an agent) is not counted. The gate unavailable: as ``without_table``."""
     if n <= 0 or not principal.rate_key:
         return untracked()
-    from chalicelib.kernel.store import gate  # noqa: PLC0415 - lazy: cold start (pynamodb)
+    from chalicelib.features.identity import gate  # noqa: PLC0415 - lazy: cold start (pynamodb)
     limits_ = limits()
     now = clock()
     try:
@@ -138,7 +138,7 @@ def without_table(user_id: str, credential: str, method: str = 'GET', n: int = 1
     return decision
 
 
-def _decide(counts: store.WindowCounts, limits: store.Limits, now: float) -> Decision:
+def _decide(counts: windows.WindowCounts, limits: windows.Limits, now: float) -> Decision:
     minute_end = (int(now // 60) + 1) * 60
     if counts.admitted:
         remaining = min(limits.key_minute - counts.key_minute, limits.user_minute - counts.user_minute)
@@ -159,7 +159,7 @@ def count_more(principal, n: int) -> int:
         return 0
     if principal is None or not getattr(principal, 'rate_key', None):
         return n
-    from chalicelib.kernel.store import gate  # noqa: PLC0415 - lazy: the store loads boto3 (cold start)
+    from chalicelib.features.identity import gate  # noqa: PLC0415 - lazy: the store loads boto3 (cold start)
     limits_ = limits()
     now = clock()
     minute, second = int(now // 60), int(now) % 60
@@ -203,7 +203,7 @@ class _Fallback:
         self._counts: dict[str, int] = {}
 
     def hit(self, user_id: str, credential: str, *, minute: int, second: int,
-            limits: store.Limits, n: int = 1) -> store.WindowCounts:
+            limits: windows.Limits, n: int = 1) -> windows.WindowCounts:
         keys = (f'{user_id}', f'{user_id}#{second}', f'{user_id}|{credential}', f'{user_id}|{credential}#{second}')
         caps = (limits.user_minute, limits.user_second, limits.key_minute, limits.key_second)
         with self._lock:
@@ -215,7 +215,7 @@ class _Fallback:
                 for k in keys:
                     self._counts[k] = self._counts.get(k, 0) + n
                 now = [c + n for c in now]
-        return store.WindowCounts(admitted, now[0], now[1], now[2], now[3])
+        return windows.WindowCounts(admitted, now[0], now[1], now[2], now[3])
 
 
 _fallback = _Fallback()

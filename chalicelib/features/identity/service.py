@@ -16,7 +16,7 @@ Two entry points:
 
 ``admit(headers, method, reads=...)``: the request path (the middleware,
 features/identity/admission.py). Rate accounting is ONE UpdateItem on the user's gate item for
-the current minute (kernel/store/gate.py: a small item that expires), and ONE strongly consistent
+the current minute (features/identity/gate.py: a small item that expires), and ONE strongly consistent
 BatchGetItem reads, at the same time on a second thread, the user's record, their ACL item (live
 keys, bound subject, roles), the entities the route will read (a GET by id: that record) and the
 organizations the caller belonged to on their previous request in this process (``_org_hint``),
@@ -31,7 +31,7 @@ cached: a revoked key, a removed membership, a changed role or a suspended organ
 on the next request.
 
 ``authenticate(headers) -> Principal``: the same identity without counting a request (MCP
-tools, tests): one BatchGetItem of user, roles and key record (kernel/store/credentials.py).
+tools, tests): one BatchGetItem of user, roles and key record (features/identity/credentials.py).
 """
 from __future__ import annotations
 
@@ -48,8 +48,9 @@ from chalicelib.core.errors import BadRequest, Conflict, NotFound, ServiceUnavai
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.core.secrets import KEY_PREFIX, hash_key, key_hint, key_owner, new_api_key
-from chalicelib.kernel import crud as resources
-from chalicelib.kernel.store import credentials, table
+from chalicelib.features.identity import credentials
+from chalicelib.kernel import crud
+from chalicelib.kernel.store import table
 
 log = get_logger('auth')
 
@@ -259,7 +260,7 @@ def create_own_api_key(body: dict[str, Any], principal: Principal) -> dict[str, 
 def account(principal: Principal) -> dict[str, Any]:
     """GET /api/account/me: the caller's user record, memberships, invitations waiting for an
     answer (features/identity/memberships.py) and platform-admin flag."""
-    user = principal.user if principal.user is not None else resources.get('users', principal.user_id, principal)
+    user = principal.user if principal.user is not None else crud.get('users', principal.user_id, principal)
     pending = table.memberships_of(principal.user_id, invited=True)
     names = {o.id: o.data.get('name') for o in table.batch_get(
         ('organizations', m['organizationId']) for m in pending).values()} if pending else {}

@@ -20,7 +20,7 @@ from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.kernel import access, records
 from chalicelib.kernel.hooks import Hook
 from chalicelib.kernel.registry import family as family_of
-from chalicelib.kernel.store import credentials, table
+from chalicelib.kernel.store import acl, table
 
 # Memberships removed in the user's delete transaction: up to 14 items each (the membership, its
 # unique claim, its count and value-counter shards, its organization's event, and the checks that
@@ -70,7 +70,7 @@ class UserHook(Hook):
         memberships = family_of('memberships')
         ops = [op for m in members for op in records.delete_ops(memberships, m, principal)
                if op.tag.get('what') not in ('acl', 'outbox')]
-        ops.append(credentials.acl_delete_all(stored.id, {m.org for m in members}))
+        ops.append(acl.acl_delete_all(stored.id, {m.org for m in members}))
         for org in sorted({m.org for m in members}):   # one event per organization, as its own delete would
             ops += records.outbox_ops(memberships, 'deleted', [m.data for m in members if m.org == org], principal, [])
         return ops

@@ -1,7 +1,7 @@
 """The 20 MCP tools: each a thin adapter from validated arguments to the same service call a
-REST route makes (kernel/crud.py, listing.py, workflow.py, task_grouping.py), with the
+REST route makes (kernel/crud.py, listing.py, features/tasks/service.py, grouping.py), with the
 caller's principal. Permissions, tenancy (another organization's record is "not found"),
-optimistic locking, the task-group assignee rule (hooks/tasks.py, hooks/task_groups.py), history
+optimistic locking, the task-group assignee rule (features/tasks/hooks.py, features/tasks/groups.py), history
 and whatever else a service write carries come from there, never from here.
 
 A tool answers a JSON object (its ``structuredContent``; lists as the REST page envelope). A
@@ -24,10 +24,9 @@ from chalicelib.core import limits
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.principal import Principal
 from chalicelib.features.parsing import service as parsing
-from chalicelib.features.tasks import grouping as task_grouping
-from chalicelib.features.tasks import service as workflow
-from chalicelib.kernel import crud as resources
-from chalicelib.kernel import listing
+from chalicelib.features.tasks import grouping
+from chalicelib.features.tasks import service as tasks_service
+from chalicelib.kernel import crud, listing
 from chalicelib.kernel.store import table
 
 SLUG = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$')
@@ -182,7 +181,7 @@ def _org_filter(args: dict[str, Any], principal: Principal) -> list[str]:
     org = args.get('organizationId')
     if org is None:
         return []
-    resources.load_visible('organizations', org, principal)   # another organization: "not found"
+    crud.load_visible('organizations', org, principal)   # another organization: "not found"
     return [_eq('organizationId', org)]
 
 
@@ -190,7 +189,7 @@ def _project_filter(args: dict[str, Any], principal: Principal) -> list[str]:
     project = args.get('projectId')
     if project is None:
         return []
-    resources.load_visible('projects', project, principal)
+    crud.load_visible('projects', project, principal)
     return [_eq('projectId', project)]
 
 
@@ -254,7 +253,7 @@ def list_activities(args, principal):
 
 
 def get_activity(args, principal):
-    return resources.get('activities', args['activityId'], principal)
+    return crud.get('activities', args['activityId'], principal)
 
 
 def list_tasks(args, principal):
@@ -271,7 +270,7 @@ def list_tasks(args, principal):
 
 
 def get_task(args, principal):
-    return resources.get('tasks', args['taskId'], principal)
+    return crud.get('tasks', args['taskId'], principal)
 
 
 def list_task_groups(args, principal):
@@ -285,7 +284,7 @@ def list_task_groups(args, principal):
 
 
 def get_task_group(args, principal):
-    group = resources.get('task-groups', args['taskGroupId'], principal)
+    group = crud.get('task-groups', args['taskGroupId'], principal)
     tasks = _list('tasks', {'pageSize': 100}, principal, [_eq('taskGroupId', group['id'])], summary=True)
     return {'taskGroup': group, 'tasks': tasks['content'], 'totalTasks': tasks['totalElements']}
 
@@ -305,16 +304,16 @@ def get_document_text(args, principal):
 # ----------------------------------------------------------------------------- writes
 
 def assign_task(args, principal):
-    return resources.update('tasks', args['taskId'], _change(args, assigneeId=_assignee(args, principal)),
+    return crud.update('tasks', args['taskId'], _change(args, assigneeId=_assignee(args, principal)),
                             principal=principal)
 
 
 def unassign_task(args, principal):
-    return resources.update('tasks', args['taskId'], _change(args, assigneeId=None), principal=principal)
+    return crud.update('tasks', args['taskId'], _change(args, assigneeId=None), principal=principal)
 
 
 def _group_write(args, principal, assignee):
-    group = resources.update('task-groups', args['taskGroupId'], _change(args, assigneeId=assignee),
+    group = crud.update('task-groups', args['taskGroupId'], _change(args, assigneeId=assignee),
                              principal=principal)
     members = _list('tasks', {'pageSize': 100}, principal, [_eq('taskGroupId', group['id'])], summary=True)
     return {'taskGroup': group, 'tasks': members['content'], 'totalTasks': members['totalElements']}
@@ -329,19 +328,19 @@ def unassign_task_group(args, principal):
 
 
 def update_task_status(args, principal):
-    return workflow.set_task_status(args['taskId'], _change(args, statusSlug=args['statusSlug']), principal)
+    return tasks_service.set_task_status(args['taskId'], _change(args, statusSlug=args['statusSlug']), principal)
 
 
 def add_tasks_to_group(args, principal):
-    return task_grouping.add_tasks(args['taskGroupId'], args['taskIds'], principal,
+    return grouping.add_tasks(args['taskGroupId'], args['taskIds'], principal,
                                    change_sequence=args.get('changeSequence'))
 
 
 def remove_task_from_group(args, principal):
-    task = resources.load_visible('tasks', args['taskId'], principal)
+    task = crud.load_visible('tasks', args['taskId'], principal)
     if not task.data.get('taskGroupId'):
         raise Conflict(f'Task {task.id} is not in a task group', changeSequence=task.seq)
-    return resources.update('tasks', task.id, _change(args, taskGroupId=None), principal=principal)
+    return crud.update('tasks', task.id, _change(args, taskGroupId=None), principal=principal)
 
 
 # ----------------------------------------------------------------------------- the table
@@ -433,7 +432,7 @@ TOOLS: tuple[Tool, ...] = (
          "write; they take the group's assignee. changeSequence is the group's.",
          {'taskGroupId': _id('task group'),
           'taskIds': {'type': 'array', 'items': _id('task'), 'minItems': 1,
-                      'maxItems': task_grouping.MAX_TASKS_PER_CALL},
+                      'maxItems': grouping.MAX_TASKS_PER_CALL},
           'changeSequence': SEQUENCE}, add_tasks_to_group,
          {'type': 'object', 'required': ['taskGroup', 'tasks'],
           'properties': {'taskGroup': GROUP, 'tasks': {'type': 'array', 'items': TASK}}},

@@ -1,7 +1,7 @@
 """Several tasks joining a task group in one write (the MCP tool add_tasks_to_group; REST moves
 one task at a time with PUT /api/tasks/{id} {"taskGroupId"}). Each task goes through the same
 rules as that PUT: visible to the caller (else 404), writable by them (403), the tasks hook
-(hooks/tasks.py: it takes the group's assignee, its transaction checks the group's sequence,
+(features/tasks/hooks.py: it takes the group's assignee, its transaction checks the group's sequence,
 the group's history records the move), the same record-write builder. All of it is one
 transaction: either every task joins or none does."""
 from __future__ import annotations
@@ -11,8 +11,7 @@ from typing import Any
 from chalicelib.core.clock import now_iso
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.principal import Principal
-from chalicelib.kernel import access, records
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud, records
 from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store.repository import WriteConflict
@@ -28,14 +27,14 @@ def add_tasks(group_id: str, task_ids: list[str], principal: Principal, *,
     if not 1 <= len(ids) <= MAX_TASKS_PER_CALL:
         raise BadRequest(f'Give 1 to {MAX_TASKS_PER_CALL} task ids')
     for attempt in range(RETRIES):
-        group = resources.load_visible('task-groups', group_id, principal)
+        group = crud.load_visible('task-groups', group_id, principal)
         if change_sequence is not None and change_sequence != group.seq:
             raise Conflict('The task group was changed by someone else (stale changeSequence)',
                            changeSequence=group.seq)
         ops = []
         written = []
         for task_id in ids:
-            stored = resources.load_visible(tasks, task_id, principal)
+            stored = crud.load_visible(tasks, task_id, principal)
             access.require_write(principal, tasks, stored.org)
             if stored.data.get('projectId') != group.data.get('projectId'):
                 raise BadRequest(f'Task {stored.id} is in another project than task group {group.id}')
@@ -60,5 +59,5 @@ def add_tasks(group_id: str, task_ids: list[str], principal: Principal, *,
             if attempt + 1 < RETRIES and change_sequence is None:
                 continue
             raise Conflict('A task or the task group changed meanwhile; nothing was changed, retry',
-                           changeSequence=resources.sequence('task-groups', group_id, principal)) from None
+                           changeSequence=crud.sequence('task-groups', group_id, principal)) from None
     raise Conflict('The tasks are being changed concurrently; retry')

@@ -6,7 +6,7 @@ assignee differs gets the group's (cleared with it), through the same record-wri
 any task update (its equality indexes, counters and whatever else a task write carries). The
 members are found through the tasks' ``taskGroupId`` index. One transaction holds at most 100
 items, so a group of more than ``MAX_CASCADE`` tasks cannot change its assignee (400): nothing is
-ever half-assigned. (hooks/tasks.py: the per-task side of the rule.)"""
+ever half-assigned. (features/tasks/hooks.py: the per-task side of the rule.)"""
 from __future__ import annotations
 
 import time

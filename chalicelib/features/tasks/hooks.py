@@ -6,7 +6,7 @@
 - Changing the ``assigneeId`` of a task that stays in its group is 400 naming the group (REST
   PUT and the MCP assign_task/unassign_task alike); sending the stored value back is fine.
   The group's own assignee change cascades to its tasks in the same transaction
-  (hooks/task_groups.py).
+  (features/tasks/groups.py).
 - The write that copies the group's assignee checks, in its transaction, that the group is
   still at the sequence it was read at, so a task never joins with an assignee the group just
   dropped; it also records the move in the group's history (``taskAdded`` / ``taskRemoved``).

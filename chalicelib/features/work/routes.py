@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.features.work import route_docs  # noqa: F401 - the OpenAPI texts of these routes
 from chalicelib.kernel.http.request import JSON_CONTENT, body, caller, no_content
 
 bp = Blueprint(__name__)

@@ -4,6 +4,9 @@ platform client builds. Hidden from /v3/api-docs (kernel/http/docs.py leaves ``R
 generated client gets each operation once, under its contract path. The SDK paths that map onto
 no contract family, and why, are listed in docs/api/clients.md.
 
+Each family declares its aliases (kernel/registry.py ``sdk_segment``, ``listed_under``,
+``written_under_project``); today:
+
   /api/extensionPacks[...], /api/documentFamilies[...]
         every route of extension-packs and document-families under the camelCase name (with the
         organization-slug reads of extension-packs: /api/extensionPacks/{orgSlug}[/{slug}[/{version}]])
@@ -35,15 +38,11 @@ from chalicelib.kernel.http.request import (
     params,
 )
 from chalicelib.kernel.http.routes import REGISTERED
+from chalicelib.kernel.registry import FAMILIES, Family
 from chalicelib.kernel.registry import family as family_of
+from chalicelib.kernel.tenancy import PROJECTS
 
 bp = Blueprint(__name__)
-
-# camelCase path segment the SDK uses -> contract family path
-CAMEL_CASE = {'extensionPacks': 'extension-packs', 'documentFamilies': 'document-families'}
-# GET /api/projects/{id}/<segment>: the SDK's ProjectResourceEndpoint lists
-PROJECT_LISTS = {'assistants': 'assistants', 'documentStores': 'document-stores', 'dataForms': 'data-forms',
-                 'dataStores': 'data-stores'}
 
 # (alias resource path, method) -> the contract path it serves: left out of /v3/api-docs
 ROUTES: dict[tuple[str, str], str] = {}
@@ -55,11 +54,11 @@ def alias(path: str, method: str, canonical: str) -> str:
     return path
 
 
+_SDK_SEGMENTS = {f.path: f.sdk_segment for f in FAMILIES if f.sdk_segment}   # family path -> camelCase segment
 for _fam, _route, _method, _name, _view, _content in list(REGISTERED):
-    for _camel, _path in CAMEL_CASE.items():
-        if _fam == _path:
-            _aliased = alias(_route.replace(f'/api/{_path}', f'/api/{_camel}', 1), _method, _route)
-            bp.route(_aliased, methods=[_method], name=f'{_name}SdkAlias', content_types=_content)(_view)
+    if _fam in _SDK_SEGMENTS:
+        _aliased = alias(_route.replace(f'/api/{_fam}', f'/api/{_SDK_SEGMENTS[_fam]}', 1), _method, _route)
+        bp.route(_aliased, methods=[_method], name=f'{_name}SdkAlias', content_types=_content)(_view)
 
 
 # ----------------------------------------------------------------------------- nested under a project
@@ -70,7 +69,7 @@ def _visible(parent_path: str, parent_id: str) -> dict[str, Any]:
 
 
 def _visible_project(project_id: str) -> dict[str, Any]:
-    return _visible('projects', project_id)
+    return _visible(PROJECTS, project_id)
 
 
 def _nested_list(parent_path: str, parent_id: str, family_path: str, field: str) -> list[dict[str, Any]]:
@@ -94,9 +93,9 @@ def _register_nested_list(parent_path: str, segment: str, family_path: str, fiel
     bp.route(path, methods=['GET'], name=view.__name__, content_types=ANY_CONTENT)(view)
 
 
-for _segment, _path in PROJECT_LISTS.items():
-    _register_nested_list('projects', _segment, _path, 'projectId')
-_register_nested_list('users', 'memberships', 'memberships', 'userId')   # the SDK's UserEndpoint.get_memberships
+for _family in FAMILIES:
+    for _parent, (_segment, _field) in _family.listed_under.items():
+        _register_nested_list(_parent, _segment, _family.path, _field)
 
 
 def _in_project(project_id: str, payload: dict[str, Any], *, place: bool) -> dict[str, Any]:
@@ -112,37 +111,51 @@ def _in_project(project_id: str, payload: dict[str, Any], *, place: bool) -> dic
     return {**placed, 'projectId': project_id}
 
 
-def _assistant_of(project_id: str, assistant_id: str) -> dict[str, Any]:
+def _of_project(family: Family, project_id: str, record_id: str) -> dict[str, Any]:
     from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
     _visible_project(project_id)
-    assistant = crud.get('assistants', assistant_id, caller())
-    if assistant.get('projectId') != project_id:
-        raise NotFound('Assistant not found')
-    return assistant
+    record = crud.get(family, record_id, caller())
+    if record.get('projectId') != project_id:
+        raise NotFound(f'{family.entity} not found')
+    return record
 
 
-@bp.route(alias('/api/projects/{id}/assistants', 'POST', '/api/assistants'), methods=['POST'],
-          name='createProjectAssistantSdkAlias', content_types=JSON_CONTENT)
-def create_project_assistant(id):  # noqa: A002
-    from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
-    payload = body()
-    _visible_project(id)
-    return created(crud.create('assistants', _in_project(id, payload, place=True), caller()))
+def _register_project_writes(family: Family) -> None:
+    """POST /api/projects/{id}/<segment>, PUT and DELETE /api/projects/{id}/<segment>/{<entity>Id}."""
+    segment = family.listed_under[PROJECTS][0]
+    entity = family.entity
+    item_param = f'{entity[0].lower()}{entity[1:]}Id'
+    base, item = f'/api/{PROJECTS}/{{id}}/{segment}', f'/api/{PROJECTS}/{{id}}/{segment}/{{{item_param}}}'
+    parent = family_of(PROJECTS).entity
+
+    def create_view(id):  # noqa: A002 - the project's id, named as the project's routes name it
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        payload = body()
+        _visible_project(id)
+        return created(crud.create(family, _in_project(id, payload, place=True), caller()))
+
+    def update_view(id, **ids):  # noqa: A002
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        payload = body()
+        _of_project(family, id, ids[item_param])
+        return crud.update(family, ids[item_param], _in_project(id, payload, place=False), principal=caller())
+
+    def delete_view(id, **ids):  # noqa: A002
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        _of_project(family, id, ids[item_param])
+        crud.delete(family, ids[item_param], caller())
+        return no_content()
+
+    canonical, canonical_item = f'/api/{family.path}', f'/api/{family.path}/{{{family.id_param}}}'
+    for route, method, verb, view, content, target in (
+            (base, 'POST', 'create', create_view, JSON_CONTENT, canonical),
+            (item, 'PUT', 'update', update_view, JSON_CONTENT, canonical_item),
+            (item, 'DELETE', 'delete', delete_view, ANY_CONTENT, canonical_item)):
+        view.__name__ = f'{verb}_{parent.lower()}_{entity.lower()}'
+        bp.route(alias(route, method, target), methods=[method], name=f'{verb}{parent}{entity}SdkAlias',
+                 content_types=content)(view)
 
 
-@bp.route(alias('/api/projects/{id}/assistants/{assistantId}', 'PUT', '/api/assistants/{id}'), methods=['PUT'],
-          name='updateProjectAssistantSdkAlias', content_types=JSON_CONTENT)
-def update_project_assistant(id, assistantId):  # noqa: A002, N803 - path parameter names
-    from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
-    payload = body()
-    _assistant_of(id, assistantId)
-    return crud.update('assistants', assistantId, _in_project(id, payload, place=False), principal=caller())
-
-
-@bp.route(alias('/api/projects/{id}/assistants/{assistantId}', 'DELETE', '/api/assistants/{id}'), methods=['DELETE'],
-          name='deleteProjectAssistantSdkAlias', content_types=ANY_CONTENT)
-def delete_project_assistant(id, assistantId):  # noqa: A002, N803 - path parameter names
-    from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
-    _assistant_of(id, assistantId)
-    crud.delete('assistants', assistantId, caller())
-    return no_content()
+for _family in FAMILIES:
+    if _family.written_under_project:
+        _register_project_writes(_family)

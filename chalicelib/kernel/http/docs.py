@@ -25,7 +25,7 @@ from chalice import Blueprint, Response
 
 from chalicelib.core.config import get_config
 from chalicelib.kernel.http import aliases, docmeta, policy
-from chalicelib.kernel.http import routes as resources
+from chalicelib.kernel.http import routes as family_routes
 from chalicelib.kernel.http.docmeta import describe
 from chalicelib.kernel.http.request import ANY_CONTENT
 
@@ -100,7 +100,7 @@ def document(app, request=None) -> dict:
     from chalicelib.kernel.http import openapi  # noqa: PLC0415 - lazy: the generator is for this route only
     routes = {path: kept for path, methods in app.routes.items()
               if (kept := {m: e for m, e in methods.items() if (path, m) not in aliases.ROUTES})}
-    return openapi.build(routes, openapi.registry_index(resources.operation_name), policy.of,
+    return openapi.build(routes, openapi.registry_index(family_routes.operation_name), policy.of,
                          docmeta.OPERATIONS, docmeta.SCHEMAS, servers(request) if request is not None else [])
 
 

@@ -22,7 +22,6 @@ from chalicelib.core.limits import DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE
 from chalicelib.kernel.embeds import embeds_of
 from chalicelib.kernel.fields import ENUMS, Field
 from chalicelib.kernel.models import MAX_STRING, always_present, embedded_family
-from chalicelib.kernel.org_paths import ORG_SLUG_FAMILIES
 from chalicelib.kernel.registry import FAMILIES, OWNERSHIP_FIELDS, Family
 from chalicelib.kernel.shapes import SHAPES
 
@@ -46,46 +45,14 @@ GENERIC_ERRORS = {
     'DELETE': (400, 401, 403, 404, 409, 429, 503),
 }
 GENERIC_WRITE_ERRORS = (400, 401, 403, 404, 409, 413, 415, 429, 503)
-# What a registry operation adds to the generic rules (services/hooks/: the rules themselves).
-REGISTRY_NOTES = {
-    ('memberships', 'create'): (
-        'Name the person by userId or by email (exactly one). A platform admin adds them at once '
-        '(status ACTIVE; an unknown email gets a new user). Anyone else creates an invitation (status '
-        'INVITED) that grants nothing until the invited user accepts it: by email the answer is the same '
-        'whether the address is registered or not; by userId only a user the caller can already see.'),
-    ('memberships', 'update'): (
-        'The invited user accepts an invitation with {"status": "ACTIVE"} (and may change nothing else); '
-        'nobody else changes status.'),
-    ('memberships', 'delete'): 'The invited user may decline (delete) an invitation.',
-    ('organizations', 'create'): (
-        'organizationStatus, supportAccess, supportAccessExpiresAt, paymentCustomerId and '
-        'enterpriseOrganization are platform fields: only a platform admin sets them (403 naming the field).'),
-    ('organizations', 'update'): (
-        'Platform fields (organizationStatus, supportAccess, supportAccessExpiresAt, paymentCustomerId, '
-        'enterpriseOrganization) are changed by platform admins only (403 naming the field; unchanged values '
-        'may be sent back). Managers may grant support access with supportAccessExpiresAt in the future (at '
-        'most SUPPORT_ACCESS_MAX_DAYS, default 30, ahead) and revoke it (the expiry is cleared). A SUSPENDED '
-        'organization answers 403 "organization suspended" to its members on every request that touches it.'),
-    ('organizations', 'delete'): (
-        'Platform admins only. Its memberships (members and invitations) and built-in roles end with it; 409 '
-        'naming what it still holds while projects or other records remain (docs/api/lifecycle.md).'),
-    ('users', 'create'): 'Platform admins only: managers add people by e-mail invitation (createMembership).',
-    ('linked-deltas', 'create'): (
-        'With documentFamilyId: {documentFamilyId, baseVersion?, name?, operations} applies the operations '
-        '({op: add, node} | {op: update, id, set} | {op: delete, id} | {op: move, id, parentId}) to the '
-        "family's current document version: state APPLIED, APPLIED_PARTIAL (errorMessage lists what was "
-        'dropped and why) or FAILED (nothing applied); appliedVersion is the version it produced. Without '
-        'documentFamilyId or operations the body is stored as a bare delta record and no document changes.'),
-    ('document-families', 'update'): (
-        "documentStatus is written as {id} or {slug} of a document status of the family's project (400 "
-        'otherwise) and read back as the whole DocumentStatus.'),
-    ('document-families', 'delete'): 'Also deletes its content objects, linked deltas, file and document versions.',
-    **{(path, 'get'): ('A path segment that is not a UUID is an organization slug: that organization\'s list page '
-                       '(the list parameters apply). See also /api/' + path + '/{id}/{slug}.')
-       for path in ORG_SLUG_FAMILIES},
-    ('users', 'update'): (
-        'A user cannot change their own email (400): the identity provider asserts it. A platform admin can.'),
-}
+def registry_note(family: Family, op: str) -> str | None:
+    """What a registry operation adds to the generic rules: its family's declaration (``notes``,
+    kernel/registry.py), and the organization-slug list page of a family with such paths."""
+    if op == 'get' and family.org_slug_paths:
+        return ('A path segment that is not a UUID is an organization slug: that organization\'s list page '
+                '(the list parameters apply). See also /api/' + family.path + '/{id}/{slug}.')
+    return family.notes.get(op)
+
 
 ERROR_RESPONSES = {
     400: ('BadRequest', 'Invalid request body or parameters'),
@@ -395,7 +362,7 @@ def _registry_operation(fam: Family, op: str) -> dict[str, Any]:
         out['description'] = 'For comparison with changeSequence before an update.'
         out['responses'] = {200: ('The current change sequence',
                                   {'type': 'integer', 'format': 'int32'})}
-    note = REGISTRY_NOTES.get((fam.path, op))
+    note = registry_note(fam, op)
     if note:
         out['description'] = f"{out.get('description', '')} {note}".strip()
     out['errors'] = REGISTRY_ERRORS[op]

@@ -22,7 +22,6 @@ from chalicelib.kernel.http.request import (
     params,
     unknown_names,
 )
-from chalicelib.kernel.org_paths import ORG_SLUG_FAMILIES, VERSIONED
 from chalicelib.kernel.registry import FAMILIES, Family
 
 bp = Blueprint(__name__)
@@ -32,14 +31,12 @@ bp = Blueprint(__name__)
 # platform SDK's aliases (kernel/http/aliases.py) register the same views at their own paths.
 REGISTERED: list[tuple[str, str, str, str, object, list[str]]] = []
 
-# Operation ids the contract fixes where the pattern below would say otherwise.
-CONTRACT_NAMES = {('agent-runtimes', 'sequence'): 'getOrchestratorAgentRuntimeSequence'}
 
 
 def operation_name(family: Family, op: str) -> str:
     """Stable, readable names (also the OpenAPI operation ids): listProjects, getProject, ..."""
-    if (family.path, op) in CONTRACT_NAMES:
-        return CONTRACT_NAMES[(family.path, op)]
+    if op in family.operation_names:   # the contract's own name (kernel/registry.py)
+        return family.operation_names[op]
     plural = ''.join(p.capitalize() for p in family.path.split('-'))
     return {
         'list': f'list{plural}', 'get': f'get{family.entity}', 'create': f'create{family.entity}',
@@ -60,46 +57,45 @@ def _register(family: Family) -> None:
 
     def checked_body() -> tuple[dict, dict[str, str]]:
         """The body, its fields checked against the family's (docs/api/conventions.md)."""
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
         sent = body()
-        return sent, unknown_names('field', sent, resources.known_fields(family), f'in a {family.entity} body')
+        return sent, unknown_names('field', sent, crud.known_fields(family), f'in a {family.entity} body')
 
     def get_view(**ids):
-        if family.path in ORG_SLUG_FAMILIES and not _is_uuid(ids[family.id_param]):
+        if family.org_slug_paths and not _is_uuid(ids[family.id_param]):
             return org_list_view(ids[family.id_param])   # /api/prompts/{orgSlug}: that organization's list
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
-        return resources.get(family, ids[family.id_param], caller())
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        return crud.get(family, ids[family.id_param], caller())
 
     def org_list_view(org_slug):
-        from chalicelib.kernel import listing  # noqa: PLC0415 - lazy: cold start
-        from chalicelib.kernel import org_reads as org_paths  # noqa: PLC0415 - lazy: cold start
+        from chalicelib.kernel import listing, org_reads  # noqa: PLC0415 - lazy: cold start
         ignored = check_params(listing.PARAMETERS, f'on GET {base}/{{orgSlug}}')
         req = listing.parse_request(family, params(), one_based=one_based_pages())
-        return page_response(org_paths.list_for_organization(family, org_slug, req, caller()), ignored)
+        return page_response(org_reads.list_for_organization(family, org_slug, req, caller()), ignored)
 
     def by_slug_view(id, slug, version=None):  # noqa: A002 - the family's {id} segment holds the org slug
-        from chalicelib.kernel import org_reads as org_paths  # noqa: PLC0415 - lazy: cold start
-        return org_paths.get_by_slug(family, id, slug, version, caller())
+        from chalicelib.kernel import org_reads  # noqa: PLC0415 - lazy: cold start
+        return org_reads.get_by_slug(family, id, slug, version, caller())
 
     def create_view():
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
         sent, ignored = checked_body()
-        return created(resources.create(family, sent, caller()), ignored)
+        return created(crud.create(family, sent, caller()), ignored)
 
     def update_view(**ids):
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
         sent, ignored = checked_body()
-        updated = resources.update(family, ids[family.id_param], sent, principal=caller())
+        updated = crud.update(family, ids[family.id_param], sent, principal=caller())
         return Response(body=updated, status_code=200, headers=ignored) if ignored else updated
 
     def delete_view(**ids):
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
-        resources.delete(family, ids[family.id_param], caller())
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        crud.delete(family, ids[family.id_param], caller())
         return no_content()
 
     def sequence_view(**ids):
-        from chalicelib.kernel import crud as resources  # noqa: PLC0415 - lazy: cold start
-        return resources.sequence(family, ids[family.id_param], caller())
+        from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
+        return crud.sequence(family, ids[family.id_param], caller())
 
     routes = [('list', base, 'GET', list_view, ANY_CONTENT),
               ('get', item, 'GET', get_view, ANY_CONTENT),
@@ -109,11 +105,11 @@ def _register(family: Family) -> None:
                    ('update', item, 'PUT', update_view, JSON_CONTENT),
                    ('delete', item, 'DELETE', delete_view, ANY_CONTENT)]
     routes = [(route, method, operation_name(family, op), view, content) for op, route, method, view, content in routes]
-    if family.path in ORG_SLUG_FAMILIES:   # kernel/org_paths.py
+    if family.org_slug_paths:   # kernel/org_reads.py
         name = f'get{family.entity}BySlug'
         routes.append((f'{item}/{{slug}}', 'GET', name, by_slug_view, ANY_CONTENT))
         _describe_by_slug(family, name, versioned=False)
-        if family.path in VERSIONED:
+        if family.versioned:
             name = f'get{family.entity}BySlugAndVersion'
             routes.append((f'{item}/{{slug}}/{{version}}', 'GET', name, by_slug_view, ANY_CONTENT))
             _describe_by_slug(family, name, versioned=True)

@@ -2,7 +2,7 @@
 and the ``${secrets.NAME}`` template language of header values.
 
 Pure functions (no I/O, no pydantic): the write path validates a bridge with them (through the
-shapes of kernel/shapes.py, which also declare them in /v3/api-docs), and the call path
+shapes of kernel/shapes/__init__.py, which also declare them in /v3/api-docs), and the call path
 (features/bridges/proxy.py) reads the same rules back: which secrets a header needs, how a value is
 rendered once they are known, which endpoint a name selects.
 

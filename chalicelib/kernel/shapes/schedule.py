@@ -91,6 +91,6 @@ def next_run(expression: str, after: datetime) -> datetime | None:
 
 
 def check(value: Any) -> Any:
-    """Shape check (kernel/shapes.py): the expression, or ValueError with the reason."""
+    """Shape check (kernel/shapes/__init__.py): the expression, or ValueError with the reason."""
     parse(value)
     return value

@@ -1,6 +1,6 @@
 """Activity plan steps (the contract's PipelineStep) and their ExecutionPolicy: shapes, checks
 and the arithmetic of retries. Pure data and functions (imported at cold start by the registry
-through kernel/shapes.py): nothing heavy here.
+through kernel/shapes/__init__.py): nothing heavy here.
 
 A step is ``{name, stepType, ref, conditional, options, executionPolicy}``:
 

@@ -12,7 +12,7 @@ One client style per purpose:
 * **the low-level botocore client** under that model (``client()``) where a call's exact
   shape matters more than typing: the request gate's UpdateItem (authentication and rate
   accounting, ``ReturnValues``/``ReturnValuesOnConditionCheckFailure``) and the BatchGetItem
-  read beside it (kernel/store/gate.py), both on every request's hot path, and raw-item reads that
+  read beside it (features/identity/gate.py), both on every request's hot path, and raw-item reads that
   skip pynamodb's deserialisation;
 * **the boto3 Table resource** (``boto3_table()``) for operator tools, benches and tests that
   want boto3's plain values; no request path uses it (lists read keys with the low-level
@@ -86,7 +86,7 @@ class Item(Model):
     gv = NumberAttribute(null=True)    # 1: the record counts in its parents' guard shards (kernel/parents.py)
     dead = NumberAttribute(null=True)  # a closed guard shard (kernel/parents.py) or tally (tally.py)
     obx = MapAttribute(null=True)      # the domain event of the last one-UpdateItem write (kernel/unlocked.py)
-    tb = UnicodeAttribute(null=True)   # the tally an item was put under (kernel/store/tally.py)
+    tb = UnicodeAttribute(null=True)   # the tally an item was put under (features/events/tally.py)
     cb = NumberAttribute(null=True)    # a closed tally's counted ids, one bit per position (tally.py)
 
     # Every index is KEYS_ONLY (docs/scale.md "Projections"): an entry is the record's keys, so a

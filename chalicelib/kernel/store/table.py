@@ -7,8 +7,8 @@
 | counter shard | ``CNT#{family}#{tenant}``, ``CNT{p}#…`` | shard no.             | ``cnt``; summed on read    |
 | member count  | ``MEMBERS#{orgId}``                     | ``#``                 | ``cnt``; unsharded         |
 | user ACL      | ``users#{userId}``                      | ``ACL``               | roles, live keys, subject  |
-| rate gate     | ``RATE#{userId}``                       | ``M#{minute}``        | counts, ttl: store/gate.py |
-| API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | kernel/store/credentials.py       |
+| rate gate     | ``RATE#{userId}``                       | ``M#{minute}``        | counts, ttl (identity/gate) |
+| API key       | ``users#{userId}``                      | ``KEY#{sha256(key)}`` | identity/credentials.py    |
 | key pointer   | ``KEY#{sha256(key)}``                   | ``#``                 | keys not naming their user |
 | value counter | ``CNT#{family}#{tenant}#{field}={value}`` | shard no.           | records per indexed value  |
 
@@ -56,7 +56,9 @@ from typing import Any
 from chalicelib.core import budget
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ServiceUnavailable, aws_unavailable
+from chalicelib.kernel.registry import BY_PATH
 from chalicelib.kernel.store.model import Item, client, configure, create_table, table_name
+from chalicelib.kernel.tenancy import MEMBERSHIPS, ORGANIZATIONS
 
 ENTITY_SK = '#'
 UNIQUE_VALUE_BYTES = 1024  # longer unique values are keyed by their SHA-256
@@ -261,9 +263,11 @@ def stored_from(item: Item | None) -> Stored | None:
     data = item.data.as_dict()
     if data.get('deleted') is True:
         return None
-    if 'uuid' not in data and item.kind == 'events':   # a domain event's record: no copies (features/events/outbox.py)
-        data['uuid'] = data['id']
-        data.setdefault('name', data.get('eventType'))
+    if 'uuid' not in data:   # a log family's record is written without copies (features/events/outbox.py)
+        family = BY_PATH.get(item.kind)
+        if family is not None and family.log:
+            data['uuid'] = data['id']
+            data.setdefault('name', data.get(family.name_field))
     return Stored(family=item.kind, data=data, seq=int(item.seq or 0), org=item.org, indexed=item.ixv is not None,
                   guarded=int(item.gv or 0))
 
@@ -320,7 +324,7 @@ def _pool():
 def in_parallel(fn, items: list[Any]) -> list[Any]:
     """``fn`` of each of ``items``, in order, up to INDEX_SHARDS calls in flight (the store's
     pool; one item is called here). For independent calls of one unit of work: the events
-    records of a chunk put one by one (kernel/store/tally.py ``put_all_marked``)."""
+    records of a chunk put one by one (features/events/tally.py ``put_all_marked``)."""
     return list(_pool().map(fn, items)) if len(items) > 1 else [fn(i) for i in items]
 
 
@@ -693,7 +697,7 @@ def memberships_of(user_id: str, *, invited: bool = False) -> list[dict[str, Any
 
 def member_user_ids(org_id: str) -> set[str]:
     """Ids of the users holding an active membership of an organization."""
-    return {m['userId'] for m in query_tenant('memberships', org_id)
+    return {m['userId'] for m in query_tenant(MEMBERSHIPS, org_id)
             if m.get('userId') and m.get('status') != INVITED}
 
 
@@ -702,11 +706,11 @@ def organizations(org_ids: Iterable[str]) -> dict[str, Stored]:
     else BatchGetItem); an organization that does not exist is absent."""
     wanted = list(dict.fromkeys(org_ids))
     if len(wanted) == 1:
-        found = get('organizations', wanted[0])
+        found = get(ORGANIZATIONS, wanted[0])
         return {found.id: found} if found is not None else {}
     model = configure()
     out: dict[str, Stored] = {}
-    keys = [(entity_pk('organizations', o), ENTITY_SK) for o in wanted]
+    keys = [(entity_pk(ORGANIZATIONS, o), ENTITY_SK) for o in wanted]
     for start in range(0, len(keys), 100):
         for item in model.batch_get(keys[start:start + 100], consistent_read=True):
             stored = stored_from(item)
@@ -773,8 +777,8 @@ def _available(read):
     return wrapped
 
 
-for _name in ('get', 'batch_get', '_partition_pks', '_records', 'walk_index', 'count', 'count_value', 'count_values',
-              'counter_shards', 'counter_total', 'guard_state', 'alive',
-              'walk_value', 'memberships_of', 'organizations', 'organization_statuses', 'unique_owner',
-              'project_has'):
-    globals()[_name] = _available(globals()[_name])
+for _read in (get, batch_get, _partition_pks, _records, walk_index, count, count_value, count_values,
+              counter_shards, counter_total, guard_state, alive,
+              walk_value, memberships_of, organizations, organization_statuses, unique_owner,
+              project_has):
+    globals()[_read.__name__] = _available(_read)

@@ -17,7 +17,7 @@ activities stuck or miscounted, outbox items never published, schedule entries.
   than ``--outbox-minutes`` (5) and which has no ``events`` record of the same id (events the
   publisher only publishes, without recording, are not checked: no organization, or
   ``organizations.deleted``).
-* ``tallies``: a tally (``TALLY#{token}``, kernel/store/tally.py) still open
+* ``tallies``: a tally (``TALLY#{token}``, features/events/tally.py) still open
   ``--tally-minutes`` (30: longer than any run of the stream handler) after it was opened: the
   events records its writer put are not counted yet, and no redelivery came to settle it (the
   stream gave the batch up). ``python -m chalicelib.ops.settle_tallies`` settles them.
@@ -35,9 +35,10 @@ from datetime import timedelta
 
 from chalicelib.core import clock
 from chalicelib.features.documents import blobs
+from chalicelib.features.events import tally
 from chalicelib.features.work import store as work_store
 from chalicelib.features.work.statuses import TERMINAL as EXECUTION_ENDED
-from chalicelib.kernel.store import table, tally
+from chalicelib.kernel.store import table
 from chalicelib.ops.check_table import OPTIONS, Snapshot, Violation, check, option
 
 option('stuck-minutes', 15, 'activities-stuck: minutes an activity may stay PENDING')

@@ -1,4 +1,4 @@
-"""Checks of the request gate and the credentials it reads (issue 27, kernel/store/gate.py).
+"""Checks of the request gate and the credentials it reads (issue 27, features/identity/gate.py).
 
 * ``rate-gate``: every gate item (``RATE#{userId}`` / ``M#{minute}``) is of kind ``gate``,
   expires (``ttl`` = the end of its minute + the grace) and its counters add up (the minute's
@@ -18,14 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from chalicelib.kernel.store import gate
+from chalicelib.features.identity import gate
+from chalicelib.kernel.store import acl
 from chalicelib.ops.check_table import Snapshot, Violation, check
 
 
 @check('rate-gate')
 def rate_gate(snap: Snapshot) -> Iterator[Violation]:
     rows = snap.items_with_prefix(gate.GATE_PREFIX)
-    raw = gate.raw_items((r.pk, r.sk) for r in rows)
+    raw = acl.raw_items((r.pk, r.sk) for r in rows)
     for row in rows:
         where = f'{row.pk} {row.sk}'
         if row.kind != gate.GATE_KIND:
@@ -39,11 +40,11 @@ def rate_gate(snap: Snapshot) -> Iterator[Violation]:
 
 @check('acl-items')
 def acl_items(snap: Snapshot) -> Iterator[Violation]:
-    rows = [r for r in snap.rows if r.sk == gate.ACL_SK and r.pk.startswith('users#')]
+    rows = [r for r in snap.rows if r.sk == acl.ACL_SK and r.pk.startswith('users#')]
     snap.claim(rows)
     keys = {(r.pk, r.sk) for r in snap.rows if r.pk.startswith('users#') and r.sk.startswith('KEY#')}
     snap.claim(r for r in snap.rows if (r.pk, r.sk) in keys)
-    raw = gate.raw_items((r.pk, r.sk) for r in rows)
+    raw = acl.raw_items((r.pk, r.sk) for r in rows)
     for row in rows:
         item = raw.get((row.pk, row.sk))
         if item is None:
@@ -54,5 +55,5 @@ def acl_items(snap: Snapshot) -> Iterator[Violation]:
             yield Violation('acl-items', where, f'{len(legacy)} rate counter(s) of the old layout '
                                                 f'({", ".join(legacy[:5])}...): run the migration')
         for name in item:
-            if name.startswith(gate.KEY_ATTR) and (row.pk, f'KEY#{name[len(gate.KEY_ATTR):]}') not in keys:
+            if name.startswith(acl.KEY_ATTR) and (row.pk, f'KEY#{name[len(acl.KEY_ATTR):]}') not in keys:
                 yield Violation('acl-items', where, f'{name} names a live key without a key record (revoked?)')

@@ -7,16 +7,17 @@ The partition of a user (pk ``users#{userId}``, the user entity's own partition)
 | ``#``          | the user entity (written by the generic service)                          |
 | ``ACL``        | the user's roles: one attribute ``acl_{orgId}`` = role per active         |
 |                | membership, changed in the same transaction as the membership             |
-|                | (services/hooks/access; an invitation writes none); ``sub`` = the         |
+|                | (features/identity/memberships.py; an invitation writes none); ``sub`` =  |
 |                | identity-provider subject bound on first bearer sign-in (``{iss}|{sub}``,  |
 |                | set once, with its unique item ``UQ#users#ALL#sub#...`` in the same       |
 |                | transaction)                                                              |
 |                | ``key_{hash}`` = a live key's expiry: the request gate reads this item    |
-|                | to authenticate while it counts elsewhere (kernel/store/gate.py)          |
+|                | to authenticate while it counts elsewhere (kernel/store/acl.py ``read``)  |
 | ``KEY#{hash}`` | one per API key: ``data`` = the key record (never the key itself)         |
 
 New keys name their user (``pk_{userId, base64url}_{secret}``, core/secrets.py), so a request
-goes straight to the user's ACL item (read by the request gate, kernel/store/gate.py);
+goes straight to the user's ACL item (read beside the request gate's count, kernel/store/acl.py;
+the item's roles and its reads are the kernel's, the keys and subjects written here);
 ``user_access`` (user, roles and key record with ONE BatchGetItem, consistent reads)
 authenticates without counting (identity.authenticate).
 A pointer item ``KEY#{hash}`` / ``#`` (same record, ``ref`` = userId) finds the user of
@@ -35,19 +36,16 @@ from pynamodb.expressions.operand import Path
 from chalicelib.core.clock import parse_instant
 from chalicelib.core.config import get_config
 from chalicelib.core.observability import get_logger
+from chalicelib.kernel.store.acl import ACL_ATTR, ACL_SK, KEY_ATTR, NEVER, SUBJECT_ATTR
 from chalicelib.kernel.store.endpoints import watched
-from chalicelib.kernel.store.gate import NEVER
 from chalicelib.kernel.store.model import Item, client, configure
 from chalicelib.kernel.store.repository import Op, StoreUnavailable, WriteConflict, commit, update_item
 from chalicelib.kernel.store.table import ENTITY_SK, GLOBAL_TENANT, entity_pk, unique_key, unique_owner
+from chalicelib.kernel.tenancy import USERS
 
 log = get_logger('credentials')
 
 KEY_SK = 'KEY#'
-ACL_SK = 'ACL'
-ACL_ATTR = 'acl_'
-KEY_ATTR = 'key_'   # on the ACL item: a live key's expiry (kernel/store/gate.py)
-SUBJECT_ATTR = 'sub'
 
 
 @dataclass
@@ -63,7 +61,7 @@ def user_access(user_id: str, key_hash: str | None = None) -> UserAccess:
     BatchGetItem with strongly consistent reads."""
     model = configure()
     ddb = client()
-    pk = {'S': entity_pk('users', user_id)}
+    pk = {'S': entity_pk(USERS, user_id)}
     keys = [{'pk': pk, 'sk': {'S': ENTITY_SK}}, {'pk': pk, 'sk': {'S': ACL_SK}}]
     if key_hash is not None:
         keys.append({'pk': pk, 'sk': {'S': f'{KEY_SK}{key_hash}'}})
@@ -99,20 +97,20 @@ def user_access(user_id: str, key_hash: str | None = None) -> UserAccess:
 def _items(key_hash: str, record: dict[str, Any]):
     model = configure()
     pointer = model(f'{KEY_SK}{key_hash}', ENTITY_SK, kind='apikey', data=record, ref=record['userId'])
-    owned = model(entity_pk('users', record['userId']), f'{KEY_SK}{key_hash}', kind='apikey', data=record)
+    owned = model(entity_pk(USERS, record['userId']), f'{KEY_SK}{key_hash}', kind='apikey', data=record)
     return model, pointer, owned
 
 
 def key_expiry(record: dict[str, Any]) -> int:
-    """The epoch second a key stops working (kernel/store/gate.py ``NEVER`` when it has no expiry)."""
+    """The epoch second a key stops working (kernel/store/acl.py ``NEVER`` when it has no expiry)."""
     expires = record.get('expiresAt')
     return int(parse_instant(expires).timestamp()) if expires else NEVER
 
 
 def key_live_op(user_id: str, key_hash: str, record: dict[str, Any]) -> Op:
-    """Transaction operation: the ACL item knows the key is live (kernel/store/gate.py reads it)."""
+    """Transaction operation: the ACL item knows the key is live (kernel/store/acl.py ``read`` reads it)."""
     model = configure()
-    return update_item(entity_pk('users', user_id), ACL_SK,
+    return update_item(entity_pk(USERS, user_id), ACL_SK,
                        [model.kind.set('acl'), Path(f'{KEY_ATTR}{key_hash}').set(key_expiry(record))], what='key')
 
 
@@ -129,12 +127,12 @@ def heal_key(key_hash: str, user_id: str) -> int | None:
     None when it does not exist."""
     model = configure()
     try:
-        item = model.get(entity_pk('users', user_id), f'{KEY_SK}{key_hash}', consistent_read=True)
+        item = model.get(entity_pk(USERS, user_id), f'{KEY_SK}{key_hash}', consistent_read=True)
     except model.DoesNotExist:
         return None
     record = item.data.as_dict() if item.data is not None else {}
     try:
-        commit([Op('check', model_key=(entity_pk('users', user_id), f'{KEY_SK}{key_hash}'),
+        commit([Op('check', model_key=(entity_pk(USERS, user_id), f'{KEY_SK}{key_hash}'),
                    condition=model.pk.exists(), tag={'what': 'key'}),
                 key_live_op(user_id, key_hash, record)])
     except WriteConflict:
@@ -156,7 +154,7 @@ def keys_of(user_id: str) -> list[tuple[str, dict[str, Any]]]:
     """(hash, record) of a user's keys, from their partition (strongly consistent)."""
     model = configure()
     found = [(i.sk[len(KEY_SK):], i.data.as_dict()) for i in model.query(
-        entity_pk('users', user_id), model.sk.startswith(KEY_SK), consistent_read=True) if i.data is not None]
+        entity_pk(USERS, user_id), model.sk.startswith(KEY_SK), consistent_read=True) if i.data is not None]
     return sorted(found, key=lambda pair: (pair[1].get('createdOn') or '', pair[1].get('id') or ''))
 
 
@@ -167,7 +165,7 @@ def delete_key(key_hash: str, record: dict[str, Any]) -> bool:
         try:
             commit([Op('delete', item=pointer, condition=model.pk.exists(), tag={'what': 'key'}),
                     Op('delete', item=owned, condition=model.pk.exists(), tag={'what': 'key'}),
-                    update_item(entity_pk('users', record['userId']), ACL_SK,
+                    update_item(entity_pk(USERS, record['userId']), ACL_SK,
                                 [Path(f'{KEY_ATTR}{key_hash}').remove()], what='key')])
             return True
         except WriteConflict as exc:
@@ -178,14 +176,14 @@ def delete_key(key_hash: str, record: dict[str, Any]) -> bool:
 
 def user_id_for_email(email: str) -> str | None:
     """The id of the user with this (already lowercased) e-mail: one GetItem on its unique item."""
-    return unique_owner('users', scope=GLOBAL_TENANT, field_name='email', value=email)
+    return unique_owner(USERS, scope=GLOBAL_TENANT, field_name='email', value=email)
 
 
 # ----------------------------------------------------------------------------- identity-provider subjects
 
 def user_id_for_subject(subject: str) -> str | None:
     """The user a bearer token's ``{iss}|{sub}`` is bound to: one GetItem on its unique item."""
-    return unique_owner('users', scope=GLOBAL_TENANT, field_name=SUBJECT_ATTR, value=subject)
+    return unique_owner(USERS, scope=GLOBAL_TENANT, field_name=SUBJECT_ATTR, value=subject)
 
 
 def bind_subject(user_id: str, subject: str, email: str) -> bool:
@@ -194,13 +192,13 @@ def bind_subject(user_id: str, subject: str, email: str) -> bool:
     when any of that no longer holds (bound meanwhile, e-mail changed, subject taken)."""
     model = configure()
     sub = Path(SUBJECT_ATTR)
-    claim = model(unique_key('users', scope=GLOBAL_TENANT, field_name=SUBJECT_ATTR, value=subject), ENTITY_SK,
+    claim = model(unique_key(USERS, scope=GLOBAL_TENANT, field_name=SUBJECT_ATTR, value=subject), ENTITY_SK,
                   kind='unique', ref=user_id)
     ops = [
-        update_item(entity_pk('users', user_id), ACL_SK, [model.kind.set('acl'), sub.set(subject)],
+        update_item(entity_pk(USERS, user_id), ACL_SK, [model.kind.set('acl'), sub.set(subject)],
                     condition=sub.does_not_exist(), what='subject'),
         Op('put', item=claim, condition=model.pk.does_not_exist(), tag={'what': 'subject'}),
-        Op('check', model_key=(entity_pk('users', user_id), ENTITY_SK),
+        Op('check', model_key=(entity_pk(USERS, user_id), ENTITY_SK),
            condition=model.pk.exists() & (model.data['email'] == email), tag={'what': 'subject'}),
     ]
     try:
@@ -211,39 +209,6 @@ def bind_subject(user_id: str, subject: str, email: str) -> bool:
 
 
 # ----------------------------------------------------------------------------- roles (the ACL item)
-
-def acl_put(user_id: str, org_id: str, role: str) -> Op:
-    """Transaction operation: the user holds ``role`` in ``org_id``."""
-    model = configure()
-    return update_item(entity_pk('users', user_id), ACL_SK,
-                       [model.kind.set('acl'), Path(f'{ACL_ATTR}{org_id}').set(role)], what='acl')
-
-
-def acl_delete(user_id: str, org_id: str) -> Op:
-    """Transaction operation: the user no longer holds a role in ``org_id``."""
-    return update_item(entity_pk('users', user_id), ACL_SK, [Path(f'{ACL_ATTR}{org_id}').remove()], what='acl')
-
-
-def acl_delete_all(user_id: str, org_ids) -> Op:
-    """Transaction operation: the user no longer holds a role in any of ``org_ids`` (one update of
-    the ACL item: a transaction may touch it once)."""
-    return update_item(entity_pk('users', user_id), ACL_SK,
-                       [Path(f'{ACL_ATTR}{org_id}').remove() for org_id in sorted(org_ids)], what='acl')
-
-
-def member_check(user_id: str, org_id: str, **tag: Any) -> Op:
-    """Transaction condition: the user holds a role (an active membership) in ``org_id``."""
-    return Op('check', model_key=(entity_pk('users', user_id), ACL_SK),
-              condition=Path(f'{ACL_ATTR}{org_id}').exists(), tag={'what': 'reference', **tag})
-
-
-def orgs_of(user_id: str) -> set[str]:
-    """The organizations a user holds an active membership of (the ACL item: one GetItem)."""
-    answer = client().get_item(TableName=configure().Meta.table_name, ConsistentRead=True,
-                               Key={'pk': {'S': entity_pk('users', user_id)}, 'sk': {'S': ACL_SK}})
-    item = answer.get('Item') or {}
-    return {name[len(ACL_ATTR):] for name, value in item.items() if name.startswith(ACL_ATTR) and 'S' in value}
-
 
 # ----------------------------------------------------------------------------- API Gateway keys
 # With USAGE_PLAN_ID configured, every platform key gets a twin API Gateway key in that usage

@@ -20,12 +20,13 @@ given back and only admitted requests add attributes. The next minute is another
 is ever cleaned up, the table's TTL removes old minutes. So the item's size is bounded by what
 the user may do in a minute: at most 1 + 60 + credentials + min(admitted requests,
 credentials x 60) counters (docs/scale.md gives the bytes), and the user's ACL item
-(kernel/store/credentials.py) holds only roles, the bound subject and live keys: its size
+(kernel/store/acl.py) holds only roles, the bound subject and live keys: its size
 depends on memberships and keys, never on traffic.
 
 **Authentication** reads, concurrently with the count and in ONE strongly consistent
 BatchGetItem, the user's record, their ACL item (live keys ``key_{hash}`` with their expiry,
-``sub``, roles ``acl_{org}``) and whatever else the request will read (``read_async``). A
+``sub``, roles ``acl_{org}``) and whatever else the request will read (kernel/store/acl.py
+``read_async``). A
 credential that turns out not to be live had its request counted: it is given back
 (``give_back``). Since counting before knowing would let made-up credentials naming a user
 write that user's item, features/identity/admission.py only counts concurrently for a credential
@@ -36,26 +37,17 @@ this process has seen pass already; any other is authenticated first.
 ignored now; ``legacy_cleanup_ops`` gives the UpdateItem that removes them from one ACL item
 (the migration command calls it; the invariant checker reports items still holding them).
 
-Concurrent reads run on a small thread pool (``read_async``); botocore clients are
-thread-safe.
+The reads (``read``, ``read_async`` on a small thread pool: botocore clients are thread-safe)
+are the kernel's, kernel/store/acl.py: the generic GET by id reads ahead with them too.
 """
 from __future__ import annotations
 
-import contextvars
 import re
-import threading
-from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.kernel.store.model import Item, client, table_name
-from chalicelib.kernel.store.table import ENTITY_SK, Stored, entity_pk, stored_from
+from chalicelib.kernel.store.model import client, table_name
 
-ACL_SK = 'ACL'
-KEY_ATTR = 'key_'
-ACL_ATTR = 'acl_'
-NEVER = 9_999_999_999          # the expiry of a key that has none (year 2286)
 GATE_PREFIX = 'RATE#'
 GATE_KIND = 'gate'
 MINUTE_SK = 'M#'
@@ -77,10 +69,6 @@ class GateAnswer:
     user_second: int
     key_minute: int
     key_second: int
-
-
-def acl_key(user_id: str) -> dict[str, Any]:
-    return {'pk': {'S': entity_pk('users', user_id)}, 'sk': {'S': ACL_SK}}
 
 
 def gate_pk(user_id: str) -> str:
@@ -179,112 +167,6 @@ def legacy_cleanup_ops(item: dict[str, Any], *, chunk: int = 50) -> list[dict[st
                     'ConditionExpression': 'attribute_exists(pk)',
                     'ExpressionAttributeNames': {f'#x{i}': n for i, n in enumerate(part)}})
     return ops
-
-
-# ----------------------------------------------------------------------------- reads
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix='gate-read')
-    return _pool
-
-
-@dataclass
-class Access:
-    """What a user's ACL item says (raw attributes): roles, bound subject, live keys."""
-    roles: dict[str, str] = field(default_factory=dict)
-    subject: str | None = None
-    keys: dict[str, int] = field(default_factory=dict)    # key hash -> expiry (epoch seconds)
-
-    @classmethod
-    def of(cls, item: dict[str, Any] | None) -> Access:
-        item = item or {}
-        return cls(roles={n[len(ACL_ATTR):]: v['S'] for n, v in item.items() if n.startswith(ACL_ATTR) and 'S' in v},
-                   subject=(item.get('sub') or {}).get('S'),
-                   keys={n[len(KEY_ATTR):]: _number(v) for n, v in item.items() if n.startswith(KEY_ATTR)})
-
-
-@dataclass
-class Reads:
-    """Items read in one go: the user and their ACL item, entities by (family, id), ACL items
-    of other users by id."""
-    user: dict[str, Any] | None = None           # the user record (None: missing or deleted)
-    user_found: bool = False
-    access: Access = field(default_factory=Access)
-    entities: dict[tuple[str, str], Stored | None] = field(default_factory=dict)
-    acls: dict[str, Access] = field(default_factory=dict)
-
-
-def read_async(user_id: str | None, entities: Iterable[tuple[str, str]] = ()) -> Future:
-    """``read`` on the pool: the future's result is a ``Reads``."""
-    wanted = list(dict.fromkeys(entities))
-    client()   # created here, once: two threads creating it at once would each build one
-    # in the request's context: a slow read is noted on its budget (core/budget.py), as on this thread
-    return _executor().submit(contextvars.copy_context().run, read, user_id, wanted)
-
-
-def read(user_id: str | None, entities: Iterable[tuple[str, str]] = (), acls: Iterable[str] = ()) -> Reads:
-    """ONE strongly consistent BatchGetItem (100 keys at most; more keys, more calls) of the user
-    item and ACL item of ``user_id``, ``entities`` and the ACL items of the users ``acls``."""
-    wanted = list(dict.fromkeys(entities))
-    acl_users = list(dict.fromkeys(([user_id] if user_id is not None else []) + list(acls)))
-    keys = []
-    if user_id is not None:
-        keys.append((entity_pk('users', user_id), ENTITY_SK))
-    keys += [(entity_pk(f, i), ENTITY_SK) for f, i in wanted]
-    keys += [(entity_pk('users', u), ACL_SK) for u in acl_users]
-    keys = list(dict.fromkeys(keys))
-    found: dict[tuple[str, str], dict[str, Any]] = {}
-    name = table_name()
-    for start in range(0, len(keys), 100):
-        request = {name: {'Keys': [{'pk': {'S': pk}, 'sk': {'S': sk}} for pk, sk in keys[start:start + 100]],
-                          'ConsistentRead': True}}
-        for _ in range(5):   # unprocessed keys come back under throttling: ask again
-            answer = client().batch_get_item(RequestItems=request)
-            for raw in answer.get('Responses', {}).get(name, []):
-                found[(raw['pk']['S'], raw['sk']['S'])] = raw
-            request = answer.get('UnprocessedKeys') or {}
-            if not request:
-                break
-        else:
-            raise RuntimeError('the request reads could not be completed (throttled)')
-    out = Reads()
-    if user_id is not None:
-        raw = found.get((entity_pk('users', user_id), ENTITY_SK))
-        stored = stored_from(Item.from_raw_data(raw)) if raw is not None else None
-        out.user_found = stored is not None
-        out.user = stored.data if stored is not None else None
-        out.access = Access.of(found.get((entity_pk('users', user_id), ACL_SK)))
-    for f, i in wanted:
-        raw = found.get((entity_pk(f, i), ENTITY_SK))
-        out.entities[(f, i)] = stored_from(Item.from_raw_data(raw)) if raw is not None else None
-    for u in acl_users:
-        out.acls[u] = Access.of(found.get((entity_pk('users', u), ACL_SK)))
-    return out
-
-
-def raw_items(keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """Items by (pk, sk) with every attribute as stored (the invariant checker reads the ACL
-    and gate items' counters, which the model does not declare): BatchGetItem, 100 a call."""
-    wanted = list(dict.fromkeys(keys))
-    found: dict[tuple[str, str], dict[str, Any]] = {}
-    name = table_name()
-    for start in range(0, len(wanted), 100):
-        request = {name: {'Keys': [{'pk': {'S': pk}, 'sk': {'S': sk}} for pk, sk in wanted[start:start + 100]],
-                          'ConsistentRead': True}}
-        while request:
-            answer = client().batch_get_item(RequestItems=request)
-            for raw in answer.get('Responses', {}).get(name, []):
-                found[(raw['pk']['S'], raw['sk']['S'])] = raw
-            request = answer.get('UnprocessedKeys') or {}
-    return found
 
 
 def gate_problems(item: dict[str, Any]) -> list[str]:

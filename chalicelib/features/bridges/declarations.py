@@ -1,0 +1,14 @@
+"""The bridges feature's families, declared: each one's fields, references, indexes, hook and
+rules (kernel/registry.py ``Family``), installed into the kernel by chalicelib/features/__init__.py.
+
+Service bridges (the proxy behind the egress fence: proxy.py).
+"""
+from __future__ import annotations
+
+from chalicelib.kernel.registry import NAMED_FIELDS, declare
+
+FAMILIES = (
+    declare('service-bridges', 'ServiceBridge', 'project',
+        f'{NAMED_FIELDS} baseUrl:string(ServiceBridgeBaseUrl)! endpoints:array(ServiceBridgeEndpoint) '
+        'defaultHeaders:object(ServiceBridgeHeaders) agentCallable:bool=false', hook='service_bridges'),
+)

@@ -1,0 +1,29 @@
+"""The extraction feature's families, declared (kernel/registry.py ``Family``), installed into the
+kernel by chalicelib/features/__init__.py: data stores, data definitions (their taxons checked by
+kernel/shapes/taxons.py and the ``data_definitions`` hook), and extraction's output, data objects
+(attributes live on their object) and data exceptions (docs/api/extraction.md).
+"""
+from __future__ import annotations
+
+from chalicelib.kernel.registry import NAMED_FIELDS, declare
+
+FAMILIES = (
+    declare('data-stores', 'DataStore', 'project', f'{NAMED_FIELDS} storeType metadata:object',
+        indexed={'slug': 1},   # /api/stores/{orgSlug}/{storeSlug}/dataObjects (routes.py)
+        listed_under={'projects': ('dataStores', 'projectId')}),
+    declare('data-definitions', 'DataDefinition', 'org',
+        f'{NAMED_FIELDS} taxonomyType enabled:bool=true taxons:array(Taxon) metadata:object',
+        hook='data_definitions', org_slug_paths=True),
+    declare('data-objects', 'DataObject', 'project',
+        'dataStoreId!>data-stores documentFamilyId>document-families? dataDefinitionId>data-definitions? '
+        'taxonomyRef path! parentId? rowNum:int sourceOrdering sourceKey attributes:array(DataAttribute) '
+        'dataExceptions:array exceptionCount:int lineage:object', name_field='path', hook='data_objects',
+        indexed={'dataStoreId': 1, 'documentFamilyId': 2},
+        server=('sourceKey', 'dataExceptions', 'exceptionCount')),
+    declare('data-exceptions', 'DataException', 'project',
+        'dataStoreId>data-stores? documentFamilyId>document-families? dataObjectId attributeId taxon message '
+        'exceptionType severity open:bool=true state=OPEN closingComment exceptionDetails key sourceKey '
+        'storeState closedBy closedOn:datetime?', name_field='message', hook='data_exceptions',
+        indexed={'storeState': 1, 'documentFamilyId': 2},
+        server=('state', 'storeState', 'key', 'sourceKey', 'closedBy', 'closedOn')),
+)

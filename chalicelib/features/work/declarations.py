@@ -1,0 +1,37 @@
+"""The work feature's families, declared: each one's fields, references, indexes, hook and
+rules (kernel/registry.py ``Family``), installed into the kernel by chalicelib/features/__init__.py.
+
+Work: activity plans, their activities and executions, scheduled jobs.
+"""
+from __future__ import annotations
+
+from chalicelib.kernel.registry import NAMED_FIELDS, TEXT_FIELDS, declare
+
+FAMILIES = (
+    declare('executions', 'Execution', 'project',
+        'name description status=PENDING@ExecutionStatus statusMessages:array activityId>activities? '
+        'assistantId>assistants? startDate:datetime? endDate:datetime? metadata:object '
+        # the SDK's names (kodexa.model Execution): the contract names no execution fields
+        'processingTime:int? exceptionDetails:object? statusDetails:object? pipeline:object? '
+        'parameters:object? context:object? '
+        # work orchestration (features/work/service.py): the step run, its attempts and result
+        # step: validated as a plan's step is (kernel/shapes/steps.py; docs/api/lifecycle.md)
+        'step:object(PipelineStep) attempts:int? nextAttemptAt:datetime? output:any inputs:object '
+        # an assistant's pipeline over a document family (features/work/pipelines.py)
+        'documentFamilyId>document-families?',
+        id_param='executionId', hook='executions',
+        indexed={'activityId': 1, 'status': 2, 'documentFamilyId': 3}),
+    declare('activities', 'Activity', 'project',
+        f'{TEXT_FIELDS} status=PENDING@ActivityStatus activityPlanId>activity-plans? startedOn:datetime? '
+        'completedOn:datetime? metadata:object inputs:object requestId', unique=('requestId',),
+        hook='activities', indexed={'activityPlanId': 1, 'status': 2},
+        refuse_delete_if_referred=True),
+    declare('activity-plans', 'ActivityPlan', 'project',
+        f'{NAMED_FIELDS} steps:array(PipelineStep) schemas:object metadata:object prompts:array '
+        'documentFamilyGroups:array',
+        summary_omit=('steps', 'schemas', 'metadata', 'prompts', 'documentFamilyGroups')),
+    declare('scheduled-jobs', 'ScheduledJob', 'org',
+        f'{TEXT_FIELDS} scheduleExpression:string(ScheduleExpression) active:bool=true '
+        'targetType@ScheduleTargetType? targetId>activity-plans? lastRunOn:datetime? '
+        'nextRunOn:datetime? options:object', hook='scheduled_jobs'),
+)
