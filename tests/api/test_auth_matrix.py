@@ -103,6 +103,14 @@ EXPECTED: dict[tuple[str, str, str], set[int] | str] = {
     **{('GET', path, case): {404}
        for path in ('/api/stores/{orgSlug}/{storeSlug}/fs', '/api/stores/{orgSlug}/{storeSlug}/{version}/fs')
        for case in ('right credential', 'right JWT', 'viewer', 'member', 'manager')},
+    # the SDK's family paths (features/parsing/routes.py) look the family up in the named store; the
+    # world's family is in none, so every caller gets 404 (tests/api/test_parsing.py reads real ones
+    # and check another organization's 404 there)
+    **{(method, f'/api/stores/{{orgSlug}}/{{storeSlug}}{v}/families/{tail}', case): {404}
+       for v in ('', '/{version}')
+       for method, tail in (('GET', '{id}'), ('GET', '{id}/objects/{coId}/content'),
+                            ('POST', '{id}/objects/{coId}/content'))
+       for case in ('right credential', 'right JWT', 'viewer', 'member', 'manager', 'other organization')},
     # the world's document family has no uploaded file
     **{('GET', '/api/document-families/{id}/content', case): {404}
        for case in ('right credential', 'right JWT', 'viewer', 'member', 'manager')},
@@ -204,7 +212,10 @@ class World:
             self._named(stores, record)
             obj = self.resources['data-objects']
             values = {'{orgSlug}': self.org_slug(), '{storeSlug}': record['slug'], '{version}': 'None',
-                      '{objectId}': obj['id'], '{attributeId}': (obj.get('attributes') or [{'id': 'x'}])[0]['id']}
+                      '{objectId}': obj['id'], '{attributeId}': (obj.get('attributes') or [{'id': 'x'}])[0]['id'],
+                      # the SDK's family paths (features/parsing/routes.py): a family and its content object
+                      '{id}': self.resources['document-families']['id'],
+                      '{coId}': self.resources['content-objects']['id']}
             return '/' + '/'.join(values.get(p, p) for p in parts)
         out = []
         for i, part in enumerate(parts):
