@@ -11,7 +11,6 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.api.test_documents_upload import bucket  # noqa: F401 - fixture
 from tests.api.test_parsing import mcp_on  # noqa: F401 - fixture
 from tests.extraction_corpus import invoice_definition, invoice_pdf, invoice_values, pdf_nodes
 from tests.support import create

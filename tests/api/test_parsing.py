@@ -23,7 +23,7 @@ from urllib3 import encode_multipart_formdata
 from chalicelib.features.documents import blobs, deltas
 from chalicelib.features.identity.service_token import SERVICE
 from chalicelib.features.parsing import kddb, service
-from tests.api.test_documents_upload import _objects, bucket  # noqa: F401 - fixture
+from tests.api.test_documents_upload import _objects
 from tests.api.test_last_resort import mcp_on  # noqa: F401 - fixture
 from tests.conftest import make_org
 

@@ -15,7 +15,6 @@ import pytest
 from chalicelib.features.documents import blobs
 from chalicelib.features.identity.service_token import SERVICE
 from chalicelib.features.parsing import service
-from tests.api.test_documents_upload import bucket  # noqa: F401 - fixture
 
 CORPUS = Path(__file__).resolve().parents[1] / 'fixtures' / 'documents'
 MANIFEST = json.loads((CORPUS / 'manifest.json').read_text())
