@@ -297,7 +297,7 @@ def test_stream_handler_records_the_events(stage):
     stats = reader.poll_once()
     assert stats['records'] > 0 and stats['failed'] == 0, (stats, results, process.log_tail())
     assert all(r == {'batchItemFailures': []} for r in results), results
-    events = stage.request('GET', '/api/events?size=100')
+    events = stage.request('GET', '/api/events?pageSize=100')
     assert events['statusCode'] == 200, explain(events)
     assert events['json']['content'], events
 
@@ -309,17 +309,19 @@ def test_schedule_runs(stage):
 
 
 def test_functions_cannot_write_outside_tmp(stage):
-    """The package folder is read-only and the functions run unprivileged: a write there fails
-    here as it does on Lambda (the rehearsal would catch a module that writes beside itself)."""
+    """The package folder (and the OCR image's /var/task) is read-only and the functions run
+    unprivileged: a write there fails here as it does on Lambda (the rehearsal would catch a module
+    that writes beside itself)."""
     api = stage.only('api')
     stage.process(api.logical_id)   # started
-    probe = subprocess.run(
-        ['setpriv', f'--reuid={rehearsal.NOBODY}', f'--regid={rehearsal.NOBODY}', '--clear-groups', '--',
-         rehearsal.interpreter(), '-I', '-S', '-c',
-         f'open({str(stage.task / "probe")!r}, "w")'] if os.geteuid() == 0 else
-        [rehearsal.interpreter(), '-I', '-S', '-c', f'open({str(stage.task / "probe")!r}, "w")'],
-        capture_output=True, text=True)
-    assert probe.returncode != 0 and 'PermissionError' in probe.stderr, probe
+    for folder in (stage.task, stage.image_task(), stage.image_task() / 'PIL'):
+        code = f'open({str(folder / "probe")!r}, "w")'
+        probe = subprocess.run(
+            ['setpriv', f'--reuid={rehearsal.NOBODY}', f'--regid={rehearsal.NOBODY}', '--clear-groups', '--',
+             rehearsal.interpreter(), '-I', '-S', '-c', code] if os.geteuid() == 0 else
+            [rehearsal.interpreter(), '-I', '-S', '-c', code],
+            capture_output=True, text=True)
+        assert probe.returncode != 0 and 'PermissionError' in probe.stderr, (folder, probe)
 
 
 def test_ocr_function_reads_a_scan_the_worker_hands_over(stage):
@@ -331,6 +333,8 @@ def test_ocr_function_reads_a_scan_the_worker_hands_over(stage):
     worker steps above expect their queues to themselves.)"""
     ocr = stage.only('image')
     assert ocr.handler == 'chalicelib.front.handlers.ocr_batch', ocr.handler
+    # the image's layout is the package's plus OCR's own requirements (Pillow), which the zip lacks
+    assert (stage.image_task() / 'PIL').is_dir() and not (stage.task / 'PIL').exists()
     process = stage.process(ocr.logical_id)
     assert stage.processes[ocr.logical_id].environment['OCR_QUEUE_NAME'] == stage_environment(STAGE)['OCR_QUEUE_NAME']
     sqs = stage.aws['sqs']
