@@ -11,7 +11,8 @@ deploy) and ``bench/bench_lambda_package.py`` times it. The steps:
    references resolved: parameters to their defaults, a resource ``Ref`` to the local stand-in the
    caller names, ``{{resolve:secretsmanager:...}}`` to a secret the caller created), and its kind:
    ``authorizer`` and ``api`` (named by the REST API's definition), ``queue`` / ``stream`` /
-   ``schedule`` (by its event source). A function of any other kind, or one whose environment
+   ``schedule`` (by its event source), ``image`` (``PackageType: Image``: the OCR function, its
+   handler the image's ``ImageConfig.Command``). A function of any other kind, or one whose environment
    holds a reference the rehearsal cannot resolve, is an error: a function added later is
    rehearsed or fails loudly, never skipped.
 4. **Start** each in a fresh ``python3.11 -I -S`` interpreter (no site-packages, no
@@ -21,11 +22,20 @@ deploy) and ``bench/bench_lambda_package.py`` times it. The steps:
    local moto server; ``infra/lambda_bootstrap.py`` is its runtime loop. An import the package
    cannot satisfy, a file it does not carry, a variable the template does not set, or a write
    outside ``/tmp`` fails there as it would on Lambda.
+5. **The container-image function** (the OCR function, infra/ocr/Dockerfile) runs as far as its
+   image's Python layout allows (``image_task``): a read-only folder laid out as the Dockerfile
+   lays out the image's ``/var/task`` (the package's code and runtime libraries, plus the pinned
+   distributions of infra/ocr/requirements.txt, copied from the test virtualenv, which must hold
+   the pinned versions: nothing is downloaded), started like the others. The system's Tesseract
+   stands in for the image's (built from the same upstream version's sources); the image's
+   Amazon Linux userland, its Python build and its Tesseract build are not rehearsed here (``make
+   ocr-image`` smoke-tests those; docs/operations/parsing.md "The OCR image").
 
 Sizes are measured against Lambda's limits (``sizes``; docs/operations/deploy.md "Package size").
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -40,6 +50,7 @@ import time
 import uuid
 import zipfile
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +62,8 @@ TEMPLATE_LIMIT = 1024 * 1024   # CloudFormation: a template read from S3, 1 MB (
 ALARM_SHARE = 0.8            # the size test fails past 80 % of either limit
 NOBODY = 65534
 BOOTSTRAP = Path(__file__).with_name('lambda_bootstrap.py')
-KINDS = ('authorizer', 'api', 'queue', 'stream', 'schedule')
+IMAGE_REQUIREMENTS = ROOT / 'infra' / 'ocr' / 'requirements.txt'   # the OCR image's own (its Dockerfile)
+KINDS = ('authorizer', 'api', 'queue', 'stream', 'schedule', 'image')
 
 
 class RehearsalError(Exception):
@@ -105,6 +117,11 @@ def unpack(zip_path: Path, root: Path) -> Path:
         archive.extractall(task)
         executable = {info.filename.rstrip('/') for info in archive.infolist()
                       if (info.external_attr >> 16) & stat.S_IXUSR}
+    _read_only(task, executable)
+    return task
+
+
+def _read_only(task: Path, executable: set[str]) -> None:
     for folder, dirs, files in os.walk(task, topdown=False):   # files first, then their folder
         base = Path(folder)
         for name in files:
@@ -113,7 +130,69 @@ def unpack(zip_path: Path, root: Path) -> Path:
         for name in dirs:
             os.chmod(base / name, 0o555)
     task.chmod(0o555)
-    return task
+
+
+def pinned(requirements: Path) -> list[tuple[str, str]]:
+    """``name==version`` lines of a requirements file (an image's are pinned, as the team's are)."""
+    found = []
+    for line in requirements.read_text().splitlines():
+        line = line.split('#', 1)[0].strip()
+        if not line:
+            continue
+        name, equals, version = line.partition('==')
+        if not equals:
+            raise RehearsalError(f'{requirements}: {line!r} is not pinned (name==version)')
+        found.append((name.strip(), version.strip()))
+    return found
+
+
+def image_task(task: Path, root: Path, requirements: Path = IMAGE_REQUIREMENTS) -> Path:
+    """The OCR image's ``/var/task`` as infra/ocr/Dockerfile lays it out, in ``root/image-task``,
+    read-only: the app and its runtime libraries (the unpacked package's files, hard-linked: the
+    Dockerfile pip-installs the same requirements.txt) plus each pinned distribution of
+    ``requirements`` (Pillow), copied from this interpreter's site-packages (the test virtualenv,
+    which requirements-dev.txt gives the same pins). A distribution missing here, at another
+    version, or needing one the layout lacks, is an error: the rehearsal downloads nothing."""
+    image = root / 'image-task'
+
+    def link(source: str, target: str) -> None:
+        try:
+            os.link(source, target)
+        except OSError:   # another file system
+            shutil.copy2(source, target)
+
+    shutil.copytree(task, image, copy_function=link)
+    for folder, _dirs, _ in os.walk(image):   # writable while it is laid out (copytree kept the 0555s)
+        os.chmod(folder, 0o755)
+    executable = {p.relative_to(image).as_posix() for p in image.rglob('*')
+                  if p.is_file() and p.stat().st_mode & stat.S_IXUSR}
+    have = {_package_of(p.name).lower().replace('-', '_') for p in image.iterdir()}
+    for name, version in pinned(requirements):
+        try:
+            distribution = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            raise RehearsalError(f'{name}=={version} ({requirements.name}) is not installed in the test '
+                                 'virtualenv: the image rehearsal copies it from there') from None
+        if distribution.version != version:
+            raise RehearsalError(f'{name}: the test virtualenv has {distribution.version}, the image pins '
+                                 f'{version} ({requirements})')
+        needs = [r for r in distribution.requires or [] if 'extra ==' not in r]
+        missing = [r for r in needs if re.split(r'[ ;<>=!~\[(]', r, maxsplit=1)[0].lower().replace('-', '_')
+                   not in have]
+        if missing:
+            raise RehearsalError(f'{name} needs {missing}, which the image layout would lack (infra/rehearsal.py)')
+        for file in distribution.files or []:
+            if '..' in file.parts:   # scripts and data outside site-packages: not in /var/task
+                continue
+            source, target = Path(distribution.locate_file(file)), image / Path(*file.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+            if source.stat().st_mode & stat.S_IXUSR:
+                executable.add(target.relative_to(image).as_posix())
+    shutil.copy(ROOT / 'requirements.txt', image / 'requirements.txt')   # as the Dockerfile COPYs them
+    shutil.copy(requirements, image / 'requirements-ocr.txt')
+    _read_only(image, executable)
+    return image
 
 
 def interpreter() -> str:
@@ -159,10 +238,17 @@ def functions(template: dict[str, Any]) -> list[Function]:
             continue
         props = resource.get('Properties') or {}
         name = props.get('FunctionName') or logical_id
+        handler = props.get('Handler') or ''
         events = props.get('Events') or {}
         types = {e.get('Type') for e in events.values()}
-        if props.get('PackageType') == 'Image' or not props.get('Handler'):
+        if props.get('PackageType') == 'Image':
             kind = 'image'
+            handler = ((props.get('ImageConfig') or {}).get('Command') or [''])[0]   # the image's CMD otherwise
+            if not handler:
+                raise RehearsalError(f'{logical_id}: an image function without ImageConfig.Command; the '
+                                     'rehearsal reads the handler from the template')
+        elif not handler:
+            kind = 'unknown'
         elif f'function:{name}/' in authorizer_uris:
             kind = 'authorizer'
         elif f'function:{name}/' in integration_uris or f'{logical_id}.Arn' in integration_uris:
@@ -177,7 +263,7 @@ def functions(template: dict[str, Any]) -> list[Function]:
             kind = 'unknown'
         if props.get('Runtime', 'python3.11') != 'python3.11' and kind != 'image':
             raise RehearsalError(f'{logical_id}: runtime {props.get("Runtime")}, the rehearsal runs python3.11')
-        found.append(Function(logical_id=logical_id, name=name, kind=kind, handler=props.get('Handler') or '',
+        found.append(Function(logical_id=logical_id, name=name, kind=kind, handler=handler,
                               variables=dict((props.get('Environment') or {}).get('Variables') or {}),
                               timeout=int(props.get('Timeout') or 3), memory=int(props.get('MemorySize') or 128),
                               tracing=str(props.get('Tracing') or 'PassThrough'), events=events))
@@ -377,10 +463,11 @@ def remove(root: Path) -> None:
 # ----------------------------------------------------------------------------- API Gateway's side
 
 def api_event(routes: list[str], method: str, path: str, *, headers: dict[str, str] | None = None,
-              body: str | None = None, authorizer: dict[str, Any] | None = None,
+              body: str | bytes | None = None, authorizer: dict[str, Any] | None = None,
               stage: str = 'api') -> dict[str, Any]:
     """API Gateway's proxy event for a request (REST API, Lambda proxy integration), with the
-    authorizer's answer in ``requestContext.authorizer`` as the gateway passes it."""
+    authorizer's answer in ``requestContext.authorizer`` as the gateway passes it. A ``bytes``
+    body goes base64-encoded (``isBase64Encoded``), as the gateway sends a binary media type's."""
     from chalice.local import RouteMatcher  # noqa: PLC0415 - the test process's chalice: same matching rules
 
     match = RouteMatcher(routes).match_route(path)
@@ -400,7 +487,8 @@ def api_event(routes: list[str], method: str, path: str, *, headers: dict[str, s
         'queryStringParameters': {k: v[-1] for k, v in match.query_params.items()} or None,
         'multiValueQueryStringParameters': match.query_params or None,
         'pathParameters': match.captured or None, 'stageVariables': None, 'requestContext': context,
-        'body': body, 'isBase64Encoded': False,
+        'body': base64.b64encode(body).decode() if isinstance(body, bytes) else body,
+        'isBase64Encoded': isinstance(body, bytes),
     }
 
 

@@ -29,7 +29,9 @@ from tests.live import free_port
 ROOT = Path(__file__).resolve().parents[2]
 STAGE = 'prod'
 REGION = 'us-east-1'
-KINDS_REQUIRED = {'authorizer', 'api', 'queue', 'stream', 'schedule'}
+KINDS_REQUIRED = {'authorizer', 'api', 'queue', 'stream', 'schedule', 'image'}
+SCAN = ROOT / 'tests' / 'fixtures' / 'documents' / 'scanned-page.png'   # a page of lppl.pdf, scanned
+SCAN_WORDS = {'Preamble', 'verbatim', 'distribute'}   # tests/fixtures/documents/manifest.json
 
 
 def _moto(port: int) -> subprocess.Popen:
@@ -70,6 +72,7 @@ class Stage:
         self.functions = {f.logical_id: f for f in rehearsal.functions(self.template)}
         self.routes = rehearsal.api_routes(self.template)
         self.processes: dict[str, rehearsal.Process] = {}
+        self._image_task: Path | None = None
         self.aws = {name: boto3.client(name, region_name=REGION, endpoint_url=endpoint,
                                        aws_access_key_id='test', aws_secret_access_key='test')
                     for name in ('apigateway', 'secretsmanager', 'sqs', 'dynamodb')}
@@ -96,13 +99,22 @@ class Stage:
         self.operator_output = answer.stdout
         self.key = next(line.rsplit(' ', 1)[-1] for line in answer.stdout.splitlines() if 'admin API key' in line)
 
+    def image_task(self) -> Path:
+        """The OCR image's /var/task (infra/ocr/Dockerfile), laid out on first use."""
+        if self._image_task is None:
+            started = time.perf_counter()
+            self._image_task = rehearsal.image_task(self.task, self.root)
+            print(f'\nrehearsal: the OCR image\'s /var/task laid out in {time.perf_counter() - started:.1f} s')
+        return self._image_task
+
     def process(self, logical_id: str) -> rehearsal.Process:
         if logical_id not in self.processes:
             function = self.functions[logical_id]
             env = rehearsal.resolve(function, self.template, resources=self.resources,
                                     secret_values=self.secret_values)
+            task = self.image_task() if function.kind == 'image' else self.task
             self.processes[logical_id] = rehearsal.Process(
-                function, self.task, env, runtime_dir=self.runtime, log_path=self.root / f'{logical_id}.log',
+                function, task, env, runtime_dir=self.runtime, log_path=self.root / f'{logical_id}.log',
                 region=REGION, endpoint_url=self.endpoint, xray_port=self.xray.port)
         return self.processes[logical_id]
 
@@ -116,9 +128,11 @@ class Stage:
                                  'the rehearsal drives one; give the new one its own step in this file')
         return found[0]
 
-    def request(self, method: str, path: str, body: Any = None, key: str | None = '__admin__') -> dict[str, Any]:
-        """Through the gateway: the authorizer first (its answer in the request's context), then the API."""
-        headers = {'content-type': 'application/json', 'user-agent': 'rehearsal'}
+    def request(self, method: str, path: str, body: Any = None, key: str | None = '__admin__', *,
+                raw: bytes | None = None, content_type: str = 'application/json') -> dict[str, Any]:
+        """Through the gateway: the authorizer first (its answer in the request's context), then the API.
+        ``raw``: a binary body (sent base64-encoded, as API Gateway sends a binary media type's)."""
+        headers = {'content-type': content_type, 'user-agent': 'rehearsal'}
         if key:
             headers['x-api-key'] = self.key if key == '__admin__' else key
         authorizer = self.only('authorizer')
@@ -126,7 +140,8 @@ class Stage:
         assert answer['policyDocument']['Statement'][0]['Effect'] == 'Allow', answer
         api = self.only('api')
         event = rehearsal.api_event(self.routes, method, path, headers=headers,
-                                    body=None if body is None else json.dumps(body), authorizer=answer)
+                                    body=raw if raw is not None else None if body is None else json.dumps(body),
+                                    authorizer=answer)
         response = self.process(api.logical_id).call(event)
         response['usageIdentifierKey'] = answer.get('usageIdentifierKey')
         if response.get('statusCode', 500) >= 500:   # the function's log says why, in the assertion's message
@@ -282,7 +297,7 @@ def test_stream_handler_records_the_events(stage):
     stats = reader.poll_once()
     assert stats['records'] > 0 and stats['failed'] == 0, (stats, results, process.log_tail())
     assert all(r == {'batchItemFailures': []} for r in results), results
-    events = stage.request('GET', '/api/events?size=100')
+    events = stage.request('GET', '/api/events?pageSize=100')
     assert events['statusCode'] == 200, explain(events)
     assert events['json']['content'], events
 
@@ -294,14 +309,85 @@ def test_schedule_runs(stage):
 
 
 def test_functions_cannot_write_outside_tmp(stage):
-    """The package folder is read-only and the functions run unprivileged: a write there fails
-    here as it does on Lambda (the rehearsal would catch a module that writes beside itself)."""
+    """The package folder (and the OCR image's /var/task) is read-only and the functions run
+    unprivileged: a write there fails here as it does on Lambda (the rehearsal would catch a module
+    that writes beside itself)."""
     api = stage.only('api')
     stage.process(api.logical_id)   # started
-    probe = subprocess.run(
-        ['setpriv', f'--reuid={rehearsal.NOBODY}', f'--regid={rehearsal.NOBODY}', '--clear-groups', '--',
-         rehearsal.interpreter(), '-I', '-S', '-c',
-         f'open({str(stage.task / "probe")!r}, "w")'] if os.geteuid() == 0 else
-        [rehearsal.interpreter(), '-I', '-S', '-c', f'open({str(stage.task / "probe")!r}, "w")'],
-        capture_output=True, text=True)
-    assert probe.returncode != 0 and 'PermissionError' in probe.stderr, probe
+    for folder in (stage.task, stage.image_task(), stage.image_task() / 'PIL'):
+        code = f'open({str(folder / "probe")!r}, "w")'
+        probe = subprocess.run(
+            ['setpriv', f'--reuid={rehearsal.NOBODY}', f'--regid={rehearsal.NOBODY}', '--clear-groups', '--',
+             rehearsal.interpreter(), '-I', '-S', '-c', code] if os.geteuid() == 0 else
+            [rehearsal.interpreter(), '-I', '-S', '-c', code],
+            capture_output=True, text=True)
+        assert probe.returncode != 0 and 'PermissionError' in probe.stderr, (folder, probe)
+
+
+def test_ocr_function_reads_a_scan_the_worker_hands_over(stage):
+    """The OCR function (PackageType Image, infra/ocr/Dockerfile) in its image's Python layout:
+    a scanned page uploaded and reprocessed through the API, the zip-packaged worker hands the page
+    over on the OCR queue (it has no Pillow and, with OCR_QUEUE_NAME set, reads no scan), the OCR
+    function reads it with Tesseract, and the family's document holds the words with confidences.
+    A message it cannot read comes back as a batch item failure. (Runs last: the stream and
+    worker steps above expect their queues to themselves.)"""
+    ocr = stage.only('image')
+    assert ocr.handler == 'chalicelib.front.handlers.ocr_batch', ocr.handler
+    # the image's layout is the package's plus OCR's own requirements (Pillow), which the zip lacks
+    assert (stage.image_task() / 'PIL').is_dir() and not (stage.task / 'PIL').exists()
+    process = stage.process(ocr.logical_id)
+    assert stage.processes[ocr.logical_id].environment['OCR_QUEUE_NAME'] == stage_environment(STAGE)['OCR_QUEUE_NAME']
+    sqs = stage.aws['sqs']
+    ocr_queue = stage_environment(STAGE)['OCR_QUEUE_NAME']
+    ocr_url = sqs.get_queue_url(QueueName=ocr_queue)['QueueUrl']
+    results: list[dict[str, Any]] = []
+
+    def ocr_handler(event, _context):
+        results.append(process.call(event))
+        return results[-1]
+
+    ocr_poller = QueuePoller(ocr_handler, ocr_queue, region=REGION, endpoint_url=stage.endpoint)
+    bad = sqs.send_message(QueueUrl=ocr_url, MessageBody='{"not": "a parse step"}')['MessageId']
+    assert ocr_poller.poll_once() == {'received': 1, 'failed': 1}, (results, process.log_tail())
+    assert results[-1]['batchItemFailures'] == [{'itemIdentifier': bad}]
+
+    org = stage.request('POST', '/api/organizations', {'name': 'Scans', 'slug': 'scans'})
+    assert org['statusCode'] == 201, explain(org)
+    project = stage.request('POST', '/api/projects', {'name': 'scans', 'organizationId': org['json']['id']})
+    assert project['statusCode'] == 201, explain(project)
+    store = stage.request('POST', '/api/document-stores', {'projectId': project['json']['id'], 'name': 'scans',
+                                                           'slug': 'scans'})
+    assert store['statusCode'] == 201, explain(store)
+    family = stage.request('POST', f"/api/document-stores/{store['json']['id']}/upload?path=scans/page.png",
+                           raw=SCAN.read_bytes(), content_type='image/png')
+    assert family['statusCode'] == 201, explain(family)
+    family_id = family['json']['id']
+    run = stage.request('POST', f'/api/document-families/{family_id}/reprocess')
+    assert run['statusCode'] == 202, explain(run)
+
+    worker = stage.process(stage.only('queue').logical_id)
+    worker_poller = QueuePoller(lambda event, _context: worker.call(event),
+                                stage_environment(STAGE)['ACTIVITY_QUEUE_NAME'], region=REGION,
+                                endpoint_url=stage.endpoint)
+    deadline = time.time() + 180
+    status = None
+    while time.time() < deadline:
+        worker_poller.poll_once()
+        ocr_poller.poll_once()
+        status = stage.request('GET', f"/api/executions/{run['json']['id']}")
+        if status['json']['status'] not in ('PENDING', 'RUNNING'):
+            break
+    assert status['json']['status'] == 'SUCCEEDED', (status['json'], process.log_tail(), worker.log_tail())
+    messages = [m['message'] for m in status['json']['statusMessages']]
+    assert any('needs OCR' in m for m in messages), messages   # the zip worker handed it over
+    assert len(results) >= 2 and all(r == {'batchItemFailures': []} for r in results[1:]), results
+
+    document = stage.request('GET', f'/api/document-families/{family_id}/document')
+    assert document['statusCode'] == 200, explain(document)
+    nodes = document['json']['nodes']
+    root = next(n for n in nodes if n['nodeType'] == 'document')
+    assert root['features']['parser'] == 'image-ocr', root
+    words = [n for n in nodes if n['nodeType'] == 'word']
+    assert SCAN_WORDS <= {w['content'] for w in words}, sorted(w['content'] for w in words)[:50]
+    assert all(0 <= w['features']['confidence'] <= 1 for w in words)
+    assert sum(w['features']['confidence'] for w in words) / len(words) > 0.5

@@ -2,6 +2,7 @@
 its kind, a function of a new kind or an unresolvable variable loud, sizes per package."""
 from __future__ import annotations
 
+import os
 import zipfile
 
 import pytest
@@ -41,11 +42,49 @@ def test_every_function_is_found_with_its_kind():
 
 def test_a_function_of_a_new_kind_is_not_skipped():
     kinds = {f.logical_id: f.kind for f in rehearsal.functions(_template(
-        Ocr={'Type': 'AWS::Serverless::Function', 'Properties': {'PackageType': 'Image', 'ImageUri': 'x'}},
         OnS3={'Type': 'AWS::Serverless::Function', 'Properties': {
-            'Runtime': 'python3.11', 'Handler': 'app.s3', 'Events': {'B': {'Type': 'S3'}}}}))}
-    assert kinds['Ocr'] == 'image' and kinds['OnS3'] == 'unknown'
-    assert not {'image', 'unknown'} & set(rehearsal.KINDS)
+            'Runtime': 'python3.11', 'Handler': 'app.s3', 'Events': {'B': {'Type': 'S3'}}}},
+        NoHandler={'Type': 'AWS::Serverless::Function', 'Properties': {'Runtime': 'python3.11'}}))}
+    assert kinds['OnS3'] == 'unknown' and kinds['NoHandler'] == 'unknown'
+    assert 'unknown' not in rehearsal.KINDS
+
+
+def test_an_image_function_is_found_with_its_images_command_as_handler():
+    (ocr,) = [f for f in rehearsal.functions(_template(Ocr={'Type': 'AWS::Serverless::Function', 'Properties': {
+        'PackageType': 'Image', 'ImageUri': {'Ref': 'Img'}, 'ImageConfig': {'Command': ['m.ocr_batch']},
+        'Timeout': 300, 'Events': {'Q': {'Type': 'SQS'}}}})) if f.logical_id == 'Ocr']
+    assert (ocr.kind, ocr.handler, ocr.timeout) == ('image', 'm.ocr_batch', 300)
+    assert 'image' in rehearsal.KINDS
+    with pytest.raises(rehearsal.RehearsalError, match='ImageConfig.Command'):
+        rehearsal.functions(_template(Ocr={'Type': 'AWS::Serverless::Function', 'Properties': {
+            'PackageType': 'Image', 'ImageUri': 'x'}}))
+
+
+def test_the_image_layout_is_the_package_plus_its_pinned_requirements_read_only(tmp_path):
+    task = tmp_path / 'task'
+    (task / 'chalicelib').mkdir(parents=True)
+    (task / 'chalicelib' / 'a.py').write_text('A = 1\n')
+    (task / 'chalicelib').chmod(0o555)
+    task.chmod(0o555)
+    pins = tmp_path / 'requirements-ocr.txt'
+    pins.write_text('# OCR only\npillow==12.0.0\n')
+    image = rehearsal.image_task(task, tmp_path, pins)
+    try:
+        assert (image / 'chalicelib' / 'a.py').read_text() == 'A = 1\n'
+        assert (image / 'PIL' / 'Image.py').is_file() and (image / 'pillow-12.0.0.dist-info').is_dir()
+        assert (image / 'requirements.txt').is_file()
+        assert (image / 'requirements-ocr.txt').read_text() == pins.read_text()
+        assert all(not p.stat().st_mode & 0o222 for p in [image, *image.rglob('*')])
+        pins.write_text('pillow==1.0\n')
+        with pytest.raises(rehearsal.RehearsalError, match='pins 1.0'):
+            rehearsal.image_task(task, tmp_path / 'again', pins)
+        pins.write_text('pillow>=12\n')
+        with pytest.raises(rehearsal.RehearsalError, match='not pinned'):
+            rehearsal.image_task(task, tmp_path / 'third', pins)
+    finally:
+        for root in (tmp_path / 'image-task', tmp_path / 'again', tmp_path / 'third', task):
+            for folder, _, _ in os.walk(root):
+                os.chmod(folder, 0o755)
 
 
 def test_another_runtime_is_refused():
