@@ -37,7 +37,9 @@ def test_every_write_of_a_task_refuses_a_status_slug_that_names_no_status(api, o
     for change in ({'statusSlug': 'nope'}, {'statusSlug': 'nope', 'changeSequence': 1}, {'statusSlug': ''}):
         r = api.put(path, change)
         assert r.status == 400 and 'statusSlug' in r.json['message'], (change, r.json)
-    assert api.put(f'{path}/status', {'statusSlug': 'nope'}).status == 400
+    r = api.put(f'{path}/status', {'statusSlug': 'nope'})   # the same answer as PUT (the kernel's check)
+    assert r.status == 400 and r.json['message'] == \
+        "Field 'statusSlug' refers to a task status that does not exist: nope", r.json
     # a status of another organization is not one of this task's statuses
     other = make_org(api)
     create(api, 'task-statuses', other['id'], slug='elsewhere', label='Elsewhere')

@@ -11,19 +11,19 @@ from chalicelib.features.work.statuses import TERMINAL as TERMINAL_EXECUTION
 from chalicelib.kernel import crud as resources
 from chalicelib.kernel import records
 from chalicelib.kernel.listing import ListRequest, list_resources
-from chalicelib.kernel.store import table
 
 
 def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     """``{statusSlug (or status / slug), changeSequence?}``: the slug must be one of the
-    organization's task statuses. One read of the task: the update writes over the record read
-    here (``loaded``), re-reading it only when a concurrent write wins."""
+    organization's task statuses, checked by the kernel as on every write of a task (the tasks
+    family's slug reference, features/tasks/declarations.py; kernel/references.py
+    ``slug_checks``: 400 "Field 'statusSlug' refers to a task status that does not exist").
+    One read of the task: the update writes over the record read here (``loaded``), re-reading
+    it only when a concurrent write wins."""
     slug = body.get('statusSlug', body.get('status', body.get('slug')))
     if not isinstance(slug, str) or not slug:
         raise BadRequest("Field 'statusSlug' is required")
     task = resources.load_visible('tasks', task_id, principal)
-    if not table.unique_exists('task-statuses', scope=task.org, field_name='slug', value=slug):
-        raise BadRequest(f"Field 'statusSlug' refers to a task status that does not exist: {slug}")
     change: dict[str, Any] = {'statusSlug': slug}
     if 'changeSequence' in body:
         change['changeSequence'] = body['changeSequence']
