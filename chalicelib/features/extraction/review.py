@@ -21,8 +21,7 @@ from chalicelib.core.principal import Principal
 from chalicelib.features.extraction import engine, storage
 from chalicelib.features.extraction import taxons as taxon_rules
 from chalicelib.features.identity.service_token import SERVICE
-from chalicelib.kernel import crud as resources
-from chalicelib.kernel import records
+from chalicelib.kernel import crud, records
 from chalicelib.kernel.store import table
 
 OPTION_KEYS = ('statusSlug', 'teamId', 'assigneeId', 'assigneeRules', 'resolvedDocumentStatus', 'reviewTitle',
@@ -103,7 +102,7 @@ def _open_task(family, options, exceptions, summary, task_id: str | None) -> str
         body: dict[str, Any] = {'description': description[:4000], **who}
         if options.get('statusSlug'):
             body['statusSlug'] = options['statusSlug']
-        resources.update('tasks', task_id, body, principal=SERVICE)
+        crud.update('tasks', task_id, body, principal=SERVICE)
         return task_id
     body = {'projectId': family.data['projectId'], 'title': title[:500], 'description': description[:4000],
             'metadata': {'extractionReview': {'documentFamilyId': family.id, 'sourceKey': summary['sourceKey'],
@@ -111,7 +110,7 @@ def _open_task(family, options, exceptions, summary, task_id: str | None) -> str
     if options.get('statusSlug'):
         body['statusSlug'] = options['statusSlug']
     try:
-        made = resources.create('tasks', body, SERVICE)
+        made = crud.create('tasks', body, SERVICE)
     except ApiError as exc:
         raise ApiError(f'the review task could not be created: {exc.message}', status=exc.status) from None
     return made['id']
@@ -136,7 +135,7 @@ def _close_task(task_id: str, org: str, options: dict[str, Any]) -> None:
     if stored.data.get('statusSlug') == slug:
         return
     with records.action('tasks', 'statusChanged'):
-        resources.update('tasks', task_id, {'statusSlug': slug}, principal=SERVICE)
+        crud.update('tasks', task_id, {'statusSlug': slug}, principal=SERVICE)
 
 
 def _resolve_family(family_id: str, options: dict[str, Any]) -> None:
@@ -144,7 +143,7 @@ def _resolve_family(family_id: str, options: dict[str, Any]) -> None:
     if not status:
         return
     with records.action('document-families', 'updated'):
-        resources.update('document-families', family_id, {'documentStatus': {'slug': status}}, principal=SERVICE)
+        crud.update('document-families', family_id, {'documentStatus': {'slug': status}}, principal=SERVICE)
 
 
 # ----------------------------------------------------------------------------- a reviewer's change

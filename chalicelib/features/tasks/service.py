@@ -8,8 +8,7 @@ from typing import Any
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.principal import Principal
 from chalicelib.features.work.statuses import TERMINAL as TERMINAL_EXECUTION
-from chalicelib.kernel import crud as resources
-from chalicelib.kernel import records
+from chalicelib.kernel import crud, records
 from chalicelib.kernel.listing import ListRequest, list_resources
 
 
@@ -23,31 +22,31 @@ def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) ->
     slug = body.get('statusSlug', body.get('status', body.get('slug')))
     if not isinstance(slug, str) or not slug:
         raise BadRequest("Field 'statusSlug' is required")
-    task = resources.load_visible('tasks', task_id, principal)
+    task = crud.load_visible('tasks', task_id, principal)
     change: dict[str, Any] = {'statusSlug': slug}
     if 'changeSequence' in body:
         change['changeSequence'] = body['changeSequence']
     with records.action('tasks', 'statusChanged'):
-        return resources.update('tasks', task_id, change, principal=principal, loaded=task)
+        return crud.update('tasks', task_id, change, principal=principal, loaded=task)
 
 
 def cancel_execution(execution_id: str, principal: Principal) -> dict[str, Any]:
-    execution = resources.load_visible('executions', execution_id, principal)
+    execution = crud.load_visible('executions', execution_id, principal)
     status = execution.data.get('status')
     if status in TERMINAL_EXECUTION:
         raise Conflict(f'Execution is already {status}')
     with records.action('executions', 'cancelled'):
-        cancelled = resources.update('executions', execution_id,
+        cancelled = crud.update('executions', execution_id,
                                      {'status': 'CANCELLED', 'changeSequence': execution.seq}, principal=principal)
     if cancelled.get('activityId'):   # its last execution ended: the activity finishes (features/work/service.py)
-        from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy: the worker's module
-        work.finish_activity(cancelled['activityId'])
+        from chalicelib.features.work import service as work_service  # noqa: PLC0415 - lazy: the worker's module
+        work_service.finish_activity(cancelled['activityId'])
     return cancelled
 
 
 def task_group_history(group_id: str, req: ListRequest, principal: Principal) -> dict[str, Any]:
     """The history page of one task group (newest first unless ``req`` sorts otherwise)."""
-    group = resources.load_visible('task-groups', group_id, principal)
+    group = crud.load_visible('task-groups', group_id, principal)
     req.filters = [*req.filters, f"taskGroupId == '{group.id}'"]
     if not req.sort:
         req.sort = [('createdOn', True)]
