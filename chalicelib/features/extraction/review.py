@@ -134,16 +134,14 @@ def _close_task(task_id: str, org: str, options: dict[str, Any]) -> None:
                        '(create one, or name closedStatusSlug in the EXTRACT step options)')
     if stored.data.get('statusSlug') == slug:
         return
-    with records.action('tasks', 'statusChanged'):
-        crud.update('tasks', task_id, {'statusSlug': slug}, principal=SERVICE)
+    crud.update('tasks', task_id, {'statusSlug': slug}, principal=SERVICE, action='statusChanged')
 
 
 def _resolve_family(family_id: str, options: dict[str, Any]) -> None:
     status = options.get('resolvedDocumentStatus')
     if not status:
         return
-    with records.action('document-families', 'updated'):
-        crud.update('document-families', family_id, {'documentStatus': {'slug': status}}, principal=SERVICE)
+    crud.update('document-families', family_id, {'documentStatus': {'slug': status}}, principal=SERVICE)
 
 
 # ----------------------------------------------------------------------------- a reviewer's change
@@ -254,17 +252,16 @@ def _reassess(obj, new: dict[str, Any], tree: list[dict[str, Any]], taxon_of, pr
             r['id'] == x['id'] and r.get('attributeId') == attr['id'] for r in still)]
     new['changeSequence'] = obj.seq + 1
     new['updatedOn'] = now
-    with records.action('data-objects', 'reviewed'):
-        ops = storage.replace(storage.OBJECTS, new, obj, principal) + ops
-        if created:
-            ops += records.create_ops(storage.EXCEPTIONS, created, principal)
-        try:
-            storage.commit(ops)
-        except Exception as exc:
-            from chalicelib.kernel.store.repository import WriteConflict  # noqa: PLC0415
-            if isinstance(exc, WriteConflict):
-                raise Conflict('The data object or its exceptions changed meanwhile; read it again and retry') from None
-            raise
+    ops = storage.replace(storage.OBJECTS, new, obj, principal, action='reviewed') + ops
+    if created:
+        ops += records.create_ops(storage.EXCEPTIONS, created, principal)
+    try:
+        storage.commit(ops)
+    except Exception as exc:
+        from chalicelib.kernel.store.repository import WriteConflict  # noqa: PLC0415
+        if isinstance(exc, WriteConflict):
+            raise Conflict('The data object or its exceptions changed meanwhile; read it again and retry') from None
+        raise
     family_done(obj.org, new.get('documentFamilyId'), new.get('sourceKey'))
     return new
 

@@ -8,7 +8,7 @@ from typing import Any
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.principal import Principal
 from chalicelib.features.work.statuses import TERMINAL as TERMINAL_EXECUTION
-from chalicelib.kernel import crud, records
+from chalicelib.kernel import crud
 from chalicelib.kernel.listing import ListRequest, list_resources
 
 
@@ -26,8 +26,7 @@ def set_task_status(task_id: str, body: dict[str, Any], principal: Principal) ->
     change: dict[str, Any] = {'statusSlug': slug}
     if 'changeSequence' in body:
         change['changeSequence'] = body['changeSequence']
-    with records.action('tasks', 'statusChanged'):
-        return crud.update('tasks', task_id, change, principal=principal, loaded=task)
+    return crud.update('tasks', task_id, change, principal=principal, loaded=task, action='statusChanged')
 
 
 def cancel_execution(execution_id: str, principal: Principal) -> dict[str, Any]:
@@ -35,9 +34,8 @@ def cancel_execution(execution_id: str, principal: Principal) -> dict[str, Any]:
     status = execution.data.get('status')
     if status in TERMINAL_EXECUTION:
         raise Conflict(f'Execution is already {status}')
-    with records.action('executions', 'cancelled'):
-        cancelled = crud.update('executions', execution_id,
-                                     {'status': 'CANCELLED', 'changeSequence': execution.seq}, principal=principal)
+    cancelled = crud.update('executions', execution_id, {'status': 'CANCELLED', 'changeSequence': execution.seq},
+                            principal=principal, action='cancelled')
     if cancelled.get('activityId'):   # its last execution ended: the activity finishes (features/work/service.py)
         from chalicelib.features.work import service as work_service  # noqa: PLC0415 - lazy: the worker's module
         work_service.finish_activity(cancelled['activityId'])

@@ -541,8 +541,7 @@ def _script_result(execution: dict[str, Any], family: dict[str, Any], result: An
     if family.get('projectId') != execution.get('projectId'):
         raise engine.AttemptFailed("the document is not in the assistant's project", final=True)
     try:
-        with records.action('document-families', 'updated'):
-            crud.update('document-families', family['id'], body, principal=SERVICE)
+        crud.update('document-families', family['id'], body, principal=SERVICE)
     except ApiError as exc:   # a 4xx fails now (the same change is refused again), a 5xx is retried
         failure = engine.failure_of(exc)
         raise engine.AttemptFailed(f'the document could not be updated: {failure.reason}',

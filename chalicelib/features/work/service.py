@@ -368,9 +368,8 @@ def take_next(body: dict[str, Any], principal: Principal) -> dict[str, Any] | No
         if stored is None or stored.data.get('assigneeId'):
             continue
         try:
-            with records.action('tasks', 'taken'):
-                return crud.update('tasks', task['id'], {'assigneeId': principal.user_id,
-                                                              'changeSequence': stored.seq}, principal=principal)
+            return crud.update('tasks', task['id'], {'assigneeId': principal.user_id, 'changeSequence': stored.seq},
+                               principal=principal, action='taken')
         except Conflict:
             continue   # someone else took it (or changed it) first: the next one
     return None
