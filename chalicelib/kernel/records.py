@@ -15,10 +15,7 @@ kernel/crud.py; this module only knows the shape of the write.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -154,19 +151,6 @@ def _is_checked(counter: str, checked: set[str]) -> bool:
 
 
 BOOKKEEPING = frozenset({'updatedOn', 'changeSequence'})
-_action: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar('action', default=None)
-
-
-@contextlib.contextmanager
-def action(family_path: str, name: str) -> Iterator[None]:
-    """Deprecated (issue 40): pass ``action=`` to kernel/crud.py ``update`` or ``update_ops``
-    instead. Kept only for the callers in features/work/ and features/tasks/service.py until
-    their rewrite passes it: writes of ``family_path`` inside are the action ``name``."""
-    token = _action.set((family_path, name))
-    try:
-        yield
-    finally:
-        _action.reset(token)
 
 
 def domain_event(family: Family, action: str, records: list[dict[str, Any]], principal: Principal,
@@ -176,9 +160,6 @@ def domain_event(family: Family, action: str, records: list[dict[str, Any]], pri
     if not family.publishes or not records:   # events, audit history (kernel/registry.py)
         return None
     first = records[0]
-    named = _action.get()
-    if named is not None and named[0] == family.path and action == 'updated':
-        action = named[1]
     event = {'id': str(uuid.uuid4()), 'eventType': f'{family.path}.{action}', 'family': family.path,
              'resourceId': first.get('id'), 'organizationId': record_org(family, first),
              'projectId': first.get('projectId'), 'actorId': principal.user_id,

@@ -31,6 +31,7 @@ update (back to its default, or absent). Null stays 400 for required fields.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from chalicelib.core.errors import BadRequest
@@ -90,4 +91,6 @@ def slug_checks(family: Family, values: dict[str, Any], org: str | None, project
         scope = {'global': table.GLOBAL_TENANT, 'org': org, 'project': project_id}[target.scope]
         if not isinstance(value, str) or scope is None or \
                 not table.unique_exists(target.path, scope=scope, field_name='slug', value=value):
-            raise BadRequest(f"Field '{name}' refers to a {target.entity} that does not exist: {str(value)[:100]}")
+            noun = re.sub(r'(?<!^)(?=[A-Z])', ' ', target.entity).lower()   # TaskStatus -> task status
+            article = 'an' if noun[:1] in 'aeiou' else 'a'
+            raise BadRequest(f"Field '{name}' refers to {article} {noun} that does not exist: {str(value)[:100]}")

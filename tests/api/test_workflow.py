@@ -37,7 +37,9 @@ def test_every_write_of_a_task_refuses_a_status_slug_that_names_no_status(api, o
     for change in ({'statusSlug': 'nope'}, {'statusSlug': 'nope', 'changeSequence': 1}, {'statusSlug': ''}):
         r = api.put(path, change)
         assert r.status == 400 and 'statusSlug' in r.json['message'], (change, r.json)
-    assert api.put(f'{path}/status', {'statusSlug': 'nope'}).status == 400
+    r = api.put(f'{path}/status', {'statusSlug': 'nope'})   # the same answer as PUT (the kernel's check)
+    assert r.status == 400 and r.json['message'] == \
+        "Field 'statusSlug' refers to a task status that does not exist: nope", r.json
     # a status of another organization is not one of this task's statuses
     other = make_org(api)
     create(api, 'task-statuses', other['id'], slug='elsewhere', label='Elsewhere')
@@ -52,6 +54,16 @@ def test_every_write_of_a_task_refuses_a_status_slug_that_names_no_status(api, o
     assert api.put(path, {'statusSlug': None}).status == 200
     r = api.put(path, {'statusSlug': 'review'})
     assert r.status == 200 and r.json['statusSlug'] == 'review'
+
+
+def test_a_task_groups_status_slug_is_its_own_label_not_a_task_status(api, org_id):
+    """A task group's statusSlug names no task status (docs/api/conventions.md, slug references):
+    stored as given and filterable, where a task's would be a 400."""
+    project = create(api, 'projects', org_id)
+    group = api.post('/api/task-groups', {'projectId': project['id'], 'name': 'g', 'statusSlug': 'in-triage'})
+    assert group.status == 201 and group.json['statusSlug'] == 'in-triage', group.json
+    assert api.get("/api/task-groups?filter=statusSlug=='in-triage'").json['totalElements'] == 1
+    assert api.post('/api/tasks', {'projectId': project['id'], 'title': 't', 'statusSlug': 'in-triage'}).status == 400
 
 
 def test_a_task_step_naming_no_status_fails_its_activity(api, org_id, work):

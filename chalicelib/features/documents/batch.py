@@ -24,8 +24,7 @@ from chalicelib.core.clock import now_iso
 from chalicelib.core.errors import ApiError, BadRequest
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents.families import _status_id
-from chalicelib.kernel import access, records, writes
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud, records, writes
 from chalicelib.kernel.hooks import hook_for
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
@@ -69,7 +68,7 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     project_id = body.get('projectId')
     if not isinstance(project_id, str) or not project_id:
         raise BadRequest("Field 'projectId' is required")
-    project = resources.load_visible('projects', project_id, principal)
+    project = crud.load_visible('projects', project_id, principal)
     family_ids = _ids(body.get('documentFamilyIds'), 'documentFamilyIds')
     labels = _object(body, 'labelUpdates')
     added = _ids(labels.get('newLabels'), 'labelUpdates.newLabels')
@@ -116,7 +115,7 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
             found = table.get('document-families', fid)
             if found is None or found.data.get('projectId') != project.id:
                 raise BadRequest(f'No document family {fid} in project {project.id}')
-            resources.delete(FAMILIES, fid, principal)
+            crud.delete(FAMILIES, fid, principal)
             entry['success'] = True
         except ApiError as exc:
             entry.update(_failed(exc))
@@ -131,7 +130,7 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
             continue
         try:
             budget.check(f'batch update stopped before note {i}')
-            resources.create('events', {
+            crud.create('events', {
                 'organizationId': project.org, 'eventType': NOTE_EVENT, 'source': 'batch-update',
                 'description': text, 'name': text[:100],
                 'payload': {'projectId': project.id, 'documentFamilyIds': targets}}, principal)
@@ -143,7 +142,7 @@ def batch_update(body: dict[str, Any], principal: Principal) -> dict[str, Any]:
             found = table.get('events', note_id)
             if found is None or found.data.get('eventType') != NOTE_EVENT or found.org != project.org:
                 raise BadRequest(f'No note {note_id}')
-            resources.delete('events', note_id, principal)
+            crud.delete('events', note_id, principal)
         except ApiError as exc:
             warnings.append(f'note {note_id} was not deleted: {exc.message}')
 
@@ -160,11 +159,11 @@ def _update(path: str, change: dict[str, Any], key: str, principal: Principal) -
     try:
         budget.check(f'batch update stopped before the {key} update')
         if path == 'tasks' and 'statusSlug' in fields:
-            stored = resources.load_visible('tasks', change['id'], principal)
+            stored = crud.load_visible('tasks', change['id'], principal)
             slug = fields['statusSlug']
             if not table.unique_exists('task-statuses', scope=stored.org, field_name='slug', value=slug):
                 raise BadRequest(f"Field 'statusSlug' refers to a task status that does not exist: {slug}")
-        return {'success': True, key: resources.update(path, change['id'], fields, principal=principal)}
+        return {'success': True, key: crud.update(path, change['id'], fields, principal=principal)}
     except ApiError as exc:
         return _failed(exc)
 
@@ -176,7 +175,7 @@ def _update_family(fid: str, stored: Stored | None, project_id: str, status: Sto
     if stored is None or stored.data.get('projectId') != project_id:
         raise BadRequest(f'No document family {fid} in project {project_id}')
     access.require_active(principal, stored.org)
-    resources.require_write(FAMILIES, principal, stored, op='update')
+    crud.require_write(FAMILIES, principal, stored, op='update')
     current = [stored]
 
     def attempt() -> dict[str, Any]:

@@ -29,8 +29,7 @@ from chalicelib.core.limits import MAX_PAGE_SIZE
 from chalicelib.core.principal import Principal
 from chalicelib.features.extraction import review, storage
 from chalicelib.features.extraction import taxons as taxon_rules
-from chalicelib.kernel import access, listing, org_reads
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud, listing, org_reads
 from chalicelib.kernel.query import evaluate
 from chalicelib.kernel.query.parser import FilterError, parse
 from chalicelib.kernel.query.schema import DictSchema
@@ -49,10 +48,10 @@ EXCEPTION_PARAMS = ('dataStoreId', 'documentFamilyId', 'taxon', 'dataObjectId', 
 def resolve_store(org_slug: str, store_slug: str, principal: Principal):
     org_id = org_reads.organization_id(org_slug, principal)
     stores = [s for s in storage.stores_with_slug(org_id, store_slug.strip()[:255])
-              if resources.visible(STORES, principal, s)]
+              if crud.visible(STORES, principal, s)]
     if not stores:
         try:
-            found = resources.load_visible(STORES, store_slug, principal)
+            found = crud.load_visible(STORES, store_slug, principal)
         except (NotFound, BadRequest, ApiError):
             found = None
         if found is None or found.org != org_id:
@@ -105,7 +104,7 @@ def _safe(value: str) -> str:
 
 
 def load_object(org_slug: str | None, store_slug: str | None, object_id: str, principal: Principal):
-    obj = resources.load_visible(storage.OBJECTS, object_id, principal)
+    obj = crud.load_visible(storage.OBJECTS, object_id, principal)
     if org_slug is not None:
         store = resolve_store(org_slug, store_slug or '', principal)
         if obj.data.get('dataStoreId') != store.id:
@@ -127,7 +126,7 @@ def attributes(org_slug: str, store_slug: str, object_id: str, principal: Princi
 def put_attribute(org_slug: str | None, store_slug: str | None, object_id: str, attribute_id: str,
                   body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     obj, _ = load_object(org_slug, store_slug, object_id, principal)
-    resources.require_write(storage.OBJECTS, principal, obj, op='update')
+    crud.require_write(storage.OBJECTS, principal, obj, op='update')
     new = review.update_attribute(obj, attribute_id, body, principal)
     return next(a for a in new['attributes'] if a['id'] == attribute_id) | {'dataObject': {
         'id': new['id'], 'exceptionCount': new.get('exceptionCount'), 'dataExceptions': new.get('dataExceptions')}}
@@ -272,6 +271,6 @@ def _sdk_store_filter(filters: list[str]) -> tuple[str | None, list[str]]:
 
 
 def put_exception(exception_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
-    exc = resources.load_visible(storage.EXCEPTIONS, exception_id, principal)
+    exc = crud.load_visible(storage.EXCEPTIONS, exception_id, principal)
     access.require_write(principal, storage.OBJECTS, exc.org)
     return review.close_exception(exc, body, principal)

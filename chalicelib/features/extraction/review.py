@@ -21,8 +21,7 @@ from chalicelib.core.principal import Principal
 from chalicelib.features.extraction import engine, storage
 from chalicelib.features.extraction import taxons as taxon_rules
 from chalicelib.features.identity.service_token import SERVICE
-from chalicelib.kernel import crud as resources
-from chalicelib.kernel import records
+from chalicelib.kernel import crud, records
 from chalicelib.kernel.store import table
 
 OPTION_KEYS = ('statusSlug', 'teamId', 'assigneeId', 'assigneeRules', 'resolvedDocumentStatus', 'reviewTitle',
@@ -103,7 +102,7 @@ def _open_task(family, options, exceptions, summary, task_id: str | None) -> str
         body: dict[str, Any] = {'description': description[:4000], **who}
         if options.get('statusSlug'):
             body['statusSlug'] = options['statusSlug']
-        resources.update('tasks', task_id, body, principal=SERVICE)
+        crud.update('tasks', task_id, body, principal=SERVICE)
         return task_id
     body = {'projectId': family.data['projectId'], 'title': title[:500], 'description': description[:4000],
             'metadata': {'extractionReview': {'documentFamilyId': family.id, 'sourceKey': summary['sourceKey'],
@@ -111,7 +110,7 @@ def _open_task(family, options, exceptions, summary, task_id: str | None) -> str
     if options.get('statusSlug'):
         body['statusSlug'] = options['statusSlug']
     try:
-        made = resources.create('tasks', body, SERVICE)
+        made = crud.create('tasks', body, SERVICE)
     except ApiError as exc:
         raise ApiError(f'the review task could not be created: {exc.message}', status=exc.status) from None
     return made['id']
@@ -135,16 +134,14 @@ def _close_task(task_id: str, org: str, options: dict[str, Any]) -> None:
                        '(create one, or name closedStatusSlug in the EXTRACT step options)')
     if stored.data.get('statusSlug') == slug:
         return
-    with records.action('tasks', 'statusChanged'):
-        resources.update('tasks', task_id, {'statusSlug': slug}, principal=SERVICE)
+    crud.update('tasks', task_id, {'statusSlug': slug}, principal=SERVICE, action='statusChanged')
 
 
 def _resolve_family(family_id: str, options: dict[str, Any]) -> None:
     status = options.get('resolvedDocumentStatus')
     if not status:
         return
-    with records.action('document-families', 'updated'):
-        resources.update('document-families', family_id, {'documentStatus': {'slug': status}}, principal=SERVICE)
+    crud.update('document-families', family_id, {'documentStatus': {'slug': status}}, principal=SERVICE)
 
 
 # ----------------------------------------------------------------------------- a reviewer's change
@@ -255,17 +252,16 @@ def _reassess(obj, new: dict[str, Any], tree: list[dict[str, Any]], taxon_of, pr
             r['id'] == x['id'] and r.get('attributeId') == attr['id'] for r in still)]
     new['changeSequence'] = obj.seq + 1
     new['updatedOn'] = now
-    with records.action('data-objects', 'reviewed'):
-        ops = storage.replace(storage.OBJECTS, new, obj, principal) + ops
-        if created:
-            ops += records.create_ops(storage.EXCEPTIONS, created, principal)
-        try:
-            storage.commit(ops)
-        except Exception as exc:
-            from chalicelib.kernel.store.repository import WriteConflict  # noqa: PLC0415
-            if isinstance(exc, WriteConflict):
-                raise Conflict('The data object or its exceptions changed meanwhile; read it again and retry') from None
-            raise
+    ops = storage.replace(storage.OBJECTS, new, obj, principal, action='reviewed') + ops
+    if created:
+        ops += records.create_ops(storage.EXCEPTIONS, created, principal)
+    try:
+        storage.commit(ops)
+    except Exception as exc:
+        from chalicelib.kernel.store.repository import WriteConflict  # noqa: PLC0415
+        if isinstance(exc, WriteConflict):
+            raise Conflict('The data object or its exceptions changed meanwhile; read it again and retry') from None
+        raise
     family_done(obj.org, new.get('documentFamilyId'), new.get('sourceKey'))
     return new
 

@@ -23,8 +23,7 @@ from chalicelib.features.extraction import engine, review, storage
 from chalicelib.features.extraction import taxons as taxon_rules
 from chalicelib.features.extraction.engine import ExtractionLimit
 from chalicelib.features.identity.service_token import SERVICE
-from chalicelib.kernel import access
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud
 from chalicelib.kernel.registry import family as family_of
 
 log = observability.get_logger('extraction')
@@ -206,7 +205,7 @@ def extract_now(family_id: str, body: dict[str, Any], principal: Principal) -> d
     client (its ``step`` names the run: repeating it replaces its earlier result)."""
     if not isinstance(body, dict):
         raise BadRequest('The body must be a JSON object')
-    family = resources.load_visible('document-families', family_id, principal)
+    family = crud.load_visible('document-families', family_id, principal)
     access.require_write(principal, family_of('data-objects'), family.org)
     step = body.get('step') or 'manual'
     options = {k: v for k, v in body.items() if k != 'step'}

@@ -92,9 +92,11 @@ def delete(family, stored: list[Stored], principal: Principal) -> None:
     _in_transactions(stored, lambda chunk: [op for s in chunk for op in records.delete_ops(family, s, principal)])
 
 
-def replace(family, new: dict[str, Any], stored: Stored, principal: Principal) -> list:
-    """The operations of one record's update (locked on its sequence)."""
-    return records.update_ops(family, new, stored, principal=principal)
+def replace(family, new: dict[str, Any], stored: Stored, principal: Principal, *,
+            action: str = 'updated') -> list:
+    """The operations of one record's update (locked on its sequence); ``action`` names its
+    domain event (``reviewed``: ``data-objects.reviewed``)."""
+    return records.update_ops(family, new, stored, principal=principal, action=action)
 
 
 def commit(ops: list) -> None:

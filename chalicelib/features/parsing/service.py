@@ -42,8 +42,7 @@ from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, deltas
 from chalicelib.features.documents import service as documents
 from chalicelib.features.parsing import kddb
-from chalicelib.kernel import crud as resources
-from chalicelib.kernel import records
+from chalicelib.kernel import crud, records
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
@@ -358,7 +357,7 @@ def text_of(family_id: str, principal: Principal, *, page: int | None = None) ->
     """``GET /api/document-families/{id}/text``: ``{text, version, pageCount, firstPage, lastPage,
     nextPage}``; the route answers the text as text/plain and the rest as headers
     (docs/api/documents.md "Text")."""
-    family = resources.load_visible(FAMILIES, family_id, principal)
+    family = crud.load_visible(FAMILIES, family_id, principal)
     return _text(family, page=page, limit=MAX_TEXT_BYTES)
 
 
@@ -428,7 +427,7 @@ def step_view(family: Stored) -> dict[str, Any] | None:
 def text_for(family_id: str, principal: Principal, *, page: int | None = None,
              limit: int = STEP_TEXT_BYTES) -> dict[str, Any]:
     """The family's text for an agent's tool (features/mcp/tools.py), with the caller's rights."""
-    family = resources.load_visible(FAMILIES, family_id, principal)
+    family = crud.load_visible(FAMILIES, family_id, principal)
     return {'documentFamilyId': family.id, **_text(family, page=page, limit=limit)}
 
 
@@ -437,7 +436,7 @@ def text_for(family_id: str, principal: Principal, *, page: int | None = None,
 def family_in_store(org_slug: str, store_slug: str, family_id: str, principal: Principal) -> tuple[str, Stored]:
     from chalicelib.features.documents import store_fs  # noqa: PLC0415 - lazy: the SDK's routes only
     org, store = store_fs.resolve_store(org_slug, store_slug, principal)
-    family = resources.load_visible(FAMILIES, family_id, principal)
+    family = crud.load_visible(FAMILIES, family_id, principal)
     if family.data.get('documentStoreId') != store.id:
         raise NotFound(f'Document family {family_id[:64]} does not exist')
     return f"{org}/{store.data.get('slug')}", family
@@ -517,7 +516,7 @@ def put_kddb(org_slug: str, store_slug: str, family_id: str, co_id: str, *, data
     or ``file``, or the body): the family's next document version (the SDK's
     ``update_document``). Answers the SDK's family view."""
     _, family = family_in_store(org_slug, store_slug, family_id, principal)
-    resources.require_write(FAMILIES, principal, family, op='update')
+    crud.require_write(FAMILIES, principal, family, op='update')
     object_of(family, co_id)
     raw = data or b''
     header = (content_type or '').strip()

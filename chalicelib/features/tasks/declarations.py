@@ -18,6 +18,7 @@ FAMILIES = (
         slug_refs={'statusSlug': 'task-statuses'},
         indexed={'statusSlug': 1, 'assigneeId': 2, 'teamId': 3, 'taskGroupId': 4, 'createdByActivityId': 5},
         embeds=('project', 'assignee')),
+    # a group's statusSlug is its own label, not a slug reference (docs/api/conventions.md)
     declare('task-groups', 'TaskGroup', 'project',
         f'{TEXT_FIELDS} statusSlug assigneeId>users? teamId>teams? metadata:object plan:object',
         collections={'memberTask': ('tasks', 'taskGroupId')}, hook='task_groups',

@@ -60,8 +60,8 @@ class ExecutionHook(Hook):
         activity finishes now (it does not stay RUNNING with nothing left to run)."""
         activity_id = stored.data.get('activityId')
         if activity_id and stored.data.get('status', 'PENDING') not in TERMINAL:
-            from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy: the worker's module
-            work.finish_activity(activity_id)
+            from chalicelib.features.work import service as work_service  # noqa: PLC0415 - lazy: the worker's module
+            work_service.finish_activity(activity_id)
 
 
 HOOK = ExecutionHook()

@@ -23,8 +23,8 @@ def start_activity():
     activity, its start queued. The organization comes from the project (a caller-supplied
     organizationId is ignored, as for every project-scoped create); the only check is that the
     plan is bound to the project."""
-    from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy: cold start
+    from chalicelib.features.work import service as work_service  # noqa: PLC0415 - lazy: cold start
     payload = body()
     if not isinstance(payload, dict):
         raise BadRequest('The body must be a JSON object')
-    return accepted(work.start(None, payload, caller()))
+    return accepted(work_service.start(None, payload, caller()))

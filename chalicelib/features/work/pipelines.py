@@ -48,8 +48,7 @@ from chalicelib.core.principal import Principal
 from chalicelib.features.identity.service_token import SERVICE, SERVICE_USER
 from chalicelib.features.work import engine, parse_stage
 from chalicelib.features.work.statuses import FAILED, PENDING, SUCCEEDED, TERMINAL
-from chalicelib.kernel import crud as resources
-from chalicelib.kernel import filtering, records
+from chalicelib.kernel import crud, filtering, records
 from chalicelib.kernel.query.evaluate import evaluate as matches
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.shapes import steps as step_rules
@@ -542,8 +541,7 @@ def _script_result(execution: dict[str, Any], family: dict[str, Any], result: An
     if family.get('projectId') != execution.get('projectId'):
         raise engine.AttemptFailed("the document is not in the assistant's project", final=True)
     try:
-        with records.action('document-families', 'updated'):
-            resources.update('document-families', family['id'], body, principal=SERVICE)
+        crud.update('document-families', family['id'], body, principal=SERVICE)
     except ApiError as exc:   # a 4xx fails now (the same change is refused again), a 5xx is retried
         failure = engine.failure_of(exc)
         raise engine.AttemptFailed(f'the document could not be updated: {failure.reason}',

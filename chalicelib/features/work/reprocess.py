@@ -14,7 +14,7 @@ from chalicelib.core.errors import BadRequest
 from chalicelib.core.principal import Principal
 from chalicelib.features.parsing import service as parsing
 from chalicelib.features.work import pipelines
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import crud
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.table import Stored
@@ -32,14 +32,14 @@ def _assistant(value: Any, family: Stored, principal: Principal) -> str | None:
         raise missing from None
     stored = table.get('assistants', assistant_id)
     if stored is None or stored.data.get('deleted') or stored.data.get('projectId') != family.data.get('projectId') \
-            or not resources.visible(family_of('assistants'), principal, stored):
+            or not crud.visible(family_of('assistants'), principal, stored):
         raise missing
     return assistant_id
 
 
 def reprocess(family: Stored, principal: Principal, assistant_id: Any = None) -> dict[str, Any]:
     """Start a new parse run over ``family`` (the caller may write it) -> the run (PENDING)."""
-    resources.require_write(FAMILIES, principal, family, op='update')
+    crud.require_write(FAMILIES, principal, family, op='update')
     then = _assistant(assistant_id, family, principal)
     trigger = f'{pipelines.REPROCESS}{uuid.uuid4()}'
     pipelines.run_stages(family.id, trigger, then)
@@ -51,7 +51,7 @@ def reprocess_family(family_id: str, body: Any, principal: Principal) -> dict[st
     """``POST /api/document-families/{id}/reprocess`` with an optional ``{"assistantId"}``."""
     if body is not None and not isinstance(body, dict):
         raise BadRequest('The body must be a JSON object {"assistantId"?} or empty')
-    family = resources.load_visible(FAMILIES, family_id, principal)
+    family = crud.load_visible(FAMILIES, family_id, principal)
     return reprocess(family, principal, (body or {}).get('assistantId'))
 
 

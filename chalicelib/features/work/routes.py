@@ -22,12 +22,12 @@ def accepted(value) -> Response:
 
 @bp.route('/api/activity-plans/{id}/start', methods=['POST'], name='startActivityPlan', content_types=JSON_CONTENT)
 def start_activity_plan(id):
-    from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy: cold start
-    return accepted(work.start(id, body(), caller()))
+    from chalicelib.features.work import service as work_service  # noqa: PLC0415 - lazy: cold start
+    return accepted(work_service.start(id, body(), caller()))
 
 
 @bp.route('/api/tasks/take-next', methods=['POST'], name='takeNextTask', content_types=JSON_CONTENT)
 def take_next_task():
-    from chalicelib.features.work import service as work  # noqa: PLC0415 - lazy: cold start
-    task = work.take_next(body(), caller())
+    from chalicelib.features.work import service as work_service  # noqa: PLC0415 - lazy: cold start
+    task = work_service.take_next(body(), caller())
     return no_content() if task is None else task

@@ -63,7 +63,7 @@ def plan_next(data: dict[str, Any]) -> None:
 def tick(now: datetime | None = None) -> dict[str, int]:
     """Claim and start every due job; {'due', 'started', 'lost', 'failed'}. Safe to run
     concurrently: a job is claimed by exactly one tick."""
-    from chalicelib.features.work import service as work  # noqa: PLC0415 - work imports this module for validation
+    from chalicelib.features.work import service as work_service  # noqa: PLC0415 - work imports this module for validation
     now = now or clock.now()
     due = work_store.due_jobs(clock.iso(now))
     stats = {'due': len(due), 'started': 0, 'lost': 0, 'failed': 0}
@@ -74,7 +74,7 @@ def tick(now: datetime | None = None) -> dict[str, int]:
             continue
         try:
             with observability.work(correlation_id=f'schedule:{job_id}:{run_on}'):
-                work.start_scheduled(claimed, run_on)
+                work_service.start_scheduled(claimed, run_on)
             stats['started'] += 1
         except Exception as exc:  # noqa: BLE001 - one failing job must not stop the others
             stats['failed'] += 1

@@ -38,8 +38,7 @@ from chalicelib.features.identity.service_token import SERVICE
 from chalicelib.features.work import engine
 from chalicelib.features.work import store as work_store
 from chalicelib.features.work.statuses import CANCELLED, FAILED, PENDING
-from chalicelib.kernel import access, records
-from chalicelib.kernel import crud as resources
+from chalicelib.kernel import access, crud, records
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
@@ -75,7 +74,7 @@ def start(plan_id: str | None, body: dict[str, Any], principal: Principal) -> di
         raise BadRequest('The body must be a JSON object')
     plan = None
     if plan_id is not None:   # the plan named by the path: 404 unless the caller can see it
-        plan = resources.load_visible('activity-plans', plan_id, principal)
+        plan = crud.load_visible('activity-plans', plan_id, principal)
         plan_id = plan.id
     project_id = _uuid(body, 'projectId')
     plan_id = plan_id if plan_id is not None else _uuid(body, 'activityPlanId')
@@ -104,7 +103,7 @@ def start(plan_id: str | None, body: dict[str, Any], principal: Principal) -> di
     if request_id is not None:
         activity['requestId'] = request_id
     try:
-        data = resources.create('activities', activity, principal)
+        data = crud.create('activities', activity, principal)
     except Conflict:
         if request_id is None:
             raise
@@ -129,7 +128,7 @@ def _by_request(project_id: str, request_id: str, principal: Principal) -> dict[
     if owner is None:
         return None
     stored = table.get('activities', owner)
-    if stored is None or not resources.visible(family_of('activities'), principal, stored):
+    if stored is None or not crud.visible(family_of('activities'), principal, stored):
         return None
     return stored.data
 
@@ -190,7 +189,7 @@ def run_start(activity_id: str) -> str:
         ops += records.create_ops(family_of('tasks'), tasks, SERVICE)
         for task in tasks:
             try:   # references are checked by reads (kernel/crud.py, issue 27)
-                ops += resources.reference_ops(family_of('tasks'), task, stored.org)
+                ops += crud.reference_ops(family_of('tasks'), task, stored.org)
             except BadRequest as exc:
                 return _fail_activity(stored, f"a TASK step's options: {exc}")
     if executions:
@@ -369,9 +368,8 @@ def take_next(body: dict[str, Any], principal: Principal) -> dict[str, Any] | No
         if stored is None or stored.data.get('assigneeId'):
             continue
         try:
-            with records.action('tasks', 'taken'):
-                return resources.update('tasks', task['id'], {'assigneeId': principal.user_id,
-                                                              'changeSequence': stored.seq}, principal=principal)
+            return crud.update('tasks', task['id'], {'assigneeId': principal.user_id, 'changeSequence': stored.seq},
+                               principal=principal, action='taken')
         except Conflict:
             continue   # someone else took it (or changed it) first: the next one
     return None
