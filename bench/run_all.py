@@ -9,6 +9,7 @@ SCRIPTS = (
     'bench_foundation.py',
     'bench_list.py',
     'bench_write_cost.py',
+    'bench_family_put.py',
     'bench_bridges.py',
     'bench_work.py',
     'bench_mcp.py',

@@ -329,7 +329,11 @@ def update(family: Family | str, id_: str, body: dict[str, Any], *, principal: P
     if expected is None and unlocked.plain(family, values, nulls):   # no read-modify-write (unlocked.py)
         stored = first.pop() if first else load_visible(family, id_, principal)
         require_write(family, principal, stored, op='update')
-        return unlocked.apply(family, stored, values, nulls, principal, action=action)
+        written = unlocked.apply(family, stored, values, nulls, principal, action=action)
+        if written is not None:
+            return written
+        # locked (as read, or at the write) or gone: read-modify-write answers (kernel/unlocked.py)
+        first = [stored] if stored.data.get(unlocked.lock_for(family, values, nulls)) is True else []
     embedded: list[bool] = []
 
     def attempt() -> dict[str, Any]:

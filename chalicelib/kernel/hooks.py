@@ -16,6 +16,12 @@ that touches none of them (and no unique, indexed, reference or embedded field) 
 one-UpdateItem path (kernel/unlocked.py) and never meets a concurrent writer; one that touches a
 guarded field keeps the read-modify-write path of kernel/crud.py (re-applied with jittered
 backoff, kernel/writes.py). A hook that declares nothing (``None``) guards every field.
+
+A hook may also name a boolean field that locks the record (``locks``): while it is true, no
+field but itself may change. The one-UpdateItem path then writes on condition that the lock is
+not true (whenever the change names another field), so the lock costs no read and no
+transaction; a record read as locked, or whose condition failed, takes the read-modify-write
+path, where ``before_update`` answers (409, or a write that changes nothing).
 """
 from __future__ import annotations
 
@@ -34,6 +40,8 @@ EVERY_FIELD = None   # ``guards`` of a hook whose rules read the whole record on
 class Hook:
     # The fields this hook's update rules read (module docstring); None: all of them.
     guards: frozenset[str] | None = EVERY_FIELD
+    # A boolean field that, while true, refuses changes to every other field (module docstring).
+    locks: str | None = None
 
     def guarded(self, family: Family) -> frozenset[str] | None:
         """The fields of ``family`` this hook guards (a hook serving several families may differ)."""

@@ -20,6 +20,12 @@ contention (it re-reads and re-applies with jittered backoff: kernel/writes.py).
 
 The record is still read first, for visibility and permission (and its organization's status):
 that read decides *whether* the caller may write, never *what* is written.
+
+A family whose hook names a lock field (kernel/hooks.py ``locks``) keeps this path: a change
+naming any other field is conditioned on the lock not being true, in the same UpdateItem. A
+record read as locked, or a failed condition, goes to the read-modify-write path (``apply``
+returns None), which reads it once and answers: 404, 409 locked, or the write (one that
+changes nothing is allowed).
 """
 from __future__ import annotations
 
@@ -58,14 +64,30 @@ def _embedded(spec) -> bool:
     return embedded_family(spec) is not None
 
 
+def lock_for(family: Family, values: dict[str, Any], nulls: set[str]) -> str | None:
+    """The lock field this change must be conditioned on: the hook's ``locks`` when the change
+    names another field (setting the lock alone, e.g. unlocking, needs none)."""
+    lock = hook_for(family).locks if family.hook is not None else None
+    if lock is None or not (set(values) | nulls) - {lock}:
+        return None
+    return lock
+
+
 def apply(family: Family, stored: Stored, values: dict[str, Any], nulls: set[str],
-          principal: Principal, *, action: str = 'updated') -> dict[str, Any]:
+          principal: Principal, *, action: str = 'updated') -> dict[str, Any] | None:
     """Write the change to the record ``stored`` (read for permission only) -> the new record.
 
     ``null`` clears a field back to its default, or removes it (the rule of the general path).
     The write's domain event rides on the same UpdateItem (the item's ``obx`` attribute, which
     the table-stream handler publishes: features/events/outbox.py), so it is as atomic as the outbox item
-    of a transaction without making this write one."""
+    of a transaction without making this write one.
+
+    None (nothing written) when the change must meet the family's lock (``lock_for``) and the
+    record is locked, as read or at the write, or gone at the write: the caller's
+    read-modify-write path reads it once and answers (404, 409 locked, or the write)."""
+    lock = lock_for(family, values, nulls)
+    if lock is not None and stored.data.get(lock) is True:
+        return None
     values = dict(values)
     for name in nulls:
         default = family.writable[name].default
@@ -79,9 +101,11 @@ def apply(family: Family, stored: Stored, values: dict[str, Any], nulls: set[str
     event = records.domain_event(family, action, [stored.data], principal, changed)
     try:
         new = repo.update_fields(family.path, stored.id, org=stored.org, values=values, remove=remove,
-                                 updated_on=now_iso(), name_sort=name_sort, event=event)
+                                 updated_on=now_iso(), name_sort=name_sort, event=event, unless_true=lock)
     except InvalidItem as exc:
         raise BadRequest(f'The resource cannot be stored: {exc}') from None
+    if new is None and lock is not None:
+        return None
     if new is None:
         raise NotFound(f'No {family.entity} with id {stored.id}')
     return embedding.embed_written(family, new.data, principal)

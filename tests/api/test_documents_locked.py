@@ -100,3 +100,52 @@ def test_a_locked_family_can_still_be_deleted(api, world):
     assert api.put(url(world), {'locked': True}).status == 200
     assert api.delete(url(world)).status in (200, 204)
     assert api.get(url(world)).status == 404
+
+
+@pytest.fixture
+def writes(monkeypatch):
+    """Which write path each PUT took (as tests/api/test_unlocked_updates.py)."""
+    from chalicelib.kernel.store import repository
+    seen: list[str] = []
+    real_commit, real_update = repository.commit, repository.update_fields
+    monkeypatch.setattr(repository, 'commit', lambda ops: (seen.append('commit'), real_commit(ops))[1])
+    monkeypatch.setattr(repository, 'update_fields',
+                        lambda *a, **kw: (seen.append('update_fields'), real_update(*a, **kw))[1])
+    return seen
+
+
+def test_a_plain_put_of_an_unlocked_family_is_one_update_with_the_lock_in_its_condition(api, world, writes):
+    """The lock costs no transaction (kernel/unlocked.py): before this change every family PUT
+    was a read plus a TransactWriteItems."""
+    r = api.put(url(world), {'metadata': {'a': 1}})
+    assert r.status == 200 and writes == ['update_fields'] and r.json['metadata'] == {'a': 1}
+    writes.clear()
+    assert api.put(url(world), {'locked': True}).status == 200 and writes == ['update_fields']
+    writes.clear()
+    r = api.put(url(world), {'metadata': {'a': 2}})          # read as locked: no write at all
+    assert r.status == 409 and 'is locked' in r.json['message'] and writes == [], (r.json, writes)
+    writes.clear()
+    assert api.put(url(world), {'metadata': {'a': 1}}).status == 200 and writes == ['commit']   # changes nothing
+    writes.clear()
+    assert api.put(url(world), {'locked': False}).status == 200 and writes == ['update_fields']
+
+
+def test_a_family_locked_between_the_read_and_the_write_is_409_and_unchanged(api, world, monkeypatch):
+    """The condition, not the read, decides: the lock set by another writer after the PUT read
+    the family fails the UpdateItem, and the family read again answers 409."""
+    from chalicelib.kernel.store import model, repository
+    real = repository.update_fields
+    key = {'pk': f"document-families#{world['family']['id']}", 'sk': '#'}
+
+    def locked_first(*a, **kw):
+        model.boto3_table().update_item(Key=key, UpdateExpression='SET #d.#l = :t',
+                                        ExpressionAttributeNames={'#d': 'data', '#l': 'locked'},
+                                        ExpressionAttributeValues={':t': True})
+        return real(*a, **kw)
+    monkeypatch.setattr(repository, 'update_fields', locked_first)
+    r = api.put(url(world), {'metadata': {'a': 1}})
+    assert r.status == 409 and 'is locked' in r.json['message'], r.json
+    monkeypatch.setattr(repository, 'update_fields', real)
+    got = api.get(url(world)).json
+    assert got['locked'] is True and got.get('metadata') != {'a': 1}
+    assert got['changeSequence'] == world['family']['changeSequence']

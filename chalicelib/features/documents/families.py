@@ -17,9 +17,10 @@
   whose statusType is final locks the family in the same write; a locked family refuses every
   change but ``locked: false`` alone (409), on every path that writes it: a PUT or any update
   through the generic service (batch-update, a SCRIPT step, MCP) meets ``before_update``; the
-  document's content (features/documents/deltas.py) calls ``require_unlocked``. So that the
-  check reads the record it replaces, every update of a family takes the read-modify-write
-  path (``guards`` is every field: kernel/unlocked.py is never used for families).
+  document's content (features/documents/deltas.py) calls ``require_unlocked``. A PUT of plain
+  fields keeps the one-UpdateItem path (kernel/unlocked.py): the hook's ``locks`` puts the lock
+  into that write's condition, and a locked family (as read, or at the write) goes to the
+  read-modify-write path, where ``before_update`` answers 409 or writes a change of nothing.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from typing import Any
 
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.kernel import crud
-from chalicelib.kernel.hooks import EVERY_FIELD, Hook
+from chalicelib.kernel.hooks import Hook
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
 
@@ -118,10 +119,11 @@ def check_labels(labels: Any, held: list[str], org: str | None) -> None:
 
 
 class DocumentFamilyHook(Hook):
-    # Every field: an update's rules read the stored record (its lock above all), so no update of
-    # a family takes the one-UpdateItem path (kernel/unlocked.py). A stored file's size stays what
-    # was stored; the status is resolved to its record.
-    guards = EVERY_FIELD
+    # A stored file's size stays what was stored; the status is resolved to its record (and a
+    # final one locks the family). Other fields take the one-UpdateItem path (kernel/unlocked.py),
+    # conditioned on the lock (``locks``): docs/api/documents.md "Locked families".
+    guards = frozenset({'size', 'storageKey', 'documentStoreId', 'documentStatus'})
+    locks = 'locked'
 
     def prepare_body(self, family, principal, body, id_):
         value = body.get('documentStatus')

@@ -318,7 +318,7 @@ def update_item(pk: str, sk: str, actions: list[Any], *, condition: Condition | 
 
 def update_fields(family: str, id_: str, *, org: str | None, values: dict[str, Any], remove: Iterable[str],
                   updated_on: str, name_sort: str | None = None,
-                  event: dict[str, Any] | None = None) -> Stored | None:
+                  event: dict[str, Any] | None = None, unless_true: str | None = None) -> Stored | None:
     """An unlocked change of plain fields as ONE UpdateItem, no read-modify-write: SET
     ``data.<f>`` for each value, REMOVE ``data.<f>`` for each cleared field, ``data.updatedOn``
     and its list key ``usk`` (``nsk`` when the name changes), ``seq = seq + 1`` and
@@ -332,9 +332,13 @@ def update_fields(family: str, id_: str, *, org: str | None, values: dict[str, A
     UpdateItem; the table-stream handler publishes it from the MODIFY record (features/work/store.py
     ``outbox_event``), as it publishes a transaction's outbox item from its INSERT.
 
-    Returns the record as stored after this update (ReturnValues ALL_NEW), None when it is gone.
-    Throttling and internal errors are retried like ``commit``'s (a call that in fact applied
-    and is retried applies the change again: the sequence moves twice, the fields are the same).
+    ``unless_true``: a boolean field (a hook's ``locks``, kernel/hooks.py) the condition also
+    requires not to be true (absent, or anything but true): the write's lock check, in the write.
+
+    Returns the record as stored after this update (ReturnValues ALL_NEW), None when the condition
+    failed (the record is gone, or ``unless_true`` was true). Throttling and internal errors are
+    retried like ``commit``'s (a call that in fact applied and is retried applies the change
+    again: the sequence moves twice, the fields are the same).
     """
     model = configure()
     actions: list[Any] = [model.data[name].set(value) for name, value in values.items()]
@@ -348,6 +352,9 @@ def update_fields(family: str, id_: str, *, org: str | None, values: dict[str, A
     condition = model.pk.exists() & model.tpk.exists()
     if org is not None:
         condition = condition & (model.org == org)
+    if unless_true is not None:
+        flag = model.data[unless_true]
+        condition = condition & (flag.does_not_exist() | (flag != True))  # noqa: E712 - a condition, not a test
     item = model(entity_pk(family, id_), ENTITY_SK)
     return stored_from(item) if _update_one(item, actions, condition) else None
 
