@@ -658,9 +658,11 @@ def bytes_tenant(store_id: str) -> str:
 # ----------------------------------------------------------------------------- deleting a family
 
 def delete_dependents(family: Stored, principal: Principal) -> None:
-    """Content objects and linked deltas of a family, deleted before the family (no orphans);
-    each record in its own transaction (a family may have more than one transaction holds)."""
-    for path in ('content-objects', 'linked-deltas'):
+    """Content objects, linked deltas and executions (its parse stage's and its pipelines' runs) of
+    a family, deleted before the family (no orphans); each record in its own transaction (a family
+    may have more than one transaction holds). A run still going finds its execution gone and stops
+    (the engine ends a message whose execution does not exist)."""
+    for path in ('content-objects', 'linked-deltas', 'executions'):
         dependent = family_of(path)
         ids = [i for _, i in table.walk_value(path, family.org, slot=dependent.slot_of('documentFamilyId'),
                                               field_name='documentFamilyId', value=family.id,

@@ -30,7 +30,10 @@ TAXON_SCHEMA = {
         'children': {'type': 'array', 'items': {'type': 'object'}},
         'type': {'type': 'string', 'enum': ['string', 'number', 'decimal', 'currency', 'date', 'boolean',
                                             'selection']},
-        'options': {'type': 'array'}, 'required': {'type': 'boolean'},
+        'options': {'type': 'array', 'items': {'oneOf': [   # texts, or {value, label} (docs/api/extraction.md)
+            {'type': 'string'},
+            {'type': 'object', 'properties': {'value': {'type': 'string'}, 'label': {'type': 'string'}}}]}},
+        'required': {'type': 'boolean'},
         'threshold': {'type': 'number', 'minimum': 0, 'maximum': 1}, 'locale': {'type': 'string'},
         'currency': {'type': 'string'}, 'decimalPlaces': {'type': 'integer'},
         'rules': {'type': 'array', 'items': RULE_SCHEMA},
