@@ -66,6 +66,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -202,27 +203,30 @@ class Context:
     bindings: dict[str, Any] | None = None
 
 
-class Kind:
+class Kind(ABC):
     """One kind of execution: its messages, where its steps are, its runners' context and what
     happens around its writes. Subclasses: service.py ``ActivityKind``, pipelines.py ``PipelineKind``."""
     name = 'execution'
     evaluates_conditionals = False   # a step's ``conditional`` evaluated when the step runs
 
+    @abstractmethod
     def steps(self, data: dict[str, Any]) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        """Implemented by each kind."""
 
     def index(self, data: dict[str, Any]) -> int:
         return 0
 
     def set_index(self, new: dict[str, Any], index: int) -> None:
         """Record ``index`` as the current step (a one-step kind keeps nothing)."""
+        return None   # a hook a kind may fill; nothing by default
 
+    @abstractmethod
     def message(self, execution_id: str, index: int, attempt: int) -> dict[str, Any]:
-        raise NotImplementedError
+        """Implemented by each kind."""
 
+    @abstractmethod
     def context(self, data: dict[str, Any]) -> Context:
         """The runners' input and principal; ``AttemptFailed`` when none can be built."""
-        raise NotImplementedError
 
     def label(self, step: dict[str, Any]) -> str:
         """The prefix of this kind's status lines about ``step``."""
@@ -231,16 +235,17 @@ class Kind:
     def keep_output(self, new: dict[str, Any], step: dict[str, Any], output: Any) -> None:
         new['output'] = output
 
+    @abstractmethod
     def exhausted(self, policy: dict[str, Any]) -> tuple[str | None, str, str]:
         """(the status the execution ends with, or None to go on with the next step; the line's
         type; the line's ending) when a step exhausts its attempts under ``policy``."""
-        raise NotImplementedError
 
     def succeeded_note(self, steps: list[dict[str, Any]]) -> str | None:
         return None
 
     def after_write(self, data: dict[str, Any], event: str) -> None:
         """After a write of the engine: ``claimed`` (an attempt started), ``waiting``, ``ended``."""
+        return None   # a hook a kind may fill; nothing by default
 
     def option_value(self, run: StepRun, value: Any) -> Any:
         """An option's value as a runner sends it (a pipeline evaluates ``=expr``)."""
