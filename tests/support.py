@@ -19,7 +19,7 @@ def sample(field: Field, variant: int = 0) -> Any:
     if field.enum:
         values = ENUMS[field.enum]
         return values[variant % len(values)]
-    if field.shape:   # a structured value (kernel/shapes/__init__.py): one of the shape's valid examples
+    if field.shape:   # a structured value (kernel/shapes.py): one of the shape's valid examples
         examples = SHAPES[field.shape].examples
         example = copy.deepcopy(examples[variant % len(examples)])
         if field.type == 'array':

@@ -23,8 +23,12 @@ from chalicelib.features.tasks import declarations as _tasks
 from chalicelib.features.work import declarations as _work
 from chalicelib.kernel import registry as _registry
 
-# Every family's declaration, then the hooks they name, into the kernel: the same for the app,
-# ops/, localdev and the tests (docs/architecture.md "How to add a family").
-_registry.install([*_identity.FAMILIES, *_tasks.FAMILIES, *_work.FAMILIES, *_documents.FAMILIES,
-                   *_bridges.FAMILIES, *_events.FAMILIES, *_records.FAMILIES, *_extraction.FAMILIES])
+# Every feature's declarations (its families, and the shapes and enumerations their fields name),
+# then the hooks they name, into the kernel: the same for the app, ops/, localdev and the tests
+# (docs/architecture.md "How to add a family").
+_DECLARATIONS = (_identity, _tasks, _work, _documents, _bridges, _events, _records, _extraction)
+_registry.install([fam for d in _DECLARATIONS for fam in d.FAMILIES],
+                  shapes=[shape for d in _DECLARATIONS for shape in getattr(d, 'SHAPES', ())],
+                  enums=[d.ENUMS for d in _DECLARATIONS if hasattr(d, 'ENUMS')],
+                  enum_aliases=[d.ENUM_ALIASES for d in _DECLARATIONS if hasattr(d, 'ENUM_ALIASES')])
 _hooks.install()

@@ -6,13 +6,17 @@ A family's fields are declared once as compact text, e.g.::
 
 Token grammar: ``name[:type[(Shape)]][?][!][=default][>family][@Enum]``
   type      string (default), bool, int, number, datetime, object, any, strings, array
-  (Shape)   the value (for ``array``: each element) has a named shape of kernel/shapes/__init__.py:
-            validated on write, declared as a named OpenAPI schema
+  (Shape)   the value (for ``array``: each element) has a named shape (kernel/shapes.py, declared by
+            a feature): validated on write, declared as a named OpenAPI schema
   ?         nullable: the field accepts null (null clears it)
   !         required on create
   =default  server default applied on create when the field is omitted
   >family   the value is the id of a record of that family (checked to exist on write)
   @Enum     the value is one of a named enumeration (see ENUMS)
+
+Shapes and enumerations are declared by the features, beside their families (``SHAPES`` and
+``ENUMS`` of chalicelib/features/*/declarations.py), and installed with them
+(kernel/registry.py ``install``): the kernel holds only the generic ones.
 """
 from __future__ import annotations
 
@@ -20,31 +24,41 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.kernel.shapes import SHAPE_NAMES
-from chalicelib.kernel.shapes.bridges import METHODS
+from chalicelib.kernel.shapes import SHAPES
 
 TYPES = {'string', 'bool', 'int', 'number', 'datetime', 'object', 'any', 'strings', 'array'}
 
-# Named enumerations (also exported as OpenAPI components).
+# Named enumerations (also exported as OpenAPI components): the kernel's own, then the features'
+# (``ENUMS`` of their declarations.py, installed by ``install_enums``).
 ENUMS: dict[str, tuple[str, ...]] = {
-    'TaskStatusType': ('OPEN', 'IN_PROGRESS', 'DONE', 'BLOCKED', 'PENDING'),
-    'ExecutionStatus': ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'),
-    'ExecutionStatusMessageType': ('INFO', 'WARNING', 'ERROR'),
     'SortDirection': ('ASC', 'DESC'),
     'AuditAction': ('CREATE', 'UPDATE', 'DELETE'),
-    'ChatMessageRole': ('USER', 'ASSISTANT', 'SYSTEM', 'TOOL'),
-    'WebLlmModelSize': ('SMALL', 'MEDIUM', 'LARGE'),
-    'MembershipRole': ('PLATFORM_ADMIN', 'MANAGE', 'MEMBER', 'VIEWER'),
-    'MembershipStatus': ('ACTIVE', 'INVITED'),
-    'LinkedDeltaState': ('PENDING', 'APPLIED', 'APPLIED_PARTIAL', 'FAILED'),
-    'OrganizationStatus': ('ACTIVE', 'SUSPENDED'),
-    'ActivityStatus': ('PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'),
-    'ServiceBridgeMethod': METHODS,
-    'ScheduleTargetType': ('ACTIVITY_PLAN',),
 }
+_KERNEL_ENUMS = frozenset(ENUMS)
 
-# Input values accepted for an enumeration and stored as another (contract: TODO -> OPEN).
-ENUM_ALIASES: dict[str, dict[str, str]] = {'TaskStatusType': {'TODO': 'OPEN'}}
+# Input values accepted for an enumeration and stored as another (the features' ``ENUM_ALIASES``:
+# the contract's TODO -> OPEN of tasks).
+ENUM_ALIASES: dict[str, dict[str, str]] = {}
+
+
+def install_enums(enums: dict[str, tuple[str, ...]], aliases: dict[str, dict[str, str]]) -> None:
+    """Install the features' enumerations and their input aliases (kernel/registry.py ``install``).
+    A name declared twice, or an alias of an unknown enumeration or to a value it lacks, raises; a
+    second install of the same ones changes nothing."""
+    clash = _KERNEL_ENUMS & set(enums)
+    if clash:
+        raise ValueError(f'an enumeration is declared twice: {sorted(clash)}')
+    for name, mapping in aliases.items():
+        if name not in enums or not set(mapping.values()) <= set(enums[name]):
+            raise ValueError(f'aliases of {name!r} must map to values of a declared enumeration')
+    installed = {k: v for k, v in ENUMS.items() if k not in _KERNEL_ENUMS}
+    if installed:
+        if installed != enums or ENUM_ALIASES != aliases:
+            raise ValueError('the enumerations are installed already, with other declarations')
+        return
+    ENUMS.update(enums)
+    ENUM_ALIASES.update(aliases)
+
 
 INT32 = (-2 ** 31, 2 ** 31 - 1)
 
@@ -98,7 +112,7 @@ def parse_fields(spec: str) -> tuple[Field, ...]:
         enum = m['enum']
         if enum and enum not in ENUMS:
             raise ValueError(f'unknown enum in {token!r}')
-        if m['shape'] and m['shape'] not in SHAPE_NAMES:
+        if m['shape'] and m['shape'] not in SHAPES:
             raise ValueError(f'unknown shape in {token!r}')
         out.append(Field(name=m['name'], type=type_, nullable='?' in flags, required='!' in flags,
                          default=_default(m['default'], type_), ref=m['ref'], enum=enum,

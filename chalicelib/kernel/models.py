@@ -74,7 +74,7 @@ def _base_type(f: Field) -> Any:
 
 
 def _shaped_type(f: Field) -> Any:
-    """The field's base type, then its shape's rules (kernel/shapes/__init__.py): on the value, or on each
+    """The field's base type, then its shape's rules (kernel/shapes.py): on the value, or on each
     element of an array and then across them."""
     shape = SHAPES[f.shape]
 

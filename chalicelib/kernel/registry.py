@@ -17,11 +17,12 @@ Scopes:
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from chalicelib.kernel.fields import Field, parse_fields
+from chalicelib.kernel import shapes as _shapes
+from chalicelib.kernel.fields import Field, install_enums, parse_fields
 
 COMMON_FIELDS = parse_fields('id uuid createdOn:datetime updatedOn:datetime changeSequence:int')
 SOFT_DELETE_FIELDS = parse_fields('deleted:bool deleteUserId? deleteUserEmail? deletedDate:datetime?')
@@ -278,11 +279,26 @@ def check_declaration(fam: Family) -> None:
             raise ValueError(f'{fam.path}: cannot index {name!r}')
 
 
-def install(families: list[Family]) -> None:
+def install(families: list[Family], *, shapes: Iterable[_shapes.Shape] = (),
+            enums: Iterable[Mapping[str, tuple[str, ...]]] = (),
+            enum_aliases: Iterable[Mapping[str, Mapping[str, str]]] = ()) -> None:
     """Install every feature's declarations (chalicelib/features/__init__.py, once, when the
-    package is first imported): each checked, the set checked whole (paths distinct, every
-    reference, slug reference and embed naming a declared family). A second install of the
-    same declarations changes nothing; different ones raise."""
+    package is first imported): the named shapes and enumerations their fields use first
+    (kernel/shapes.py, kernel/fields.py: a field naming one nobody declares is refused), then the
+    families, each checked, the set checked whole (paths distinct, every reference, slug reference
+    and embed naming a declared family). A second install of the same declarations changes
+    nothing; different ones raise."""
+    merged: dict[str, tuple[str, ...]] = {}
+    for declared in enums:
+        twice = set(merged) & set(declared)
+        if twice:
+            raise ValueError(f'an enumeration is declared twice: {sorted(twice)}')
+        merged.update(declared)
+    aliases: dict[str, dict[str, str]] = {}
+    for declared in enum_aliases:
+        aliases.update({name: dict(mapping) for name, mapping in declared.items()})
+    _shapes.install(shapes)
+    install_enums(merged, aliases)
     if list.__len__(FAMILIES):
         if [f.path for f in list.__iter__(FAMILIES)] != [f.path for f in families]:
             raise ValueError('the families are installed already, with other declarations')

@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 
 import app as app_module
+from chalicelib.features.bridges.shapes import EXAMPLE_ENDPOINT
 from chalicelib.kernel.http import aliases, policy
 from chalicelib.kernel.registry import BY_PATH, FAMILIES, Family
-from chalicelib.kernel.shapes.bridges import EXAMPLE_ENDPOINT
 from tests.api.test_auth_credentials import EC, RSA, bearer
 from tests.conftest import ADMIN_KEY, Api
 from tests.support import sample

@@ -40,16 +40,16 @@ def test_bad_expressions_are_400_with_the_reason(api, org_id, plan, expression, 
 
 
 def test_next_run_is_computed_on_write(api, org_id, plan):
-    from chalicelib.kernel.shapes import schedule as schedule_expr
+    from chalicelib.features.work import schedule_shapes
     r = api.post('/api/scheduled-jobs', job_body(org_id, plan, 'cron(0 8 ? * MON-FRI *)',
                                                  nextRunOn='2020-01-01T00:00:00.000000Z'))
     assert r.status == 201, r.json
     upcoming = datetime.strptime(r.json['nextRunOn'], '%Y-%m-%dT%H:%M:%S.%fZ')
     assert upcoming > datetime.utcnow() and upcoming.hour == 8 and upcoming.weekday() < 5
     # EventBridge's day-of-week: 1 = Sunday
-    sunday = schedule_expr.next_run('cron(30 6 ? * 1 *)', datetime(2026, 11, 24, tzinfo=UTC))
+    sunday = schedule_shapes.next_run('cron(30 6 ? * 1 *)', datetime(2026, 11, 24, tzinfo=UTC))
     assert sunday == datetime(2026, 11, 29, 6, 30, tzinfo=UTC)
-    assert schedule_expr.next_run('cron(0 0 1 1 ? 2020)', datetime(2026, 1, 1, tzinfo=UTC)) is None
+    assert schedule_shapes.next_run('cron(0 0 1 1 ? 2020)', datetime(2026, 1, 1, tzinfo=UTC)) is None
     off = api.put(f"/api/scheduled-jobs/{r.json['id']}", {'active': False})
     assert off.status == 200 and 'nextRunOn' not in off.json
     bad_target = api.post('/api/scheduled-jobs', {**job_body(org_id, plan), 'targetId': r.json['id']})

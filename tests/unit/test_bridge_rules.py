@@ -1,13 +1,13 @@
 """The dense pure rules of service bridges and UI telemetry, table-driven: bridge shapes
-(kernel/shapes/bridges.py), secret templates, endpoint selection and required fields, the scrubbing
+(features/bridges/shapes.py), secret templates, endpoint selection and required fields, the scrubbing
 of echoed secrets, and the privacy filter of UI payloads (features/events/ui_events.py)."""
 from __future__ import annotations
 
 import pytest
 
 from chalicelib.features.bridges import proxy as calls
+from chalicelib.features.bridges import shapes
 from chalicelib.features.events import ui_events
-from chalicelib.kernel.shapes import bridges
 
 # ----------------------------------------------------------------------------- base URLs
 
@@ -17,7 +17,7 @@ from chalicelib.kernel.shapes import bridges
     'http://[2606:4700::1111]/x', 'http://10.0.0.1/internal',   # addresses are the fence's, at call time
 ])
 def test_base_urls_accepted(url):
-    assert bridges.check_base_url(url) == url
+    assert shapes.check_base_url(url) == url
 
 
 @pytest.mark.parametrize('url', [
@@ -28,7 +28,7 @@ def test_base_urls_accepted(url):
 ])
 def test_base_urls_refused(url):
     with pytest.raises(ValueError):
-        bridges.check_base_url(url)
+        shapes.check_base_url(url)
 
 
 @pytest.mark.parametrize('base,path,joined', [
@@ -37,7 +37,7 @@ def test_base_urls_refused(url):
     ('https://h', '/x?y=1', 'https://h/x?y=1'),
 ])
 def test_join_url(base, path, joined):
-    assert bridges.join_url(base, path) == joined
+    assert shapes.join_url(base, path) == joined
 
 
 # ----------------------------------------------------------------------------- header templates
@@ -48,7 +48,7 @@ def test_join_url(base, path, joined):
     ('$secrets.A', []), ('cost: $5 {x}', []),
 ])
 def test_template_secrets(value, names):
-    assert bridges.template_secrets(value) == names
+    assert shapes.template_secrets(value) == names
 
 
 @pytest.mark.parametrize('value', [
@@ -57,12 +57,12 @@ def test_template_secrets(value, names):
 ])
 def test_template_refusals(value):
     with pytest.raises(ValueError):
-        bridges.template_secrets(value)
+        shapes.template_secrets(value)
 
 
 def test_render_replaces_every_template():
     values = {'A': 'one', 'B': 'two'}
-    assert bridges.render('${secrets.A}-${secrets.B}-${secrets.A}', values.__getitem__) == 'one-two-one'
+    assert shapes.render('${secrets.A}-${secrets.B}-${secrets.A}', values.__getitem__) == 'one-two-one'
 
 
 @pytest.mark.parametrize('headers,says', [
@@ -75,24 +75,24 @@ def test_render_replaces_every_template():
 ])
 def test_header_refusals(headers, says):
     with pytest.raises(ValueError) as refused:
-        bridges.check_headers(headers)
+        shapes.check_headers(headers)
     assert says in str(refused.value)
 
 
 def test_header_values_never_appear_in_refusals():
     with pytest.raises(ValueError) as refused:
-        bridges.check_headers({'Authorization': 'Bearer s3cr3t-value\r\n'})
+        shapes.check_headers({'Authorization': 'Bearer s3cr3t-value\r\n'})
     assert 's3cr3t' not in str(refused.value)
 
 
 # ----------------------------------------------------------------------------- endpoints
 
 def test_an_endpoint_gets_its_defaults_and_keeps_what_it_declares():
-    assert bridges.check_endpoint({'name': 'a'}) == {'name': 'a', 'method': 'GET', 'path': '', 'defaultHeaders': {}}
+    assert shapes.check_endpoint({'name': 'a'}) == {'name': 'a', 'method': 'GET', 'path': '', 'defaultHeaders': {}}
     full = {'name': 'a.b~c_d-1', 'method': 'PATCH', 'path': '/x/{id}?v=2', 'description': 'd',
             'requestSchema': {'required': ['id'], 'properties': {'id': {}}, 'title': 'kept'},
             'defaultHeaders': {'X-A': 'b'}}
-    assert bridges.check_endpoint(full) == full
+    assert shapes.check_endpoint(full) == full
 
 
 @pytest.mark.parametrize('endpoint', [
@@ -107,26 +107,26 @@ def test_an_endpoint_gets_its_defaults_and_keeps_what_it_declares():
 ])
 def test_endpoint_refusals(endpoint):
     with pytest.raises(ValueError):
-        bridges.check_endpoint(endpoint)
+        shapes.check_endpoint(endpoint)
 
 
 def test_endpoint_names_are_unique_ignoring_case():
     with pytest.raises(ValueError, match="duplicate endpoint name 'Find'"):
-        bridges.check_endpoints([{'name': 'find'}, {'name': 'Find'}])
+        shapes.check_endpoints([{'name': 'find'}, {'name': 'Find'}])
     with pytest.raises(ValueError, match='at most 100'):
-        bridges.check_endpoints([{'name': f'e{i}'} for i in range(101)])
+        shapes.check_endpoints([{'name': f'e{i}'} for i in range(101)])
 
 
 def test_select_endpoint():
     two = {'endpoints': [{'name': 'a'}, {'name': 'b'}]}
-    assert bridges.select_endpoint(two, 'b') == {'name': 'b'}
+    assert shapes.select_endpoint(two, 'b') == {'name': 'b'}
     with pytest.raises(ValueError, match="unknown endpoint 'c': this bridge's endpoints are 'a', 'b'"):
-        bridges.select_endpoint(two, 'c')
+        shapes.select_endpoint(two, 'c')
     with pytest.raises(ValueError, match="this bridge has 2 endpoints \\('a', 'b'\\)"):
-        bridges.select_endpoint(two, None)
-    assert bridges.select_endpoint({'endpoints': [{'name': 'only'}]}, None) == {'name': 'only'}
+        shapes.select_endpoint(two, None)
+    assert shapes.select_endpoint({'endpoints': [{'name': 'only'}]}, None) == {'name': 'only'}
     with pytest.raises(ValueError, match='none'):
-        bridges.select_endpoint({}, None)
+        shapes.select_endpoint({}, None)
 
 
 @pytest.mark.parametrize('body,query,missing', [
@@ -135,8 +135,8 @@ def test_select_endpoint():
 ])
 def test_missing_required(body, query, missing):
     endpoint = {'requestSchema': {'required': ['a', 'b']}}
-    assert bridges.missing_required(endpoint, body, query) == missing
-    assert bridges.missing_required({}, None, {}) == []
+    assert shapes.missing_required(endpoint, body, query) == missing
+    assert shapes.missing_required({}, None, {}) == []
 
 
 # ----------------------------------------------------------------------------- echoed secrets
@@ -207,21 +207,21 @@ def test_the_published_patterns_agree_with_the_rules():
     """What /v3/api-docs promises a client (and the fuzzer generates) matches what is accepted."""
     import re
 
-    from chalicelib.kernel.shapes import SHAPES
+    SHAPES = {s.name: s for s in shapes.SHAPES}
     base = re.compile(SHAPES['ServiceBridgeBaseUrl'].schema['pattern'])
     path = re.compile(SHAPES['ServiceBridgeEndpoint'].schema['properties']['path']['pattern'])
     name = re.compile(SHAPES['ServiceBridgeEndpoint'].schema['properties']['name']['pattern'])
     for url in ('https://api.example.com', 'http://h:8080/v1/x', 'HTTP://[::1]:80/a'):
-        assert base.search(url) and bridges.check_base_url(url)
+        assert base.search(url) and shapes.check_base_url(url)
     for url in ('https://u@h', 'https://h?x', 'https://h/#f', 'https://h/a b', 'ftp://h', 'https://bücher.example'):
         assert not base.search(url)
         with pytest.raises(ValueError):
-            bridges.check_base_url(url)
+            shapes.check_base_url(url)
     for value in ('', '/x', '/x/{id}?a=1&b=$c'):
-        assert path.search(value) and bridges.check_endpoint({'name': 'n', 'path': value})
+        assert path.search(value) and shapes.check_endpoint({'name': 'n', 'path': value})
     for value in ('x', '/a b', '/a#b', '/é'):
         assert not path.search(value)
         with pytest.raises(ValueError):
-            bridges.check_endpoint({'name': 'n', 'path': value})
+            shapes.check_endpoint({'name': 'n', 'path': value})
     for value in ('a', 'A.b~c_d-9'):
-        assert name.search(value) and bridges.check_endpoint({'name': value})
+        assert name.search(value) and shapes.check_endpoint({'name': value})

@@ -33,10 +33,11 @@ def test_import_app_loads_no_mcp_module():
     """The MCP connector's types (~0.25 s with mcp_types, ~1.3 s through the SDK's mcp.types)
     load on the first /mcp call, never at the cold start of the REST routes. Of the features, the
     cold start loads their routes (with work's route texts), the authorizer and their families'
-    declarations (pure data, installed into the kernel's registry: chalicelib/features/__init__.py)."""
+    declarations with the shapes they name (pure data and checks, installed into the kernel's
+    registry: chalicelib/features/__init__.py)."""
     code = ('import sys, app; print(sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types", '
             '"httpx", "httpx2", "starlette", "anyio") or (m.startswith("chalicelib.features.") and m.count(".") > 2 '
-            'and not m.endswith(("routes", ".authorizer", ".declarations", ".route_docs")))))')
+            'and not m.endswith(("routes", ".authorizer", ".declarations", ".route_docs", "_shapes", ".shapes")))))')
     out = _run(sys.executable, '-c', code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == '[]'

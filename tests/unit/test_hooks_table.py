@@ -78,3 +78,42 @@ def test_a_family_naming_an_unknown_hook_raises_at_once():
     stray = dataclasses.replace(BY_PATH['tasks'], hook='no_such_hook')
     with pytest.raises(kernel_hooks.HooksNotInstalled, match="names hook 'no_such_hook'"):
         kernel_hooks.hook_for(stray)
+
+
+def test_the_kernel_alone_declares_no_feature_shape_or_enumeration():
+    """Issue 40: the step, bridge, schedule and taxon shapes and the features' enumerations are
+    declared beside their families (``SHAPES``/``ENUMS`` of features/*/declarations.py); the kernel
+    holds the mechanism and its two generic enumerations, and a field naming a shape nobody
+    installed is refused when it is parsed."""
+    out = _python('from chalicelib.kernel import fields, shapes\n'
+                  'print(sorted(shapes.SHAPES), sorted(fields.ENUMS))\n'
+                  'try:\n    fields.parse_fields("steps:array(PipelineStep)")\n'
+                  'except ValueError as e:\n    print(e)\n')
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[] ['AuditAction', 'SortDirection']",
+                                       "unknown shape in 'steps:array(PipelineStep)'"]
+
+
+def test_every_shape_and_enumeration_is_installed_from_its_feature():
+    from chalicelib.features.bridges import declarations as bridges
+    from chalicelib.features.extraction import declarations as extraction
+    from chalicelib.features.work import declarations as work
+    from chalicelib.kernel import fields, shapes
+    owners = {s.name: m.__name__ for m in (bridges, extraction, work) for s in m.SHAPES}
+    assert set(shapes.SHAPES) == set(owners)
+    assert owners['PipelineStep'] == owners['ScheduleExpression'] == work.__name__
+    assert owners['ServiceBridgeEndpoint'] == bridges.__name__ and owners['Taxon'] == extraction.__name__
+    assert fields.ENUMS['ExecutionStatus'] is work.ENUMS['ExecutionStatus']
+    assert fields.ENUM_ALIASES == {'TaskStatusType': {'TODO': 'OPEN'}}
+
+
+def test_a_shape_or_enumeration_declared_twice_is_refused():
+    from chalicelib.kernel import fields, shapes
+    step = shapes.SHAPES['PipelineStep']
+    with pytest.raises(ValueError, match="a shape is declared twice: \\['PipelineStep'\\]"):
+        shapes.install([step, step])
+    with pytest.raises(ValueError, match="declared twice: \\['SortDirection'\\]"):
+        fields.install_enums({'SortDirection': ('UP',)}, {})
+    with pytest.raises(ValueError, match='with other declarations'):
+        shapes.install([step])
+    assert 'Taxon' in shapes.SHAPES   # the installed ones stay

@@ -5,7 +5,13 @@ Service bridges (the proxy behind the egress fence: proxy.py).
 """
 from __future__ import annotations
 
+from chalicelib.features.bridges import shapes
 from chalicelib.kernel.registry import NAMED_FIELDS, declare
+
+# The named shapes and enumerations its fields name (kernel/shapes.py, kernel/fields.py
+# ``install_enums``): a bridge's base URL, headers and endpoints, checked by shapes.py's rules.
+SHAPES = shapes.SHAPES
+ENUMS = {'ServiceBridgeMethod': shapes.METHODS}
 
 FAMILIES = (
     declare('service-bridges', 'ServiceBridge', 'project',

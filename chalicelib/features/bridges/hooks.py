@@ -1,5 +1,5 @@
 """Service bridges: the shapes of baseUrl, endpoints and headers are checked with every write
-(kernel/shapes/bridges.py through the registry's shapes); this hook adds who may point a secret where.
+(features/bridges/shapes.py through the registry's shapes); this hook adds who may point a secret where.
 
 A bridge whose headers interpolate ``${secrets.NAME}`` sends the organization's secret to its
 ``baseUrl``. Whoever may change that URL or those headers decides where the secret goes, so on

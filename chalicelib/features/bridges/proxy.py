@@ -4,7 +4,7 @@ come here, and every call leaves through the egress fence (core/egress.py).
 One call (``call_endpoint``):
 
 1. the endpoint: the one ``endpoint_name`` names, or the only one of a single-endpoint bridge
-   (400 listing the names otherwise, kernel/shapes/bridges.py ``select_endpoint``);
+   (400 listing the names otherwise, features/bridges/shapes.py ``select_endpoint``);
 2. permission: a user needs ``resource:read`` in the bridge's organization to call an endpoint
    declared GET with a GET request, and ``resource:write`` when either is another method (the
    platform's rule that only GET reads; an agent tool call is a write); an agent only
@@ -39,9 +39,8 @@ from chalicelib.core import egress, observability
 from chalicelib.core.config import get_config
 from chalicelib.core.errors import ApiError, BadRequest, Forbidden, NotFound
 from chalicelib.core.principal import Principal
-from chalicelib.features.bridges import secrets
+from chalicelib.features.bridges import secrets, shapes
 from chalicelib.kernel import access, crud
-from chalicelib.kernel.shapes import bridges
 
 log = observability.get_logger('bridges')
 
@@ -111,20 +110,20 @@ def call_endpoint(bridge: Mapping[str, Any], endpoint_name: str | None, *,
     query = dict(query or {})
     _require_visible(principal, bridge)
     try:
-        endpoint = bridges.select_endpoint(bridge, endpoint_name)
+        endpoint = shapes.select_endpoint(bridge, endpoint_name)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     method = str(endpoint.get('method') or 'GET')
     require_call(principal, bridge, 'POST' if write else method)
-    refused = bridges.secret_ref_headers(bridge.get('defaultHeaders')) + \
-        bridges.secret_ref_headers(endpoint.get('defaultHeaders'))
+    refused = shapes.secret_ref_headers(bridge.get('defaultHeaders')) + \
+        shapes.secret_ref_headers(endpoint.get('defaultHeaders'))
     if refused:
         raise BadRequest(f"header '{refused[0]}' is configured with secretRef, which is not supported: "
                          'write ${secrets.NAME} in its value instead')
-    if bridges.missing_required(endpoint, body, query):
+    if shapes.missing_required(endpoint, body, query):
         return NOT_CALLED
     headers, sent_secrets = _headers(bridge, endpoint)
-    url = bridges.join_url(str(bridge.get('baseUrl') or ''), str(endpoint.get('path') or ''))
+    url = shapes.join_url(str(bridge.get('baseUrl') or ''), str(endpoint.get('path') or ''))
     cfg = get_config()
     deadline = cfg.bridge_timeout_seconds if timeout is None else max(0.001, min(timeout, cfg.bridge_timeout_seconds))
     response = _send(bridge, method, url, headers=headers, query=query,
@@ -172,15 +171,15 @@ def _headers(bridge: Mapping[str, Any], endpoint: Mapping[str, Any]) -> tuple[di
     out: dict[str, str] = {}
     for name, template in merged.values():
         try:
-            bridges.check_header_value(name, template)
-            needed = bridges.template_secrets(template)
+            shapes.check_header_value(name, template)
+            needed = shapes.template_secrets(template)
         except ValueError as exc:
             raise BadRequest(f'The bridge cannot be called: {exc}') from None
         for secret_name in needed:
             if secret_name not in values:
                 values[secret_name] = _secret(org, secret_name)
-        rendered = bridges.render(template, values.__getitem__)
-        if not bridges.header_value_ok(rendered):
+        rendered = shapes.render(template, values.__getitem__)
+        if not shapes.header_value_ok(rendered):
             raise BadRequest(f"header '{name}' cannot be sent: a secret it holds has a line break, a control "
                              'character or a character HTTP headers cannot carry')
         out[name] = rendered

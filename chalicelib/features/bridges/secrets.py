@@ -5,7 +5,7 @@ Naming (infra/names.py): an organization's secret NAME is the Secrets Manager se
 prefix comes from the stage's configuration and is the only one the functions' IAM reaches;
 the organization id is always the caller's record's organization, never a client's say, so one
 organization can never name another's secret (a NAME such as ``../x`` is a literal string to
-Secrets Manager, and kernel/shapes/bridges.py refuses it anyway).
+Secrets Manager, and features/bridges/shapes.py refuses it anyway).
 
 Reads are cached in the process for ``ORG_SECRET_CACHE_SECONDS`` (default 30 s, at most
 ``CACHE_ENTRIES`` secrets): a bridge called in a loop reads its secret once, and a rotated

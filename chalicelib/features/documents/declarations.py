@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from chalicelib.kernel.registry import NAMED_FIELDS, declare
 
+# The enumerations its fields name (kernel/fields.py ``install_enums``).
+ENUMS = {'LinkedDeltaState': ('PENDING', 'APPLIED', 'APPLIED_PARTIAL', 'FAILED')}
+
 LINKED_DELTA_NOTES = {
     'create': (
         'With documentFamilyId: {documentFamilyId, baseVersion?, name?, operations} applies the operations '

@@ -1,11 +1,14 @@
 """The extraction feature's families, declared (kernel/registry.py ``Family``), installed into the
 kernel by chalicelib/features/__init__.py: data stores, data definitions (their taxons checked by
-kernel/shapes/taxons.py and the ``data_definitions`` hook), and extraction's output, data objects
+shapes.py and the ``data_definitions`` hook), and extraction's output, data objects
 (attributes live on their object) and data exceptions (docs/api/extraction.md).
 """
 from __future__ import annotations
 
+from chalicelib.features.extraction import shapes
 from chalicelib.kernel.registry import NAMED_FIELDS, declare
+
+SHAPES = shapes.SHAPES   # a data definition's taxon, a data object's attribute (kernel/shapes.py)
 
 FAMILIES = (
     declare('data-stores', 'DataStore', 'project', f'{NAMED_FIELDS} storeType metadata:object',

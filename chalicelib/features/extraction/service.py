@@ -34,7 +34,7 @@ MAX_SUMMARIES = 10     # extraction summaries kept on one family (one per step t
 
 
 def check_options(options: dict[str, Any], where: str) -> None:
-    """An EXTRACT step's options (kernel/shapes/steps.py calls this shape check's twin)."""
+    """An EXTRACT step's options (features/work/step_shapes.py calls this shape check's twin)."""
     unknown = sorted(set(options) - OPTION_KEYS)
     if unknown:
         raise ValueError(f'{where}: options.{unknown[0]} is not an option of an EXTRACT step')

@@ -8,6 +8,13 @@ from __future__ import annotations
 
 from chalicelib.kernel.registry import NAMED_FIELDS, declare
 
+# The enumerations its fields name (kernel/fields.py ``install_enums``).
+ENUMS = {
+    'MembershipRole': ('PLATFORM_ADMIN', 'MANAGE', 'MEMBER', 'VIEWER'),
+    'MembershipStatus': ('ACTIVE', 'INVITED'),
+    'OrganizationStatus': ('ACTIVE', 'SUSPENDED'),
+}
+
 ORGANIZATION_NOTES = {
     'create': (
         'organizationStatus, supportAccess, supportAccessExpiresAt, paymentCustomerId and '

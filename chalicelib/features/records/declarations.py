@@ -7,6 +7,12 @@ from __future__ import annotations
 
 from chalicelib.kernel.registry import NAMED_FIELDS, TEXT_FIELDS, declare
 
+# The enumerations its fields name (kernel/fields.py ``install_enums``).
+ENUMS = {
+    'ChatMessageRole': ('USER', 'ASSISTANT', 'SYSTEM', 'TOOL'),
+    'WebLlmModelSize': ('SMALL', 'MEDIUM', 'LARGE'),
+}
+
 FAMILIES = (
     declare('labels', 'Label', 'org', f'{TEXT_FIELDS} color'),
     declare('assistants', 'Assistant', 'project',

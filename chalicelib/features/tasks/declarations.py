@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from chalicelib.kernel.registry import TEXT_FIELDS, declare
 
+# The enumerations its fields name (kernel/fields.py ``install_enums``), and the contract's input
+# alias: a task status type sent as TODO is stored as OPEN.
+ENUMS = {'TaskStatusType': ('OPEN', 'IN_PROGRESS', 'DONE', 'BLOCKED', 'PENDING')}
+ENUM_ALIASES = {'TaskStatusType': {'TODO': 'OPEN'}}
+
 FAMILIES = (
     declare('task-statuses', 'TaskStatus', 'org',
         'label slug color icon description statusType=OPEN@TaskStatusType sortOrder:int',

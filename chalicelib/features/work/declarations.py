@@ -5,7 +5,19 @@ Work: activity plans, their activities and executions, scheduled jobs.
 """
 from __future__ import annotations
 
+from chalicelib.features.work import schedule_shapes, step_shapes
 from chalicelib.kernel.registry import NAMED_FIELDS, TEXT_FIELDS, declare
+
+# The named shapes and enumerations its fields name (kernel/shapes.py, kernel/fields.py
+# ``install_enums``): a plan's steps and their policy (step_shapes.py), a schedule's expression
+# (schedule_shapes.py); the execution statuses are named in statuses.py.
+SHAPES = (*step_shapes.SHAPES, *schedule_shapes.SHAPES)
+ENUMS = {
+    'ExecutionStatus': ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'),
+    'ExecutionStatusMessageType': ('INFO', 'WARNING', 'ERROR'),
+    'ActivityStatus': ('PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'),
+    'ScheduleTargetType': ('ACTIVITY_PLAN',),
+}
 
 FAMILIES = (
     declare('executions', 'Execution', 'project',
@@ -15,7 +27,7 @@ FAMILIES = (
         'processingTime:int? exceptionDetails:object? statusDetails:object? pipeline:object? '
         'parameters:object? context:object? '
         # work orchestration (features/work/service.py): the step run, its attempts and result
-        # step: validated as a plan's step is (kernel/shapes/steps.py; docs/api/lifecycle.md)
+        # step: validated as a plan's step is (features/work/step_shapes.py; docs/api/lifecycle.md)
         'step:object(PipelineStep) attempts:int? nextAttemptAt:datetime? output:any inputs:object '
         # an assistant's pipeline over a document family (features/work/pipelines.py)
         'documentFamilyId>document-families?',

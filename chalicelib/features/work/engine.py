@@ -2,7 +2,7 @@
 execution (docs/operations/worker.md, docs/api/work.md "The worker", docs/api/processing.md).
 
 An execution is a list of steps run one after the other, each under its ExecutionPolicy
-(kernel/shapes/steps.py). Two kinds of execution use this engine, each describing itself with a
+(features/work/step_shapes.py). Two kinds of execution use this engine, each describing itself with a
 ``Kind`` (below):
 
 * an activity's execution (features/work/service.py ``ACTIVITY``): ONE step, its message
@@ -78,11 +78,11 @@ from chalicelib.core.expressions import ExpressionError, evaluate
 from chalicelib.core.principal import Principal
 from chalicelib.core.resumable import Continue
 from chalicelib.features.identity.service_token import SERVICE
+from chalicelib.features.work import step_shapes
 from chalicelib.features.work import store as work_store
 from chalicelib.features.work.statuses import FAILED, PENDING, RUNNING, SUCCEEDED, TERMINAL, TIMED_OUT
 from chalicelib.kernel import records
 from chalicelib.kernel.registry import family as family_of
-from chalicelib.kernel.shapes import steps as step_rules
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
 
@@ -379,10 +379,10 @@ def run(kind: Kind, execution_id: str, index: int, attempt: int, *, deadline: fl
     if index > current or index >= len(steps):
         return 'duplicate'
     step = steps[index]
-    policy = step_rules.policy_of(step)
+    policy = step_shapes.policy_of(step)
     if attempt == made and status == PENDING and data.get('nextAttemptAt'):
         delay = max(0, int((clock.parse_instant(data['nextAttemptAt']) - clock.now()).total_seconds()))
-        send([(kind.message(stored.id, index, attempt + 1), min(delay, step_rules.MAX_DELAY_SECONDS))])
+        send([(kind.message(stored.id, index, attempt + 1), min(delay, step_shapes.MAX_DELAY_SECONDS))])
         return 'retry message sent again'
     if attempt == made and status == RUNNING and not (data.get('metadata') or {}).get('waitingFor'):
         # The same message again: a duplicate while the attempt runs, or the attempt's worker died
@@ -393,7 +393,7 @@ def run(kind: Kind, execution_id: str, index: int, attempt: int, *, deadline: fl
         idle = (clock.now() - clock.parse_instant(data['updatedOn'])).total_seconds()
         left = policy['timeoutSeconds'] + INTERRUPTED_AFTER_SECONDS - idle
         if left > 0:
-            wait = min(int(left) + 1, step_rules.MAX_DELAY_SECONDS)
+            wait = min(int(left) + 1, step_shapes.MAX_DELAY_SECONDS)
             send([(kind.message(stored.id, index, attempt), wait)])
             return f'attempt in progress: checked again in {wait} s'
         return _after_failure(kind, stored, index, attempt, policy, AttemptFailed('the attempt was interrupted'))
@@ -537,7 +537,7 @@ def _after_failure(kind: Kind, stored, index: int, attempt: int, policy: dict[st
     observability.count('ExecutionAttemptsFailed')
     label = kind.label(kind.steps(stored.data)[index])
     if attempt < policy['maxAttempts'] and not failure.final:
-        delay = step_rules.backoff_seconds(policy, attempt)
+        delay = step_shapes.backoff_seconds(policy, attempt)
         at = clock.iso(clock.now() + timedelta(seconds=delay))
         text = f'{label}attempt {attempt} failed: {failure.reason}; attempt {attempt + 1} in {delay} s'
         written = _end(kind, stored, PENDING, 'WARNING', text, next_attempt_at=at)
@@ -571,7 +571,7 @@ def _continue(kind: Kind, stored, index: int, attempt: int, policy: dict[str, An
     if not 0 <= size <= MAX_PROGRESS_BYTES:
         return _after_failure(kind, stored, index, attempt, policy, AttemptFailed(
             f'the step reported a progress that is not JSON of at most {MAX_PROGRESS_BYTES} bytes', final=True))
-    delay = max(0, min(int(more.delay_seconds or 0), step_rules.MAX_DELAY_SECONDS))
+    delay = max(0, min(int(more.delay_seconds or 0), step_shapes.MAX_DELAY_SECONDS))
     step = kind.steps(stored.data)[index]
     text = f'{kind.label(step)}attempt {attempt}: {more.message or "not finished"}; continues in a new message'
 

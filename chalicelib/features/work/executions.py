@@ -25,8 +25,8 @@ from chalicelib.features.work.statuses import (
     TERMINAL,
     TIMED_OUT,
 )
+from chalicelib.features.work.step_shapes import policy_of
 from chalicelib.kernel.hooks import Hook
-from chalicelib.kernel.shapes.steps import policy_of
 
 ALLOWED = {
     PENDING: {RUNNING, CANCELLED, FAILED},

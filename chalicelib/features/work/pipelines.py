@@ -46,12 +46,11 @@ from chalicelib.core.errors import ApiError, BadRequest
 from chalicelib.core.expressions import evaluate
 from chalicelib.core.principal import Principal
 from chalicelib.features.identity.service_token import SERVICE, SERVICE_USER
-from chalicelib.features.work import engine, parse_stage
+from chalicelib.features.work import engine, parse_stage, step_shapes
 from chalicelib.features.work.statuses import FAILED, PENDING, SUCCEEDED, TERMINAL
 from chalicelib.kernel import crud, filtering, records
 from chalicelib.kernel.query.evaluate import evaluate as matches
 from chalicelib.kernel.registry import family as family_of
-from chalicelib.kernel.shapes import steps as step_rules
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
@@ -306,7 +305,7 @@ def stage_outputs(family_id: str, trigger: str = CREATED) -> dict[str, Any] | No
 
 def _invalid_steps(steps: list[Any]) -> str | None:
     """Why a pipeline's steps cannot run, or None. A step of a kind the plans know
-    (kernel/shapes/steps.py) is checked as a plan's step is; a step of a kind only the engine
+    (features/work/step_shapes.py) is checked as a plan's step is; a step of a kind only the engine
     knows (a runner in engine.RUNNERS, e.g. a feature's) by its common fields; TASK (no runner:
     it makes a task, not an execution) and unknown kinds are refused."""
     if not steps:
@@ -314,13 +313,13 @@ def _invalid_steps(steps: list[Any]) -> str | None:
     try:
         for step in steps:
             kind = step.get('stepType') if isinstance(step, dict) else None
-            if kind in step_rules.STEP_TYPES or kind not in engine.RUNNERS:
-                step_rules.check_step(step)
+            if kind in step_shapes.STEP_TYPES or kind not in engine.RUNNERS:
+                step_shapes.check_step(step)
             else:
                 _check_runner_step(step)
             if kind not in engine.RUNNERS:
                 return f"step '{step.get('name')}': a pipeline runs {', '.join(sorted(engine.RUNNERS))} steps"
-        step_rules.check_steps(steps)
+        step_shapes.check_steps(steps)
     except ValueError as exc:
         return str(exc)
     return None
@@ -331,12 +330,12 @@ def _check_runner_step(step: dict[str, Any]) -> None:
     name = step.get('name')
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
         raise ValueError('step name is required (a non-empty string of at most 200 characters)')
-    unknown = sorted(set(step) - step_rules.STEP_KEYS)
+    unknown = sorted(set(step) - step_shapes.STEP_KEYS)
     if unknown:
         raise ValueError(f"step '{name}': {unknown[0]} is not a step field")
     if step.get('options') is not None and not isinstance(step['options'], dict):
         raise ValueError(f"step '{name}': options must be an object")
-    step_rules.check_policy(step.get('executionPolicy'), f"step '{name}'")
+    step_shapes.check_policy(step.get('executionPolicy'), f"step '{name}'")
 
 
 def _resend_first(existing) -> str:

@@ -28,9 +28,9 @@ from typing import Any
 from chalicelib.core import clock, observability
 from chalicelib.core.errors import BadRequest
 from chalicelib.features.work import store as work_store
+from chalicelib.features.work.schedule_shapes import next_run, parse
 from chalicelib.kernel import records
 from chalicelib.kernel.registry import family as family_of
-from chalicelib.kernel.shapes.schedule import next_run, parse
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
 

@@ -2,7 +2,8 @@
 and the ``${secrets.NAME}`` template language of header values.
 
 Pure functions (no I/O, no pydantic): the write path validates a bridge with them (through the
-shapes of kernel/shapes/__init__.py, which also declare them in /v3/api-docs), and the call path
+named shapes at the end of this module, ``SHAPES``, which the bridges' declarations.py installs
+into the kernel (kernel/shapes.py) and /v3/api-docs publishes), and the call path
 (features/bridges/proxy.py) reads the same rules back: which secrets a header needs, how a value is
 rendered once they are known, which endpoint a name selects.
 
@@ -38,6 +39,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
+
+from chalicelib.kernel.shapes import Shape, ref
 
 METHODS = ('GET', 'POST', 'PUT', 'PATCH', 'DELETE')
 MAX_ENDPOINTS = 100
@@ -291,3 +294,76 @@ EXAMPLE_ENDPOINT = {
     'defaultHeaders': {'Accept': 'application/json'},
 }
 EXAMPLE_HEADERS = {'Authorization': 'Bearer ${secrets.EXAMPLE_TOKEN}'}
+
+
+# ----------------------------------------------------------------------------- the named shapes
+
+_HEADERS_TEXT = (
+    'HTTP headers sent on every call, name -> value. A value may interpolate secrets of the '
+    "bridge's organization as ${secrets.NAME}, resolved from AWS Secrets Manager at call time and "
+    'never returned, logged or stored (a GET returns the template). A header configured as an '
+    'object with secretRef is refused (400 naming the header). Host, Content-Length, '
+    'Transfer-Encoding, Connection and other hop headers are set by the platform.')
+
+SHAPES = (
+    Shape(
+        name='ServiceBridgeBaseUrl',
+        schema={'type': 'string', 'format': 'uri', 'maxLength': MAX_URL,
+                # printable ASCII; the authority without / ? # @, the path without ? #
+                'pattern': ('^[Hh][Tt][Tt][Pp][Ss]?://[\\x21-\\x22\\x24-\\x2e\\x30-\\x3e\\x41-\\x7e]+'
+                            '(/[\\x21-\\x22\\x24-\\x3e\\x40-\\x7e]*)?$'),
+                'description': 'Absolute http(s) URL the endpoint paths are appended to: no '
+                               'credentials, query or fragment. Calls go through the egress fence '
+                               '(internal addresses are refused at call time).'},
+        # RFC 5737 documentation addresses: the egress fence refuses them before any lookup, so
+        # a test that calls a bridge built from an example can never send a packet anywhere.
+        examples=('https://192.0.2.10/v1', 'http://198.51.100.7:8080'),
+        check=check_base_url,
+    ),
+    Shape(
+        name='ServiceBridgeHeaders',
+        schema={'type': 'object', 'maxProperties': MAX_HEADERS, 'description': _HEADERS_TEXT,
+                'additionalProperties': {'type': 'string', 'maxLength': MAX_HEADER_VALUE}},
+        examples=(EXAMPLE_HEADERS, {'Accept': 'application/json'}),
+        check=check_headers,
+    ),
+    Shape(
+        name='ServiceBridgeRequestSchema',
+        schema={'type': 'object', 'additionalProperties': True,
+                'description': 'JSON-Schema-like description of what a call sends. `required` '
+                               'fields missing from both the JSON body and the query string make '
+                               'the proxy answer 200 [] without contacting the upstream (presence '
+                               'counts: "", 0 and false satisfy; null does not). Other keywords '
+                               'are kept as documentation.',
+                'properties': {
+                    'type': {'type': 'string', 'enum': ['object']},
+                    'required': {'type': 'array', 'maxItems': MAX_REQUIRED, 'uniqueItems': True,
+                                 'items': {'type': 'string', 'minLength': 1}},
+                    'properties': {'type': 'object', 'additionalProperties': True},
+                }},
+        examples=(EXAMPLE_ENDPOINT['requestSchema'],),
+        check=check_request_schema,
+    ),
+    Shape(
+        name='ServiceBridgeEndpoint',
+        schema={'type': 'object', 'required': ['name'], 'additionalProperties': False,
+                'description': 'One callable operation of a bridge: the proxy calls `method` on '
+                               'baseUrl + path.',
+                'properties': {
+                    'name': {'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_.~-]{0,99}$',
+                             'description': 'unique in the bridge (ignoring case); the proxy path segment'},
+                    'method': {'allOf': [ref('ServiceBridgeMethod')], 'default': 'GET'},
+                    'path': {'type': 'string', 'maxLength': MAX_URL, 'default': '',
+                             'pattern': '^(/[\\x21-\\x22\\x24-\\x7e]*)?$',
+                             'description': 'appended to baseUrl; empty or starting with /'},
+                    'description': {'type': 'string'},
+                    'requestSchema': ref('ServiceBridgeRequestSchema'),
+                    'defaultHeaders': {'allOf': [ref('ServiceBridgeHeaders')],
+                                       'description': "added to (and overriding) the bridge's defaultHeaders"},
+                }},
+        examples=(EXAMPLE_ENDPOINT,
+                  {'name': 'create-ticket', 'method': 'POST', 'path': '/tickets', 'defaultHeaders': {}}),
+        check=check_endpoint,
+        check_all=check_endpoints,
+    ),
+)

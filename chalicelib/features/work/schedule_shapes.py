@@ -1,11 +1,14 @@
 """EventBridge schedule expressions: ``rate(...)`` and ``cron(...)``, parsed and evaluated
-(features/work/schedules.py has the rules of scheduled jobs). Pure functions; ``cronsim`` is
+(features/work/schedules.py has the rules of scheduled jobs), and the ``ScheduleExpression`` shape
+the work feature's declarations install (kernel/shapes.py). Pure functions; ``cronsim`` is
 imported on first use, never at cold start."""
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from chalicelib.kernel.shapes import Shape
 
 _RATE = re.compile(r'^rate\(\s*(\d{1,6})\s+(minute|minutes|hour|hours|day|days)\s*\)$')
 _CRON = re.compile(r'^cron\((.*)\)$')
@@ -91,6 +94,19 @@ def next_run(expression: str, after: datetime) -> datetime | None:
 
 
 def check(value: Any) -> Any:
-    """Shape check (kernel/shapes/__init__.py): the expression, or ValueError with the reason."""
+    """Shape check (kernel/shapes.py): the expression, or ValueError with the reason."""
     parse(value)
     return value
+
+
+SHAPES = (
+    Shape(
+        name='ScheduleExpression',
+        schema={'type': 'string', 'maxLength': 256,
+                'description': 'EventBridge schedule: rate(N minute|minutes|hour|hours|day|days) or '
+                               'cron(minutes hours day-of-month month day-of-week year), UTC, exactly one '
+                               'of day-of-month / day-of-week ?, day-of-week 1-7 (1 = Sunday) or SUN-SAT.'},
+        examples=('rate(5 minutes)', 'cron(0 8 ? * MON-FRI *)'),
+        check=check,
+    ),
+)

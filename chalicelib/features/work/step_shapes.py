@@ -1,6 +1,6 @@
 """Activity plan steps (the contract's PipelineStep) and their ExecutionPolicy: shapes, checks
-and the arithmetic of retries. Pure data and functions (imported at cold start by the registry
-through kernel/shapes/__init__.py): nothing heavy here.
+and the arithmetic of retries. Pure data and functions (``SHAPES`` at the end are installed at cold
+start from the work feature's declarations.py into kernel/shapes.py): nothing heavy here.
 
 A step is ``{name, stepType, ref, conditional, options, executionPolicy}``:
 
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+
+from chalicelib.kernel.shapes import Shape, ref
 
 STEP_TYPES = ('TASK', 'SCRIPT', 'BRIDGE_CALL', 'AGENT', 'EXTRACT')
 EXECUTION_STEP_TYPES = ('SCRIPT', 'BRIDGE_CALL', 'AGENT', 'EXTRACT')
@@ -213,3 +215,21 @@ def check_steps(steps: list[Any]) -> None:
         if step['name'] in seen:
             raise ValueError(f"step '{step['name']}': step names must be unique in a plan")
         seen.add(step['name'])
+
+
+# The named shapes of a plan's steps (docs/api/work.md), installed by the work feature's declarations.
+SHAPES = (
+    Shape(
+        name='ExecutionPolicy',
+        schema=POLICY_SCHEMA,
+        examples=(DEFAULT_POLICY,),
+        check=lambda value: check_policy(value, 'executionPolicy') and value,
+    ),
+    Shape(
+        name='PipelineStep',
+        schema={**STEP_SCHEMA, 'properties': {**STEP_SCHEMA['properties'], 'executionPolicy': ref('ExecutionPolicy')}},
+        examples=EXAMPLE_STEPS,
+        check=check_step,
+        check_all=check_steps,
+    ),
+)

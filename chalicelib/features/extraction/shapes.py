@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from chalicelib.kernel.shapes import Shape
+
 RULE_SCHEMA = {
     'type': 'object', 'required': ['type'], 'additionalProperties': False,
     'description': 'Where the value is: regex {pattern, group?, ignoreCase?} (RE2), label {label, direction: '
@@ -73,3 +75,10 @@ def check_attribute(value: Any) -> Any:
     if not isinstance(value, dict) or not isinstance(value.get('taxon') or value.get('tag'), str):
         raise ValueError('an attribute must be an object with its taxon (a taxon path) or tag')
     return value
+
+
+# Installed by the extraction feature's declarations (kernel/shapes.py).
+SHAPES = (
+    Shape(name='Taxon', schema=TAXON_SCHEMA, examples=EXAMPLE_TAXONS, check=check_taxon),
+    Shape(name='DataAttribute', schema=ATTRIBUTE_SCHEMA, examples=EXAMPLE_ATTRIBUTES, check=check_attribute),
+)
