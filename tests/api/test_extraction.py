@@ -258,3 +258,22 @@ def test_assignee_rules_pick_the_review_team(api, setup):
     bad = api.post(f"/api/document-families/{fam['id']}/extract",
                    {'dataDefinition': 'invoice', 'dataStore': 'invoices', 'assigneeRules': [{'teamId': team['id']}]})
     assert bad.status == 400 and 'assigneeRules[0]' in bad.json['message']
+
+
+def test_the_store_by_slug_route_answers_a_data_store_as_the_sdk_reads_one(api, setup, users):
+    """The SDK's get_object_by_ref('store', 'org/slug') reads GET /api/stores/{org}/{slug}: a data
+    store comes back with storeType TABLE (its DataStoreEndpoint); a document store with the same
+    slug wins; another organization's member gets a 404."""
+    from tests.conftest import make_org, make_user
+    r = api.get(_base(setup))
+    assert r.status == 200, r.json
+    assert (r.json['id'], r.json['type'], r.json['storeType'], r.json['slug'], r.json['orgSlug']) == \
+        (setup['store']['id'], 'store', 'TABLE', 'invoices', setup['org']['slug'])
+    missing = api.get(f"/api/stores/{setup['org']['slug']}/no-such-store")
+    assert missing.status == 404 and 'No document or data store' in missing.json['message']
+    _, key = make_user(api, make_org(api)['id'], 'MANAGE')
+    assert api.as_key(key).get(_base(setup)).status == 404
+    docs = create(api, 'document-stores', setup['org']['id'], projectId=setup['project'], name='Scans',
+                  slug='invoices')
+    r = api.get(_base(setup))
+    assert (r.status, r.json['id'], r.json['storeType']) == (200, docs['id'], 'DOCUMENT')

@@ -24,8 +24,9 @@ def check(condition: bool, message: str) -> None:
 
 def main(base: str, key: str, org: str, slug: str, family_id: str) -> None:
     client = KodexaClient(url=base, access_token=key)
-    store = DataStoreEndpoint(slug=slug, org_slug=org, ref=f'{org}/{slug}', type='store', name=slug,
-                              store_type='TABLE').set_client(client)
+    store = client.get_object_by_ref('store', f'{org}/{slug}')   # GET /api/stores/{org}/{slug}
+    check(isinstance(store, DataStoreEndpoint) and store.slug == slug, f'store: {type(store).__name__}')
+    ok('store by ref', store.ref)
     items = store.get_data_objects('invoice/lineItems')
     check(len(items) >= 8 and all(i.path == 'invoice/lineItems' for i in items), f'line items: {len(items)}')
     mine = [i for i in items if i.lineage and i.lineage.document_family_id == family_id]

@@ -175,5 +175,5 @@ def test_the_unmodified_sdk_lists_the_stores_objects_and_attributes(live, place,
     _untripped(run)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
-    for step in ('line items', 'one object', 'attributes', 'taxonomies', 'exceptions'):
+    for step in ('store by ref', 'line items', 'one object', 'attributes', 'taxonomies', 'exceptions'):
         assert any(line.startswith(f'ok {step} ') for line in lines), (step, run.stdout)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from chalice import Blueprint, Response
 
 from chalicelib.core import limits
+from chalicelib.core.errors import NotFound
 from chalicelib.kernel.http.docmeta import describe, ref, schema
 from chalicelib.kernel.http.request import (
     ANY_CONTENT,
@@ -34,7 +35,11 @@ _META_TRUE = ('true', '1', 'yes')
 @bp.route(_STORE, methods=['GET'], name='getStoreBySlug', content_types=ANY_CONTENT)
 def get_store(orgSlug, storeSlug):
     from chalicelib.features.documents import store_fs  # noqa: PLC0415 - lazy: cold start
-    return store_fs.get_store(orgSlug, storeSlug, caller())
+    try:
+        return store_fs.get_store(orgSlug, storeSlug, caller())
+    except NotFound:   # no document store holds the slug: a data store may (docs/api/extraction.md)
+        from chalicelib.features.extraction import reads  # noqa: PLC0415 - lazy: cold start
+        return reads.store_view(orgSlug, storeSlug, caller())
 
 
 def _post(org_slug: str, store_slug: str) -> Response:
@@ -93,10 +98,11 @@ def delete_file_versioned(orgSlug, storeSlug, version):
 
 # ----------------------------------------------------------------------------- OpenAPI
 
-_STORE_VIEW = schema('StoreBySlug', {'allOf': [ref('DocumentStore'), {
+_STORE_VIEW = schema('StoreBySlug', {'allOf': [{'anyOf': [ref('DocumentStore'), ref('DataStore')]}, {
     'type': 'object', 'required': ['type', 'storeType', 'slug', 'orgSlug'],
     'properties': {'type': {'type': 'string', 'enum': ['store']},
-                   'storeType': {'type': 'string', 'enum': ['DOCUMENT']},
+                   'storeType': {'type': 'string', 'enum': ['DOCUMENT', 'TABLE'],
+                                 'description': 'DOCUMENT: a document store; TABLE: a data store'},
                    'slug': {'type': 'string'},
                    'orgSlug': {'type': 'string', 'description': "the organization's slug"}}}]})
 _PATH = {'name': 'path', 'in': 'query', 'schema': {'type': 'string', 'maxLength': limits.MAX_DOCUMENT_PATH},
@@ -114,9 +120,12 @@ _RESOLVE_TEXT = ('{orgSlug}/{storeSlug}: the document store with that slug in th
 _W = [400, 401, 403, 404, 409, 413, 415, 429, 503]
 _R = [400, 401, 403, 404, 409, 429, 503]
 
-describe('getStoreBySlug', summary='A document store by organization slug and store slug', tags=['stores'],
+describe('getStoreBySlug', summary='A document or data store by organization slug and store slug',
+         tags=['stores'],
          description=_RESOLVE_TEXT + 'The DocumentStore record plus type "store", storeType "DOCUMENT", slug '
-                     'and orgSlug (what the SDK reads a store by).',
+                     'and orgSlug (what the SDK reads a store by). When no document store of the organization '
+                     'holds the slug, its data store with that slug: the DataStore record with storeType "TABLE" '
+                     '(the SDK then answers a DataStoreEndpoint). 404 when neither does.',
          parameters=_SLUGS[:2], responses={200: _STORE_VIEW}, errors=_R)
 for _suffix, _text in (('', ''), ('Versioned', _VERSION_TEXT)):
     describe(f'uploadStoreFile{_suffix}', summary='Upload a file into a document store', tags=['stores'],

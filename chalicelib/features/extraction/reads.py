@@ -8,6 +8,8 @@
   GET /api/stores/{orgSlug}/{storeSlug}/attributes?filter=        attributes across the store
   GET /api/stores/{orgSlug}/{storeSlug}/taxonomies                the definitions the store holds
   GET /api/exceptions?dataStoreId=&state=&documentFamilyId=&taxon=&filter=
+  GET /api/stores/{orgSlug}/{storeSlug}                           the data store itself, when no document
+      store holds the slug (the SDK's get_object_by_ref('store', ...): ``store_view``)
 
 The object lists are the kernel's lists over the ``data-objects`` family pinned to the store
 (its ``dataStoreId`` value index), so every filter of the list language works on an object's
@@ -61,6 +63,19 @@ def resolve_store(org_slug: str, store_slug: str, principal: Principal):
         raise Conflict(f'Organization {org_slug[:100]!r} has {len(stores)} data stores with slug {store_slug[:100]!r}: '
                        'give one of them another slug')
     return stores[0]
+
+
+def store_view(org_slug: str, store_slug: str, principal: Principal) -> dict[str, Any]:
+    """The data store at ``{orgSlug}/{storeSlug}`` as the SDK reads a store: the record plus type
+    "store", storeType "TABLE" (the SDK's name for a data store: it answers a DataStoreEndpoint),
+    slug and orgSlug. Asked by the store-by-slug route after no document store held the slug."""
+    try:
+        store = resolve_store(org_slug, store_slug, principal)
+    except NotFound:
+        raise NotFound(f'No document or data store with slug {store_slug.strip()[:100]!r} in organization '
+                       f'{org_slug.strip()[:100]!r}') from None
+    return {**store.data, 'type': 'store', 'storeType': 'TABLE', 'slug': store.data.get('slug'),
+            'orgSlug': org_slug.strip().lower()}
 
 
 def _object_view(data: dict[str, Any], org_slug: str, store) -> dict[str, Any]:
