@@ -35,6 +35,8 @@ from typing import Any
 # numeric builtins whose library implementation is called as is (not the capped ones
 # core/expressions.py wraps: those always go through the library)
 FUNCTIONS = frozenset({'round', 'abs', 'floor', 'ceil', 'sqrt', 'power', 'exists', 'not', 'boolean', 'number'})
+# the builtins whose signature takes numbers only, and their argument counts
+_NUMERIC_ARITY = {'round': (1, 2), 'abs': (1,), 'floor': (1,), 'ceil': (1,), 'sqrt': (1,), 'power': (2,)}
 _ARITHMETIC = frozenset({'+', '-', '*', '/', '%'})
 _EQUALITY = frozenset({'=', '!='})
 _ORDER = frozenset({'<', '<=', '>', '>='})
@@ -298,13 +300,19 @@ class _Compiler:
         validate = self.compiled.validate_arguments
         max_string = self.limits[0]
 
+        numeric = _NUMERIC_ARITY.get(name, ())
+
         def call(data, bindings):
             values = [step(data, bindings) for step in steps]
             for v in values:
                 if v is not None and type(v) not in _PLAIN_VALUES:
                     raise Fallback
             try:
-                result = builtin.call(data, validate(builtin, values, data))
+                if len(values) in numeric and all(_number(v) for v in values):
+                    # finite numbers where the signature wants numbers: its check passes them as they are
+                    result = builtin.call(data, values)
+                else:
+                    result = builtin.call(data, validate(builtin, values, data))
             except self.failures:
                 raise Fallback from None
             if result is not None and (type(result) not in _PLAIN_VALUES
