@@ -71,36 +71,40 @@ class Plan:
         self._limits = limits
 
     def run(self, data: Any, bindings: Mapping[str, Any]) -> Any:
-        if type(data) is not dict or not _plain(data, self._limits):
+        if type(data) is not dict or not plain(data, self._limits):
             raise Fallback
         return self._step(data, bindings)
 
 
-def _plain(value: Any, limits: tuple[int, int]) -> bool:
-    """The value holds only what the library's input check accepts and its size caps allow
-    (exact JSON types: subclasses and JSONata null go to the library)."""
-    max_string, max_array = limits
+def plain(value: Any, limits: tuple[int, int] | None = None) -> bool:
+    """The value holds only exact JSON types (what the library's input check accepts, less its
+    subclasses and JSONata null, which go to the library) and, with ``limits`` (longest string,
+    longest array/object), none over the size caps. Iterative: a parsed document's input has
+    thousands of values, and the library's recursive check costs ~0.5 us each."""
+    max_string, max_array = limits if limits is not None else (math.inf, math.inf)
     stack = [value]
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        item = stack.pop()
+        item = pop()
         kind = type(item)
-        if kind is dict:
+        if kind is str:
+            if len(item) > max_string:
+                return False
+        elif kind is dict:
             if len(item) > max_array:
                 return False
             for key, sub in item.items():
                 if type(key) is not str:
                     return False
-                stack.append(sub)
+                push(sub)
         elif kind is list:
             if len(item) > max_array:
                 return False
-            stack.extend(item)
-        elif kind is str:
-            if len(item) > max_string:
+            extend(item)
+        elif kind is float:
+            if not math.isfinite(item):
                 return False
-        elif item is not None and kind not in _PLAIN_VALUES:
-            return False
-        elif kind is float and not math.isfinite(item):
+        elif item is not None and kind is not int and kind is not bool:
             return False
     return True
 
@@ -184,7 +188,7 @@ class _Compiler:
             current = data
             if variable is not None:
                 current = bindings.get(variable, missing)
-                if current is missing or type(current) is not dict or not _plain(current, self.limits):
+                if current is missing or type(current) is not dict or not plain(current, self.limits):
                     raise Fallback   # unbound, null, an array, a scalar: the library's sequences
             for name in names:
                 if type(current) is not dict:

@@ -314,6 +314,9 @@ def evaluate(expression: str, data: Any, *, bindings: Mapping[str, Any] | None =
             scope.update(bindings or {})
             scope['__evaluate_entry'] = run.entry
             scope['__evaluate_exit'] = run.exit
+            # the library's input check walks the input recursively (~2 ms for a parsed
+            # document's lines): an input of exact JSON types passes it, so it is skipped then
+            compiled.validate_input = not expression_plans.plain(data)
             result = compiled.evaluate(data, scope)
     except jsonata.JException as exc:
         if isinstance(run.stopped, BaseException):
