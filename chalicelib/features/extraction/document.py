@@ -19,7 +19,7 @@ UNIT_TYPES = frozenset({'line', 'paragraph', 'heading', 'cell'})
 TABLE_TYPES = frozenset({'table', 'sheet'})
 
 
-@dataclass(eq=False)   # compared by identity: 'in' over a page's words stays cheap
+@dataclass(eq=False, slots=True)   # compared by identity: 'in' over a page's words stays cheap
 class Word:
     id: str
     text: str
@@ -30,7 +30,7 @@ class Word:
     end: int = 0
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Unit:
     id: str
     node_type: str

@@ -336,13 +336,18 @@ def visual_rows(doc: Document) -> list[Unit]:
     return rows
 
 
+def _left(w: Word) -> float:
+    return w.bbox[0]
+
+
 def _row_unit(words: list[Word], page: int | None, n: int) -> Unit:
-    words = sorted(words, key=lambda w: w.bbox[0])
+    words = sorted(words, key=_left)
     out, at = [], 0
     for w in words:
-        out.append(Word(w.id, w.text, w.page, w.bbox, w.confidence, at, at + len(w.text)))
-        at += len(w.text) + 1
-    box = (min(w.bbox[0] for w in words), min(w.bbox[1] for w in words),
+        end = at + len(w.text)
+        out.append(Word(w.id, w.text, w.page, w.bbox, w.confidence, at, end))
+        at = end + 1
+    box = (words[0].bbox[0], min(w.bbox[1] for w in words),   # sorted by their left edge
            max(w.bbox[2] for w in words), max(w.bbox[3] for w in words))
     return Unit(id=f'row{n}', node_type='line', text=' '.join(w.text for w in words), page=page, bbox=box,
                 start=0, words=out)
