@@ -135,3 +135,13 @@ def test_depth_cap_is_kept():
     assert evaluate(expression, {'a': 1}) == 8
     with pytest.raises(ExpressionError, match='nests deeper than 5'):
         evaluate(expression, {'a': 1}, max_depth=5)
+
+
+def test_an_input_the_library_refuses_is_still_refused_by_it():
+    # a Decimal is not a JSON value: the library's own input check runs and its error is the answer
+    from decimal import Decimal
+    with pytest.raises(ExpressionError, match='ValueError'):
+        evaluate('a + 1', {'a': Decimal('1.5')})
+    with pytest.raises(ExpressionError, match='ValueError'):
+        evaluate('$substringBefore(s, "x")', {'s': 'abxc', 'deep': [{'d': Decimal('1')}]})
+    assert evaluate('$substringBefore(s, "x")', {'s': 'abxc', 'deep': [{'d': 1.5}]}) == 'ab'
