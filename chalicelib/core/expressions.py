@@ -33,7 +33,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from chalicelib.core import budget
+from chalicelib.core import budget, expression_plans
 
 DEFAULT_TIMEOUT_MS = 1000
 DEFAULT_MAX_DEPTH = 200
@@ -260,25 +260,29 @@ def _classes() -> dict[str, Any]:
     return _jsonata_classes
 
 
+_UNPLANNED = object()
 COMPILED_CACHE = 256   # compiled expressions kept per thread (a rule run over every row of a table)
 
 
-def _compiled(classes: dict[str, Any], expression: str):
+def _compiled(classes: dict[str, Any], expression: str) -> tuple[Any, expression_plans.Plan | None]:
     """The expression parsed once per thread and kept (least recently used first out): parsing
     costs more than evaluating a small expression, and a validation runs once per table row. A
-    compiled expression holds no state between evaluations (each gets its own frame of bindings)."""
+    compiled expression holds no state between evaluations (each gets its own frame of bindings).
+    Beside it, its plan (core/expression_plans.py) when it has the simple shape one covers."""
     cache = getattr(_local, 'compiled', None)
     if cache is None:
         cache = _local.compiled = {}
-    compiled = cache.pop(expression, None)
-    if compiled is None:
+    entry = cache.pop(expression, None)
+    if entry is None:
         compiled = classes['Capped'](expression)
         compiled.set_output_convert_nulls(False)   # done below, once the size is known to be bounded
+        entry = (compiled, expression_plans.plan(compiled, classes['jsonata'].Jsonata, classes['utils'].Utils,
+                                                 (MAX_STRING_LENGTH, MAX_ARRAY_LENGTH)))
         while len(cache) >= COMPILED_CACHE:
             cache.pop(next(iter(cache)))
-    cache[expression] = compiled
-    classes['jsonata'].Jsonata.CURRENT.jsonata = compiled   # what the library's builtins read ($now, regexes)
-    return compiled
+    cache[expression] = entry
+    classes['jsonata'].Jsonata.CURRENT.jsonata = entry[0]   # what the library's builtins read ($now, regexes)
+    return entry
 
 
 def evaluate(expression: str, data: Any, *, bindings: Mapping[str, Any] | None = None,
@@ -296,12 +300,24 @@ def evaluate(expression: str, data: Any, *, bindings: Mapping[str, Any] | None =
     outer = getattr(_local, 'run', None)
     _local.run = run
     try:
-        compiled = _compiled(classes, expression)
-        scope: dict[str, Any] = dict(classes['builtins'])
-        scope.update(bindings or {})
-        scope['__evaluate_entry'] = run.entry
-        scope['__evaluate_exit'] = run.exit
-        result = compiled.evaluate(data, scope)
+        compiled, plan = _compiled(classes, expression)
+        result: Any = _UNPLANNED
+        if plan is not None and plan.depth * 2 < max_depth and not (bindings and plan.functions & bindings.keys()):
+            try:
+                # the plain case without the library's walk, the same answer (tests/unit/
+                # test_expression_plans.py); anything else is evaluated by the library
+                result = plan.run(data, bindings or {})
+            except expression_plans.Fallback:
+                result = _UNPLANNED
+        if result is _UNPLANNED:
+            scope: dict[str, Any] = dict(classes['builtins'])
+            scope.update(bindings or {})
+            scope['__evaluate_entry'] = run.entry
+            scope['__evaluate_exit'] = run.exit
+            # the library's input check walks the input recursively (~2 ms for a parsed
+            # document's lines): an input of exact JSON types passes it, so it is skipped then
+            compiled.validate_input = not expression_plans.plain(data)
+            result = compiled.evaluate(data, scope)
     except jsonata.JException as exc:
         if isinstance(run.stopped, BaseException):
             raise run.stopped from None

@@ -22,6 +22,7 @@ Validation writes nothing, so stopping is always clean.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from chalicelib.core import budget
@@ -50,6 +51,7 @@ class _Progress:
         self.done += 1
 
 
+@lru_cache(maxsize=1024)   # a pure function of the formula: extraction asks once per table row
 def _rewrite(formula: str) -> tuple[str, int]:
     """``../../x`` -> ``$__up2.x`` outside string literals; the deepest number of steps."""
     out: list[str] = []

@@ -19,7 +19,7 @@ UNIT_TYPES = frozenset({'line', 'paragraph', 'heading', 'cell'})
 TABLE_TYPES = frozenset({'table', 'sheet'})
 
 
-@dataclass(eq=False)   # compared by identity: 'in' over a page's words stays cheap
+@dataclass(eq=False, slots=True)   # compared by identity: 'in' over a page's words stays cheap
 class Word:
     id: str
     text: str
@@ -30,7 +30,7 @@ class Word:
     end: int = 0
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Unit:
     id: str
     node_type: str
@@ -46,17 +46,28 @@ class Unit:
 
 
 def _bbox(value: Any) -> tuple[float, float, float, float] | None:
-    if isinstance(value, (list, tuple)) and len(value) == 4 and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        return (float(value[0]), float(value[1]), float(value[2]), float(value[3]))
+    if isinstance(value, (list, tuple)) and len(value) == 4:
+        a, b, c, d = value
+        if type(a) is float and type(b) is float and type(c) is float and type(d) is float:
+            return (a, b, c, d)   # what readers give: no conversion to make
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            return (float(a), float(b), float(c), float(d))
     return None
 
 
 def union(boxes: list[tuple[float, float, float, float]]) -> list[float] | None:
     if not boxes:
         return None
+    if len(boxes) == 1:
+        b = boxes[0]
+        return [round(b[0], 2), round(b[1], 2), round(b[2], 2), round(b[3], 2)]
     return [round(min(b[0] for b in boxes), 2), round(min(b[1] for b in boxes), 2),
             round(max(b[2] for b in boxes), 2), round(max(b[3] for b in boxes), 2)]
+
+
+def _index(node: dict[str, Any]) -> int:
+    i = node.get('index')
+    return i if isinstance(i, int) else 0
 
 
 class Document:
@@ -66,11 +77,23 @@ class Document:
         self.nodes = [n for n in nodes if isinstance(n, dict) and n.get('id') is not None]
         self.by_id = {str(n['id']): n for n in self.nodes}
         children: dict[str | None, list[dict[str, Any]]] = {}
+        last: dict[str | None, int] = {}
+        unsorted: set[str | None] = set()
         for n in self.nodes:
             parent = n.get('parentId')
-            children.setdefault(None if parent is None else str(parent), []).append(n)
-        for kids in children.values():
-            kids.sort(key=lambda n: (n.get('index') if isinstance(n.get('index'), int) else 0))
+            key = None if parent is None else str(parent)
+            i = n.get('index')
+            i = i if isinstance(i, int) else 0
+            kids = children.get(key)
+            if kids is None:
+                children[key] = [n]
+            else:
+                kids.append(n)
+                if i < last[key]:
+                    unsorted.add(key)
+            last[key] = max(i, last.get(key, i))
+        for key in unsorted:   # readers give siblings in order: a stable sort of those changes nothing
+            children[key].sort(key=_index)
         self.children = children
         self.units: list[Unit] = []
         self.tables: list[dict[str, Any]] = []   # {id, rows: [[Unit|None, ...]]}
@@ -107,24 +130,35 @@ class Document:
             self._walk(child, parts, page=page, table=table, row=row)
 
     def _unit(self, node, kind, feats, parts, page, table, row) -> None:
-        text = node.get('content') if isinstance(node.get('content'), str) else ''
-        unit_page = feats.get('page') if isinstance(feats.get('page'), int) else page
-        unit = Unit(id=str(node['id']), node_type=kind, text=text, page=unit_page, bbox=_bbox(feats.get('bbox')),
+        text = node.get('content')
+        if not isinstance(text, str):
+            text = ''
+        unit_page = feats.get('page')
+        if not isinstance(unit_page, int):
+            unit_page = page
+        node_id = str(node['id'])
+        unit = Unit(id=node_id, node_type=kind, text=text, page=unit_page, bbox=_bbox(feats.get('bbox')),
                     start=self._offset)
-        words = [w for w in self.children.get(str(node['id']), []) if w.get('nodeType') == 'word']
         cursor = 0
-        for w in words:
-            wtext = w.get('content') if isinstance(w.get('content'), str) else ''
-            wf = self._features(w)
+        append = unit.words.append
+        for w in self.children.get(node_id, ()):
+            if w.get('nodeType') != 'word':
+                continue
+            wtext = w.get('content')
+            if not isinstance(wtext, str):
+                wtext = ''
+            wf = w.get('features')
+            if not isinstance(wf, dict):
+                wf = {}
             at = text.find(wtext, cursor) if wtext else -1
             if at < 0:
                 at = cursor
             conf = wf.get('confidence')
             conf = float(conf) if isinstance(conf, (int, float)) and not isinstance(conf, bool) else None
-            unit.words.append(Word(id=str(w['id']), text=wtext, page=wf.get('page') if isinstance(wf.get('page'), int)
-                                   else unit_page, bbox=_bbox(wf.get('bbox')),
-                                   confidence=conf, start=at, end=at + len(wtext)))
+            wpage = wf.get('page')
             cursor = at + len(wtext)
+            append(Word(str(w['id']), wtext, wpage if isinstance(wpage, int) else unit_page, _bbox(wf.get('bbox')),
+                        conf, at, cursor))
         if unit.bbox is None and unit.words:
             box = union([w.bbox for w in unit.words if w.bbox])
             unit.bbox = tuple(box) if box else None
@@ -181,10 +215,10 @@ class Found:
     def provenance(self) -> dict[str, Any]:
         ids = [w.id for w in self.words] or [u.id for u in self.units]
         boxes = [w.bbox for w in self.words if w.bbox] or [u.bbox for u in self.units if u.bbox]
-        pages = sorted({p for p in [w.page for w in self.words] + [u.page for u in self.units] if p is not None})
+        pages = [w.page for w in self.words if w.page is not None] + [u.page for u in self.units if u.page is not None]
         out: dict[str, Any] = {'nodeIds': ids, 'rule': self.rule}
         if pages:
-            out['page'] = pages[0]
+            out['page'] = min(pages)   # the first page the value is on
         box = union(boxes)
         if box:
             out['bbox'] = box

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from datetime import date
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any
 
 TYPES = ('string', 'number', 'decimal', 'currency', 'date', 'boolean', 'selection')
@@ -28,6 +29,7 @@ LOCALES = {
 DEFAULT_LOCALE = 'en-US'
 CURRENCY_SYMBOLS = {'$': 'USD', 'US$': 'USD', '€': 'EUR', '£': 'GBP', '¥': 'JPY', '₹': 'INR', 'CHF': 'CHF',
                     'Fr.': 'CHF', 'C$': 'CAD', 'A$': 'AUD', 'kr': 'SEK'}
+_SYMBOLS_LONGEST_FIRST = tuple(sorted(CURRENCY_SYMBOLS, key=len, reverse=True))
 _CODE = re.compile(r'\b([A-Z]{3})\b')
 MONTHS = {name: i + 1 for i, names in enumerate([
     ('january', 'jan', 'januar', 'janvier', 'enero', 'gennaio', 'janeiro', 'januari'),
@@ -55,6 +57,14 @@ def locale_of(name: str | None) -> tuple[str, str, str]:
     return LOCALES.get(name or DEFAULT_LOCALE, LOCALES[DEFAULT_LOCALE])
 
 
+@lru_cache(maxsize=64)
+def _shape(dec: str, groups: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A locale's number shape and its grouping separators, compiled once (a table's column
+    normalises one value per row)."""
+    g = '[' + re.escape(groups) + ']'
+    return re.compile(rf'(\d{{1,3}}(?:{g}\d{{3}})+|\d+)(?:{re.escape(dec)}(\d+))?'), re.compile(g)
+
+
 def _decimal(text: str, locale: str | None, what: str) -> Decimal:
     """A number written the locale's way: digits grouped in threes by one of its grouping
     separators (or not grouped), then its decimal separator and the decimals. Anything else
@@ -68,14 +78,13 @@ def _decimal(text: str, locale: str | None, what: str) -> Decimal:
         negative, s = True, s[:-1].strip()
     if s.startswith(('-', '\u2212')):
         negative, s = True, s[1:].strip()
-    g = '[' + re.escape(groups) + ']'
-    shape = re.compile(rf'(\d{{1,3}}(?:{g}\d{{3}})+|\d+)(?:{re.escape(dec)}(\d+))?')
+    shape, grouping = _shape(dec, groups)
     m = shape.fullmatch(s)
     article = 'an' if what[0] in 'aeiou' else 'a'
     if m is None:
         raise NotNormalised(f"'{text}' is not {article} {what} as {locale or DEFAULT_LOCALE} writes one "
                             f"(decimal separator '{dec}')")
-    digits = re.sub(g, '', m.group(1)) + ('.' + m.group(2) if m.group(2) else '')
+    digits = grouping.sub('', m.group(1)) + ('.' + m.group(2) if m.group(2) else '')
     try:
         value = Decimal(digits)
     except InvalidOperation:
@@ -93,7 +102,7 @@ def _number(text: str, locale: str | None) -> tuple[Any, dict[str, Any]]:
 def _money(text: str, locale: str | None, taxon: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     s = text.strip()
     currency = None
-    for symbol in sorted(CURRENCY_SYMBOLS, key=len, reverse=True):
+    for symbol in _SYMBOLS_LONGEST_FIRST:
         if symbol in s:
             currency = CURRENCY_SYMBOLS[symbol]
             s = s.replace(symbol, ' ')

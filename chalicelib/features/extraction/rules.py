@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from chalicelib.core import budget
@@ -45,6 +46,8 @@ class Scope:
     units: list[Unit]
     starts: list[int]
     _folded: str | None = None
+    _pages: dict[int | None, list[Unit]] | None = None
+    _owner: dict[int, int] | None = None
 
     @classmethod
     def of_document(cls, doc: Document) -> Scope:
@@ -69,6 +72,22 @@ class Scope:
         if self._folded is None:
             self._folded = self.text.lower()
         return self._folded
+
+    def on_page(self, page: int | None) -> list[Unit]:
+        """The scope's units on ``page``, in order (built once: every label rule reads a page)."""
+        if self._pages is None:
+            self._pages = {}
+            for u in self.units:
+                self._pages.setdefault(u.page, []).append(u)
+        return self._pages.get(page, [])
+
+    def units_of_words(self, words: list[Word]) -> list[Unit]:
+        """The scope's units holding any of ``words`` (by identity), in order."""
+        if self._owner is None:
+            self._owner = {id(w): k for k, u in enumerate(self.units) for w in u.words}
+        owner = self._owner
+        found = sorted({owner[id(w)] for w in words if id(w) in owner})
+        return [self.units[k] for k in found]
 
     def locate(self, start: int, end: int) -> tuple[list[Unit], list[Word]]:
         units, words = [], []
@@ -114,12 +133,19 @@ def regex(scope: Scope, rule: dict[str, Any]) -> Found | None:
 def _label_span(unit: Unit, label: str) -> tuple[int, int] | None:
     """Where ``label`` stands in the unit as whole words ('Total' is not in 'Subtotal'),
     ignoring case and runs of spaces."""
+    pattern = _label_pattern(label)
+    if pattern is None:
+        return None
+    m = pattern.search(unit.text)
+    return m.span() if m else None
+
+
+@lru_cache(maxsize=256)   # a table's headers are looked for on every visual row
+def _label_pattern(label: str) -> re.Pattern[str] | None:
     words = label.split()
     if not words:
         return None
-    pattern = re.compile(r'(?<!\w)' + r'\s+'.join(re.escape(w) for w in words) + r'(?!\w)', re.IGNORECASE)
-    m = pattern.search(unit.text)
-    return m.span() if m else None
+    return re.compile(r'(?<!\w)' + r'\s+'.join(re.escape(w) for w in words) + r'(?!\w)', re.IGNORECASE)
 
 
 def _strip_lead(words: list[Word]) -> list[Word]:
@@ -184,7 +210,7 @@ def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str) -> F
     page = unit.page
     if direction == 'right':
         mid = (y0 + y1) / 2
-        candidates = [w for u in scope.units if u.page == page for w in u.words
+        candidates = [w for u in scope.on_page(page) for w in u.words
                       if w.bbox and w.bbox[0] >= x1 - 0.5 and w.bbox[1] <= mid <= w.bbox[3]
                       and w not in label_words]
         candidates.sort(key=lambda w: w.bbox[0])
@@ -192,7 +218,7 @@ def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str) -> F
         if words and words[0].bbox[0] - x1 > 6 * gap:
             return None
     else:
-        below = [u for u in scope.units if u.page == page and u.bbox and u.bbox[1] >= y1 - 0.5
+        below = [u for u in scope.on_page(page) if u.bbox and u.bbox[1] >= y1 - 0.5
                  and u is not unit and any(w.bbox and w.bbox[2] >= x0 - 2 and w.bbox[0] <= x1 + 2 * gap
                                            for w in u.words)]
         if not below:
@@ -205,8 +231,7 @@ def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str) -> F
         words = _run(row[first:], gap) if first is not None else []
     if not words:
         return None
-    chosen = {id(w) for w in words}
-    units = [u for u in scope.units if any(id(w) in chosen for w in u.words)]
+    units = scope.units_of_words(words)
     return Found(text=' '.join(w.text for w in words), words=words, units=units)
 
 
@@ -311,13 +336,18 @@ def visual_rows(doc: Document) -> list[Unit]:
     return rows
 
 
+def _left(w: Word) -> float:
+    return w.bbox[0]
+
+
 def _row_unit(words: list[Word], page: int | None, n: int) -> Unit:
-    words = sorted(words, key=lambda w: w.bbox[0])
+    words = sorted(words, key=_left)
     out, at = [], 0
     for w in words:
-        out.append(Word(w.id, w.text, w.page, w.bbox, w.confidence, at, at + len(w.text)))
-        at += len(w.text) + 1
-    box = (min(w.bbox[0] for w in words), min(w.bbox[1] for w in words),
+        end = at + len(w.text)
+        out.append(Word(w.id, w.text, w.page, w.bbox, w.confidence, at, end))
+        at = end + 1
+    box = (words[0].bbox[0], min(w.bbox[1] for w in words),   # sorted by their left edge
            max(w.bbox[2] for w in words), max(w.bbox[3] for w in words))
     return Unit(id=f'row{n}', node_type='line', text=' '.join(w.text for w in words), page=page, bbox=box,
                 start=0, words=out)
