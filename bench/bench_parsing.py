@@ -19,6 +19,7 @@
    of the page that was scanned, found by OCR; bag of words, NFKC, punctuation stripped) (>= 0.9).
 
     PYTHONPATH=. .venv/bin/python bench/bench_parsing.py     # needs pdftotext, qpdf, tesseract
+    PYTHONPATH=. .venv/bin/python bench/bench_parsing.py --text-pdfs    # part 1 only (~10 s)
 
 ``make bench`` installs those (the ``bench-tools`` target).
 """
@@ -272,6 +273,7 @@ def fidelity(scans: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def main() -> None:
+    text_only = '--text-pdfs' in sys.argv[1:]
     print(f'bench_parsing.py: {time.strftime("%Y-%m-%d %H:%M")}, {os.cpu_count()} cores (shared), '
           f'repeat {REPEAT}', flush=True)
     speed = text_pdfs()
@@ -281,6 +283,8 @@ def main() -> None:
     for label, text in (('floor', 'raw pypdfium2 text extraction (floor)'), ('readers', 'read() (pdf-text)'),
                         ('pdftotext', 'poppler pdftotext (peer)')):
         print(f'| {text} | {speed[label]:,.0f} | {speed["floor"] / speed[label]:.2f}x |')
+    if text_only:
+        return
 
     scans = scanned()
     print('\n2. Scanned pages (CPU-seconds per page, one thread)\n')

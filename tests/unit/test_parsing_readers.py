@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -545,3 +546,67 @@ def test_the_readers_without_ocr_never_import_pillow():
     for name, expected in HOSTILE.items():
         if name != 'hostile-bomb.png':   # refused by the OCR function, before any decode
             assert outcomes[name] == ['failed', expected['cause']], name
+
+
+def _turned(name: str, rotation: int) -> bytes:
+    """``name`` with every page turned by /Rotate; at 180 also cropped off-centre (a crop box whose
+    origin is not the media box's)."""
+    document = pdfium.PdfDocument(_data(name))
+    for index in range(len(document)):
+        page = document[index]
+        page.set_rotation(rotation)
+        if rotation == 180:
+            left, bottom, right, top = page.get_mediabox()
+            page.set_cropbox(left + 13.3, bottom + 7.7, right - 5.1, top - 11.9)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def _reference_boxes(data: bytes) -> list[tuple[str, list[float]]]:
+    """Each word of a text PDF and its box, the plain way: pypdfium2's own wrapped calls, the union
+    of the loose boxes of the word's first and last characters, turned into the displayed page's
+    top-left points and round()ed: what the reader's hot loop computes its faster way
+    (chalicelib/features/parsing/readers/pdf.py _text_nodes)."""
+    document = pdfium.PdfDocument(data)
+    words = []
+    for index in range(len(document)):
+        page = document[index]
+        crop_left, crop_bottom, crop_right, crop_top = page.get_cropbox()
+        w, h, rotation = crop_right - crop_left, crop_top - crop_bottom, page.get_rotation() % 360
+        text_page = page.get_textpage()
+        text = text_page.get_text_range()
+        assert len(text) == text_page.count_chars()
+        for line in re.finditer('[^\r\n\ufffe]+\ufffe?', text):
+            for word in re.finditer(r'\S+', line.group()):
+                first, last = line.start() + word.start(), line.start() + word.end() - 1
+                l0, b0, r0, t0 = text_page.get_charbox(first, loose=True)
+                l1, b1, r1, t1 = text_page.get_charbox(last, loose=True)
+                u0, u1 = min(l0, l1) - crop_left, max(r0, r1) - crop_left
+                v0, v1 = crop_top - max(t0, t1), crop_top - min(b0, b1)     # from the top, down
+                box = {0: (u0, v0, u1, v1), 90: (h - v1, u0, h - v0, u1),
+                       180: (w - u1, h - v1, w - u0, h - v0), 270: (v0, w - u1, v1, w - u0)}[rotation]
+                words.append((word.group().replace('\ufffe', '-').replace('\x00', ''),
+                              [round(value, 2) for value in box]))
+    return words
+
+
+@pytest.mark.parametrize('rotation', [0, 90, 180, 270])
+@pytest.mark.parametrize('name', [name for name, known in REAL.items()
+                                  if known['mediaType'] == 'application/pdf' and not known.get('ocr')])
+def test_pdf_word_boxes_are_the_plain_computation_and_line_boxes_the_union_of_their_words(name, rotation):
+    """The hot loop's boxes (ctypes without pypdfium2's wrappers, rounding by arithmetic, line boxes
+    turned once) against the plain computation, on every text PDF of the corpus at each /Rotate:
+    every word's box within 0.01 pt, every line's box exactly the union of its words'."""
+    data = _data(name) if rotation == 0 else _turned(name, rotation)
+    nodes = read(data, media_type=None, filename=name, deadline=time.monotonic() + 60).nodes
+    words = [node for node in nodes if node['nodeType'] == 'word']
+    reference = _reference_boxes(data)
+    assert [word['content'] for word in words] == [content for content, _ in reference]
+    for word, (_, box) in zip(words, reference, strict=True):
+        assert word['features']['bbox'] == pytest.approx(box, abs=0.0101), word
+    for line in (node for node in nodes if node['nodeType'] == 'line'):
+        boxes = [word['features']['bbox'] for word in words if word['parentId'] == line['id']]
+        assert boxes, line
+        assert line['features']['bbox'] == [min(box[0] for box in boxes), min(box[1] for box in boxes),
+                                            max(box[2] for box in boxes), max(box[3] for box in boxes)], line

@@ -33,11 +33,13 @@ _LINES = re.compile('[^\r\n\ufffe]+\ufffe?')
 _WORDS = re.compile(r'\S+')
 _MIN_OCR_DPI = 72
 _OCR_OBJECTS = (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_SHADING)
-# FPDFText_GetLooseCharBox(text_page, index, FS_RECTF*) called with plain addresses: the same C
-# function, without pypdfium2's per-call argument conversion (~35% of the call's cost); the text
-# page and the 4-float buffer outlive every call (both are held by _text_nodes).
-_LOOSE_BOX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(
-    ctypes.cast(pdfium_c.FPDFText_GetLooseCharBox, ctypes.c_void_p).value)
+# FPDFText_GetLooseCharBox(text_page, index, FS_RECTF*), the same C function as pypdfium2's, with
+# no declared argument types: called with a ready c_void_p (the text page), an int and the 4-float
+# array (passed by address), ctypes converts only the int (~140 ns a call against ~240 ns through
+# pypdfium2's declared prototype; bench/README.md "Parsing"). The text page and the array outlive
+# every call (both are held by _text_nodes).
+_LOOSE_BOX = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(pdfium_c.FPDFText_GetLooseCharBox, ctypes.c_void_p).value)
+_SUFFIXES = [f'.w{number}' for number in range(1, 257)]
 
 
 class Outcome:
@@ -84,32 +86,66 @@ class _Geometry:
         return [round(min(u0, u1), 2), round(min(v0, v1), 2), round(max(u0, u1), 2), round(max(v0, v1), 2)]
 
 
+def _word_suffixes(count: int) -> list[str]:
+    """``['.w1', '.w2', ...]``, at least ``count`` of them: a word's id is its line's id plus one."""
+    global _SUFFIXES  # noqa: PLW0603 - a cache grown for a line longer than any before
+    if count > len(_SUFFIXES):
+        _SUFFIXES = [f'.w{number}' for number in range(1, max(count, 2 * len(_SUFFIXES)) + 1)]
+    return _SUFFIXES
+
+
 def _text_nodes(text_page: pdfium.PdfTextPage, text: str, geometry: _Geometry, page: int) -> tuple[list[dict], int]:
-    """Lines and words of one page. The hot loop of text PDFs (bench/bench_parsing.py): node dicts
-    written out inline and boxes turned with local arithmetic for unrotated pages."""
+    """Lines and words of one page: the hot loop of text PDFs (bench/bench_parsing.py,
+    bench/README.md "Parsing"). Per word: two native box calls through ``_LOOSE_BOX``, the box
+    rounded by arithmetic, the node and its features written as literals (ids from a cached
+    suffix). A line's box is its words' union, taken on the raw PDF-space values and turned and
+    rounded once: both are monotone per coordinate, so it equals the union of the rounded boxes."""
     page_id = f'p{page}'
-    handle = ctypes.cast(text_page.raw, ctypes.c_void_p).value
+    handle = ctypes.c_void_p(ctypes.cast(text_page.raw, ctypes.c_void_p).value)
     rect = (ctypes.c_float * 4)()            # FS_RECTF: left, top, right, bottom
-    address = ctypes.addressof(rect)
     view = memoryview(rect).cast('B').cast('f')
     loose_box = _LOOSE_BOX
     left, top = geometry.left, geometry.top
     turn = geometry.box if geometry.rotation else None
+    suffixes = _SUFFIXES
     out: list[dict] = []
     append = out.append
     chars = 0
     line_number = 0
     for line in _LINES.finditer(text):
+        line_text = line.group()
+        words = line_text.split()
+        if not words:
+            continue
+        if len(words) > len(suffixes):
+            suffixes = _word_suffixes(len(words))
+        joined = ' '.join(words)
+        # pdfium separates words by one space: each word starts two past the previous one's end;
+        # otherwise (runs of spaces, tabs) the starts are looked up
+        starts = None if joined == line_text else [match.start() for match in _WORDS.finditer(line_text)]
+        if '\ufffe' in joined or '\x00' in joined:
+            contents = [word.replace('\ufffe', '-').replace('\x00', '') for word in words]
+            joined = ' '.join(contents)
+        else:
+            contents = words
+        chars += len(joined)
+        line_number += 1
+        line_id = f'{page_id}.l{line_number}'
+        line_features = {'page': page, 'bbox': None}
+        append({'id': line_id, 'parentId': page_id, 'nodeType': 'line', 'content': joined,
+                'index': line_number - 1, 'features': line_features})
         offset = line.start()
-        contents = []
-        boxes = []
-        for word in _WORDS.finditer(line.group()):
-            first = offset + word.start()
-            last = offset + word.end() - 1
-            loose_box(handle, first, address)
+        first = offset
+        lx0 = ly0 = math.inf
+        lx1 = ly1 = -math.inf
+        for index, word in enumerate(words):
+            if starts is not None:
+                first = offset + starts[index]
+            last = first + len(word) - 1
+            loose_box(handle, first, rect)
             x0, y1, x1, y0 = view
             if last != first:
-                loose_box(handle, last, address)
+                loose_box(handle, last, rect)
                 a0, b1, a1, b0 = view
                 if a1 > x1:
                     x1 = a1
@@ -119,38 +155,26 @@ def _text_nodes(text_page: pdfium.PdfTextPage, text: str, geometry: _Geometry, p
                     y0 = b0
                 if b1 > y1:
                     y1 = b1
-            if turn is None:
-                # to 1/100 pt without round()'s call (a third of this loop's time): (v * 100 + 0.5) // 1 / 100
-                boxes.append([((x0 - left) * 100 + 0.5) // 1 / 100, ((top - y1) * 100 + 0.5) // 1 / 100,
-                              ((x1 - left) * 100 + 0.5) // 1 / 100, ((top - y0) * 100 + 0.5) // 1 / 100])
-            else:
-                boxes.append(turn(x0, y0, x1, y1))
-            contents.append(word.group())
-        if not contents:
-            continue
-        line_number += 1
-        line_id = f'{page_id}.l{line_number}'
-        line_text = ' '.join(contents)
-        if '\ufffe' in line_text or '\x00' in line_text:
-            contents = [word.replace('\ufffe', '-').replace('\x00', '') for word in contents]
-            line_text = ' '.join(contents)
-        chars += len(line_text)
-        lx0, ly0, lx1, ly1 = boxes[0]
-        for bx0, by0, bx1, by1 in boxes:
-            if bx0 < lx0:
-                lx0 = bx0
-            if by0 < ly0:
-                ly0 = by0
-            if bx1 > lx1:
-                lx1 = bx1
-            if by1 > ly1:
-                ly1 = by1
-        append({'id': line_id, 'parentId': page_id, 'nodeType': 'line', 'content': line_text,
-                'index': line_number - 1, 'features': {'page': page, 'bbox': [lx0, ly0, lx1, ly1]}})
-        prefix = line_id + '.w'
-        for index, content in enumerate(contents):
-            append({'id': prefix + str(index + 1), 'parentId': line_id, 'nodeType': 'word', 'content': content,
-                    'index': index, 'features': {'page': page, 'bbox': boxes[index]}})
+            first = last + 2
+            if x0 < lx0:
+                lx0 = x0
+            if y0 < ly0:
+                ly0 = y0
+            if x1 > lx1:
+                lx1 = x1
+            if y1 > ly1:
+                ly1 = y1
+            append({'id': line_id + suffixes[index], 'parentId': line_id, 'nodeType': 'word',
+                    'content': contents[index], 'index': index, 'features': {
+                        'page': page,
+                        # to 1/100 pt without round()'s call: (v * 100.0 + 0.5) // 1.0 / 100.0
+                        'bbox': [((x0 - left) * 100.0 + 0.5) // 1.0 / 100.0, ((top - y1) * 100.0 + 0.5) // 1.0 / 100.0,
+                                 ((x1 - left) * 100.0 + 0.5) // 1.0 / 100.0, ((top - y0) * 100.0 + 0.5) // 1.0 / 100.0]
+                        if turn is None else turn(x0, y0, x1, y1)}})
+        line_features['bbox'] = (
+            [((lx0 - left) * 100.0 + 0.5) // 1.0 / 100.0, ((top - ly1) * 100.0 + 0.5) // 1.0 / 100.0,
+             ((lx1 - left) * 100.0 + 0.5) // 1.0 / 100.0, ((top - ly0) * 100.0 + 0.5) // 1.0 / 100.0]
+            if turn is None else turn(lx0, ly0, lx1, ly1))
     return out, chars
 
 
