@@ -184,6 +184,56 @@ def test_docx_headings_paragraphs_and_table_in_document_order():
     assert cell['content'] == text and cell['parentId'] == rows[row]['id']
 
 
+def _word_document_as_word_writes_one() -> bytes:
+    """A DOCX with what Word puts in real documents and python-docx's ``.text`` misses: a content
+    control around body paragraphs, a tracked insertion (and a deletion), a field (its code and its
+    result), a text box with its ``mc:Fallback`` copy, a table nested in a cell, a header and a
+    footer."""
+    import docx
+    from docx.oxml import parse_xml
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    mc = 'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+    document = docx.Document()
+    document.sections[0].header.paragraphs[0].text = 'ACME Ltd header'
+    document.sections[0].footer.paragraphs[0].text = 'Page footer'
+    document.add_paragraph('Plain paragraph')
+    body = document.element.body
+    sect = body[-1]   # w:sectPr stays last
+    for xml in (
+        f'<w:sdt {w}><w:sdtPr/><w:sdtContent><w:p><w:r><w:t>Inside a content control</w:t></w:r></w:p>'
+        '</w:sdtContent></w:sdt>',
+        f'<w:p {w}><w:r><w:t xml:space="preserve">Total </w:t></w:r><w:ins w:id="1" w:author="x"><w:r>'
+        '<w:t>inserted</w:t></w:r></w:ins><w:del w:id="2" w:author="x"><w:r><w:delText>removed</w:delText>'
+        '</w:r></w:del></w:p>',
+        f'<w:p {w}><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> PAGE </w:instrText></w:r>'
+        '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>7</w:t></w:r>'
+        '<w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>',
+        f'<w:p {w} {mc}><w:r><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><w:txbxContent>'
+        '<w:p><w:r><w:t>Boxed text</w:t></w:r></w:p></w:txbxContent></w:drawing></mc:Choice><mc:Fallback>'
+        '<w:pict><w:txbxContent><w:p><w:r><w:t>Boxed text</w:t></w:r></w:p></w:txbxContent></w:pict>'
+        '</mc:Fallback></mc:AlternateContent></w:r></w:p>'):
+        sect.addprevious(parse_xml(xml))
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text = 'Outer'
+    table.cell(0, 1).add_table(rows=1, cols=1).cell(0, 0).text = 'Nested cell'
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_docx_text_in_content_controls_tracked_changes_text_boxes_nested_tables_and_margins():
+    nodes = read(_word_document_as_word_writes_one(), media_type=None, filename='w.docx',
+                 deadline=time.monotonic() + 60).nodes
+    top = [(n['nodeType'], n['content'], n['features'].get('part')) for n in nodes if n['parentId'] == 'doc']
+    assert top == [('paragraph', 'ACME Ltd header', 'header'), ('paragraph', 'Plain paragraph', None),
+                   ('paragraph', 'Inside a content control', None), ('paragraph', 'Total inserted', None),
+                   ('paragraph', '7', None), ('paragraph', 'Boxed text', None), ('table', None, None),
+                   ('paragraph', 'Page footer', 'footer')]
+    cells = [n['content'] for n in nodes if n['nodeType'] == 'cell']
+    assert cells == ['Outer', 'Nested cell']
+    assert [n['index'] for n in nodes if n['parentId'] == 'doc'] == list(range(8))
+
+
 def test_xlsx_sheets_rows_and_cells_with_formula_results():
     nodes = _read_once('ledger.xlsx').nodes
     sheets = [node for node in nodes if node['nodeType'] == 'sheet']
@@ -610,3 +660,10 @@ def test_pdf_word_boxes_are_the_plain_computation_and_line_boxes_the_union_of_th
         assert boxes, line
         assert line['features']['bbox'] == [min(box[0] for box in boxes), min(box[1] for box in boxes),
                                             max(box[2] for box in boxes), max(box[3] for box in boxes)], line
+
+
+def test_html_cell_text_keeps_a_nested_tables_words_apart():
+    html = (b'<table><tr><td>Total<table><tr><td>inner</td></tr></table></td>'
+            b'<td><h4>Due</h4><p>now</p></td></tr></table>')
+    nodes = read(html, media_type='text/html', filename='t.html', deadline=time.monotonic() + 30).nodes
+    assert [n['content'] for n in nodes if n['nodeType'] == 'cell'] == ['Total inner', 'Due now']

@@ -6,9 +6,13 @@ ratio (inflated / deflated, for members over 1 MiB) against ``max_compression_ra
 DOCX/XLSX XML deflates 5-30 times; deflate's ceiling is ~1,030). Python's zipfile never inflates a
 member past its declared size (and checks its CRC), so the declared sizes bound what is read.
 
-DOCX: the body's paragraphs and tables in document order; a paragraph whose style is
-``Heading N`` (or ``Title``, level 0) is a ``heading`` with ``features.level``; a table is
-``table`` -> ``row`` -> ``cell`` (a merged cell is given once, at its first column).
+DOCX: the body's paragraphs and tables in document order (through content controls), after the
+distinct headers' and before the distinct footers' (``features.part``: header, footer); a
+paragraph whose style is ``Heading N`` (or ``Title``, level 0) is a ``heading`` with
+``features.level``; a table is ``table`` -> ``row`` -> ``cell`` (a merged cell is given once, at
+its first column; a nested table's text is its cell's). A paragraph's text is every visible
+``w:t`` under it: tracked insertions, hyperlinks, fields' results and text boxes included,
+deleted text and field codes not.
 XLSX: each sheet -> its rows -> their non-empty cells, values as the cached results Excel or
 LibreOffice saved (numbers as they print in Python: ``1250.0`` -> ``1250``).
 """
@@ -58,9 +62,55 @@ def _text(value: str) -> str:
     return ' '.join(value.split())
 
 
+_W = '{http://schemas.openxmlformats.org/wordprocessingml/2006/main}'
+_W_P, _W_TBL, _W_T, _W_TAB, _W_BR, _W_CR = (f'{_W}{t}' for t in ('p', 'tbl', 't', 'tab', 'br', 'cr'))
+_W_SDT, _W_SDT_CONTENT, _W_CUSTOM_XML = f'{_W}sdt', f'{_W}sdtContent', f'{_W}customXml'
+_MC_FALLBACK = '{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback'
+_SEPARATORS = frozenset({_W_P, _W_TAB, _W_BR, _W_CR})
+
+
+def _blocks(parent):
+    """The block elements (paragraphs, tables) of a body, header, footer or cell, in document order,
+    through the content controls (``w:sdt``) and custom XML Word wraps them in (forms, cover pages,
+    tables of contents)."""
+    for child in parent.iterchildren():
+        tag = child.tag
+        if tag == _W_P or tag == _W_TBL:
+            yield child
+        elif tag == _W_SDT:
+            content = child.find(_W_SDT_CONTENT)
+            if content is not None:
+                yield from _blocks(content)
+        elif tag == _W_CUSTOM_XML:
+            yield from _blocks(child)
+
+
+def _words(element, out: list[str]) -> None:
+    """The visible text under ``element``: every ``w:t`` (runs, hyperlinks, fields' results,
+    tracked insertions, text boxes, nested tables), a space for a tab, a break and each paragraph;
+    deleted text (``w:delText``) and field codes (``w:instrText``) are other elements and stay out,
+    and a drawing's ``mc:Fallback`` (the same text box again, for older readers) is skipped."""
+    for child in element.iterchildren():
+        tag = child.tag
+        if tag == _W_T:
+            out.append(child.text or '')
+        elif tag in _SEPARATORS:
+            out.append(' ')
+            if tag == _W_P:
+                _words(child, out)
+                out.append(' ')
+        elif tag != _MC_FALLBACK and len(child):
+            _words(child, out)
+
+
+def _element_text(element) -> str:
+    out: list[str] = []
+    _words(element, out)
+    return _text(''.join(out))
+
+
 def read_docx(data: bytes, *, budget: Budget, limits: Limits) -> list[dict]:
     import docx  # noqa: PLC0415 - lazy: python-docx and lxml load only when a DOCX is read
-    from docx.oxml.ns import qn  # noqa: PLC0415 - lazy: as above
     from docx.table import Table  # noqa: PLC0415 - lazy: as above
     from docx.text.paragraph import Paragraph  # noqa: PLC0415 - lazy: as above
 
@@ -71,42 +121,66 @@ def read_docx(data: bytes, *, budget: Budget, limits: Limits) -> list[dict]:
         raise ParseFailure('corrupt', f'the Word document cannot be read: {type(error).__name__}: {error}') from error
     out: list[dict] = []
     index = 0
-    for child in document.element.body.iterchildren():
+
+    def emit(block, prefix: str, part: str | None) -> None:
+        nonlocal index
         budget.check('the Word document')
-        if child.tag == qn('w:p'):
-            paragraph = Paragraph(child, document)
-            text = _text(paragraph.text)
+        extra = {'part': part} if part else {}
+        if block.tag == _W_P:
+            text = _element_text(block)
             if not text:
-                continue
+                return
             index += 1
+            paragraph = Paragraph(block, document)
             style = (paragraph.style.name if paragraph.style is not None else '') or ''
             heading = _HEADING.match(style)
             if heading or style.lower() == 'title':
                 level = int(heading.group(1)) if heading else 0
-                out.append(node(f'b{index}', ROOT, 'heading', text, index - 1, {'level': level}))
+                out.append(node(f'{prefix}{index}', ROOT, 'heading', text, index - 1, {'level': level, **extra}))
             else:
-                out.append(node(f'b{index}', ROOT, 'paragraph', text, index - 1))
+                out.append(node(f'{prefix}{index}', ROOT, 'paragraph', text, index - 1, extra or None))
             budget.text(len(text))
-        elif child.tag == qn('w:tbl'):
-            index += 1
-            table_id = f'b{index}'
-            table = Table(child, document)
-            rows = []
-            for row_index, row in enumerate(table.rows):
-                row_id = f'{table_id}.r{row_index}'
-                rows.append(node(row_id, table_id, 'row', None, row_index, {'row': row_index}))
-                seen = set()
-                for column, cell in enumerate(row.cells):
-                    if id(cell._tc) in seen:
-                        continue
-                    seen.add(id(cell._tc))
-                    budget.cell()
-                    text = _text(cell.text)
-                    budget.text(len(text))
-                    rows.append(node(f'{row_id}.c{column}', row_id, 'cell', text, column,
-                                     {'row': row_index, 'column': column}))
-            out.append(node(table_id, ROOT, 'table', None, index - 1))
-            out.extend(rows)
+            return
+        index += 1
+        table_id = f'{prefix}{index}'
+        rows = []
+        for row_index, row in enumerate(Table(block, document).rows):
+            row_id = f'{table_id}.r{row_index}'
+            rows.append(node(row_id, table_id, 'row', None, row_index, {'row': row_index}))
+            seen = set()
+            for column, cell in enumerate(row.cells):
+                if id(cell._tc) in seen:
+                    continue
+                seen.add(id(cell._tc))
+                budget.cell()
+                text = _element_text(cell._tc)
+                budget.text(len(text))
+                rows.append(node(f'{row_id}.c{column}', row_id, 'cell', text, column,
+                                 {'row': row_index, 'column': column}))
+        out.append(node(table_id, ROOT, 'table', None, index - 1, extra or None))
+        out.extend(rows)
+
+    # Headers first, then the body, then footers: each distinct header and footer once (a section
+    # that links to the previous one's, or repeats its text, adds nothing), marked features.part.
+    margins = {'header': [], 'footer': []}
+    seen_parts: set[str] = set()
+    for section in document.sections:
+        for part, kept in (('header', section.header), ('footer', section.footer)):
+            if kept.is_linked_to_previous:
+                continue
+            key = part + _element_text(kept._element)
+            if key in seen_parts:
+                continue
+            seen_parts.add(key)
+            margins[part].append(kept._element)
+    for element in margins['header']:
+        for block in _blocks(element):
+            emit(block, 'h', 'header')
+    for block in _blocks(document.element.body):
+        emit(block, 'b', None)
+    for element in margins['footer']:
+        for block in _blocks(element):
+            emit(block, 'f', 'footer')
     return out
 
 

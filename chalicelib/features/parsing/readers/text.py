@@ -98,6 +98,8 @@ _BLOCKS = {'p', 'div', 'li', 'pre', 'blockquote', 'section', 'article', 'header'
            'aside', 'figure', 'figcaption', 'address', 'ul', 'ol', 'dl', 'dt', 'dd', 'form', 'fieldset',
            'legend', 'details', 'summary', 'hr', 'caption', 'center', 'body', 'html', 'tbody', 'thead'}
 
+_APART = _BLOCKS | set(_HEADINGS) | {'br', 'td', 'th', 'tr', 'table'}
+
 
 class _Html:
     def __init__(self, budget: Budget):
@@ -124,15 +126,19 @@ class _Html:
         parts: list[str] = []
 
         def collect(current) -> None:
-            if isinstance(current.tag, str) and current.tag.lower() in _DROPPED:
+            tag = current.tag.lower() if isinstance(current.tag, str) else ''
+            if tag in _DROPPED:
                 return
+            apart = tag in _APART   # a block inside a cell or heading (a nested table's cells too) stands apart
+            if apart:
+                parts.append(' ')
             if current.text:
                 parts.append(current.text)
             for child in current:
                 collect(child)
                 if child.tail:
                     parts.append(child.tail)
-            if isinstance(current.tag, str) and current.tag.lower() in ('br', 'td', 'th', 'li', 'p', 'div'):
+            if apart:
                 parts.append(' ')
 
         collect(element)
