@@ -329,6 +329,27 @@ def test_a_label_that_contradicts_the_bytes_is_mislabelled_and_a_generic_one_is_
     assert failure.value.cause == 'mislabelled'
 
 
+@pytest.mark.parametrize(('name', 'label', 'filename', 'parser'), [
+    ('ledger.csv', 'application/vnd.ms-excel', 'ledger.csv', 'csv'),   # a browser on Windows uploading a .csv
+    ('ledger.csv', 'application/vnd.ms-excel', None, 'csv'),
+    ('ledger.xlsx', 'application/vnd.ms-excel', 'ledger.xlsx', 'xlsx'),
+    ('upref.pdf', 'application/x-pdf', 'upref.pdf', 'pdf-text'),
+    ('apache-2.0.txt', 'application/x-www-form-urlencoded', None, 'text'),   # curl --data-binary's label
+    ('ledger.csv', 'text/x-csv', None, 'csv'),
+])
+def test_the_labels_senders_really_use_are_not_mislabelled(name, label, filename, parser):
+    assert _read(name, media_type=label, filename=filename).parser == parser
+
+
+def test_a_legacy_label_still_names_its_kind():
+    with pytest.raises(ParseFailure) as failure:
+        _read('upref.pdf', media_type='image/x-png', filename=None)
+    assert str(failure.value) == 'the file is a PDF but its media type says a PNG image'
+    with pytest.raises(ParseFailure) as failure:
+        _read('upref.pdf', media_type='application/vnd.ms-excel', filename=None)
+    assert failure.value.cause == 'mislabelled'
+
+
 def test_types_without_a_reader_say_no_parser():
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, 'w') as written:

@@ -52,7 +52,20 @@ _EXTENSIONS = {
     'docx': DOCX, 'xlsx': XLSX, 'pptx': PPTX, 'csv': CSV, 'tsv': CSV, 'html': HTML, 'htm': HTML,
     'xhtml': HTML, 'txt': TEXT, 'text': TEXT, 'md': TEXT, 'log': TEXT,
 }
-_GENERIC_LABELS = {'', OCTETS, 'binary/octet-stream', 'application/binary', 'application/unknown'}
+# Labels that say nothing about the bytes: the generic ones, and what tools send by default
+# (`curl --data-binary` labels any body application/x-www-form-urlencoded; a form field without
+# a type is multipart/form-data).
+_GENERIC_LABELS = {'', OCTETS, 'binary/octet-stream', 'application/binary', 'application/unknown',
+                   'application/x-www-form-urlencoded', 'multipart/form-data', 'application/force-download',
+                   'application/download'}
+# Other names senders use for the types read here: legacy and vendor spellings, and the label
+# Windows gives a .csv file (browsers on Windows upload CSV as application/vnd.ms-excel, the
+# program registered for the extension; the bytes decide whether it is a workbook or text).
+_LABEL_ALIASES = {'image/jpg': JPEG, 'image/pjpeg': JPEG, 'image/x-png': PNG, 'image/tif': TIFF,
+                  'image/x-tiff': TIFF, 'application/x-pdf': PDF, 'application/acrobat': PDF,
+                  'application/csv': CSV, 'text/x-csv': CSV, 'text/comma-separated-values': CSV,
+                  'application/x-csv': CSV, 'application/xhtml+xml': HTML}
+_LOOSE = {'application/vnd.ms-excel': {CSV, TEXT, XLSX}}
 _TEXTUAL = {CSV, HTML, TEXT}
 
 
@@ -69,8 +82,7 @@ def claims(media_type: str | None, filename: str | None) -> list[str]:
     out = []
     label = (media_type or '').split(';')[0].strip().lower()
     if label and label not in _GENERIC_LABELS:
-        out.append({'image/jpg': JPEG, 'image/tif': TIFF, 'application/csv': CSV,
-                    'application/xhtml+xml': HTML}.get(label, label))
+        out.append(_LABEL_ALIASES.get(label, label))
     if filename and '.' in filename:
         extension = filename.rsplit('.', 1)[1].strip().lower()
         if extension in _EXTENSIONS:
@@ -140,7 +152,11 @@ def sniff(data: bytes, *, media_type: str | None = None, filename: str | None = 
             sniffed = CSV
         else:
             sniffed = TEXT
+    if sniffed == TEXT and any(claim in _LOOSE for claim in claimed) and TEXT not in claims(None, filename):
+        sniffed = CSV   # a .csv uploaded from Windows (labelled application/vnd.ms-excel)
     for claim in claimed:
+        if sniffed in _LOOSE.get(claim, ()):
+            continue
         if _kind(claim) != _kind(sniffed):
             said_by = 'name' if claim in claims(None, filename) else 'media type'
             raise ParseFailure('mislabelled',
