@@ -688,3 +688,88 @@ def test_html_cell_text_keeps_a_nested_tables_words_apart():
             b'<td><h4>Due</h4><p>now</p></td></tr></table>')
     nodes = read(html, media_type='text/html', filename='t.html', deadline=time.monotonic() + 30).nodes
     assert [n['content'] for n in nodes if n['nodeType'] == 'cell'] == ['Total inner', 'Due now']
+
+
+def _raw_pdf(objects: list[bytes]) -> bytes:
+    """A PDF of these objects (1 0 obj first), with its cross-reference table."""
+    out, offsets = b'%PDF-1.7\n', []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b'%d 0 obj\n' % number + body + b'\nendobj\n'
+    xref = len(out)
+    out += b'xref\n0 %d\n0000000000 65535 f \n' % (len(objects) + 1)
+    out += b''.join(b'%010d 00000 n \n' % offset for offset in offsets)
+    return out + b'trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n' % (len(objects) + 1, xref)
+
+
+def _stream(content: bytes, extra: bytes = b'') -> bytes:
+    return b'<< /Length %d %s >>\nstream\n' % (len(content), extra) + content + b'\nendstream'
+
+
+def _pdf_with_a_field_value_and_no_appearance() -> bytes:
+    """A form as form-filling tools leave one: the field holds its value (/V), NeedAppearances is
+    set, and no appearance stream draws it (only a form environment does)."""
+    return _raw_pdf([
+        b'<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [4 0 R] /NeedAppearances true '
+        b'/DA (/Helv 0 Tf 0 g) /DR << /Font << /Helv 5 0 R >> >> >> >>',
+        b'<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+        b'<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Annots [4 0 R] /Contents 6 0 R '
+        b'/Resources << /Font << /F1 5 0 R >> >> >>',
+        b'<< /Type /Annot /Subtype /Widget /FT /Tx /T (inv) /V (INV-9-NOAP) /Rect [160 740 310 760] /P 3 0 R '
+        b'/DA (/Helv 12 Tf 0 g) /F 4 >>',
+        b'<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+        _stream(b'BT /F1 12 Tf 72 750 Td (Invoice No:) Tj ET'),
+    ])
+
+
+def _pdf_with_a_free_text_note() -> bytes:
+    """A typewriter note as Acrobat or Preview adds one: a FreeText annotation drawn by its
+    appearance stream, over a page that says something else."""
+    return _raw_pdf([
+        b'<< /Type /Catalog /Pages 2 0 R >>',
+        b'<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+        b'<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Annots [4 0 R] /Contents 6 0 R '
+        b'/Resources << /Font << /F1 5 0 R >> >> >>',
+        b'<< /Type /Annot /Subtype /FreeText /Rect [100 700 300 720] /Contents (Approved by Kim) '
+        b'/DA (/F1 12 Tf 0 g) /F 4 /AP << /N 7 0 R >> >>',
+        b'<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+        _stream(b'BT /F1 12 Tf 72 750 Td (Terms of payment) Tj ET'),
+        _stream(b'BT /F1 12 Tf 2 5 Td (Approved by Kim) Tj ET',
+                b'/Type /XObject /Subtype /Form /BBox [0 0 200 20] /Resources << /Font << /F1 5 0 R >> >>'),
+    ])
+
+
+def test_a_filled_pdf_forms_values_and_notes_are_text_of_the_page():
+    from reportlab.pdfgen import canvas
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    pdf.drawString(72, 750, 'Invoice No:')
+    pdf.acroForm.textfield(name='inv', value='INV-2026-77', x=160, y=740, width=150, height=20)
+    pdf.linkURL('https://example.org/', (72, 600, 200, 620))   # a link annotation: nothing drawn
+    pdf.drawString(72, 605, 'Terms')
+    pdf.showPage()
+    pdf.save()
+    forms = ((buffer.getvalue(), 'INV-2026-77'), (_pdf_with_a_field_value_and_no_appearance(), 'INV-9-NOAP'))
+    for data, value in forms:
+        result = read(data, media_type='application/pdf', filename='form.pdf', deadline=time.monotonic() + 30)
+        words = {n['content']: n for n in result.nodes if n['nodeType'] == 'word'}
+        assert value in words and result.parser == 'pdf-text', sorted(words)
+        height = next(n for n in result.nodes if n['nodeType'] == 'page')['features']['height']
+        x0, y0, x1, y1 = words[value]['features']['bbox']
+        assert 155 <= x0 < x1 <= 315 and height - 765 <= y0 < y1 <= height - 735   # in the field; top-left origin
+
+
+def test_a_free_text_note_is_read_and_an_empty_form_is_read_as_it_was(monkeypatch):
+    """A typewriter note (FreeText, as Preview or Acrobat's fill and sign add) is flattened into its
+    page; a form whose fields are empty (cups-form-english.pdf) and a page with a link only
+    (ltnews11.pdf) are read without flattening (it costs ~1 ms a field)."""
+    result = read(_pdf_with_a_free_text_note(), media_type=None, filename='n.pdf', deadline=time.monotonic() + 30)
+    assert [n['content'] for n in result.nodes if n['nodeType'] == 'line'] == ['Terms of payment', 'Approved by Kim']
+    from chalicelib.features.parsing.readers import pdf as pdf_reader
+
+    def refused(*_args):
+        raise AssertionError('flattened a page whose annotations draw no text')
+    monkeypatch.setattr(pdf_reader.pdfium_c, 'FPDFPage_Flatten', refused)
+    for name in ('cups-form-english.pdf', 'ltnews11.pdf'):
+        assert read(_data(name), media_type=None, filename=name, deadline=time.monotonic() + 30).nodes == \
+            _read_once(name).nodes

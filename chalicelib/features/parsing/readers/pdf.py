@@ -11,6 +11,14 @@ U+FFFE and no break: the line is split there, the first part keeps a ``-`` (as p
 Boxes are turned from PDF user space (origin bottom-left of the media box) into the contract's
 top-left origin of the visible page (the crop box, after ``/Rotate``).
 
+Filled forms and annotations: a PDF with an interactive form gets pdfium's form environment
+(which draws the appearance of a field that has only a value, as form-filling tools leave them),
+and a page with annotations is flattened before its text is read, so a field's value, a
+typewriter (FreeText) note or a stamp is text of the page like what it is drawn over (pdftotext
+reads field values too). Only a page where an annotation draws text is flattened (a field with a
+value, a FreeText note), at most ``_MAX_FLATTENED_ANNOTATIONS`` annotations a page: past it the
+page is read without them, with a warning.
+
 One page is loaded at a time and closed before the next; a page to OCR is rendered at
 ``Limits.ocr_dpi`` (lowered to fit ``max_pixels_per_page``, computed before rendering) into one
 grey bitmap handed to Tesseract and freed.
@@ -32,6 +40,7 @@ from chalicelib.features.parsing.readers.nodes import ROOT, Budget, PageRange, c
 _LINES = re.compile('[^\r\n\ufffe]+\ufffe?')
 _WORDS = re.compile(r'\S+')
 _MIN_OCR_DPI = 72
+_MAX_FLATTENED_ANNOTATIONS = 2_000   # a page's annotations merged into its content (module docstring)
 _OCR_OBJECTS = (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_SHADING)
 # FPDFText_GetLooseCharBox(text_page, index, FS_RECTF*), the same C function as pypdfium2's, with
 # no declared argument types: called with a ready c_void_p (the text page), an int and the 4-float
@@ -51,9 +60,11 @@ class Outcome:
         self.warnings: list[str] = []
 
 
-def open_pdf(data: bytes) -> pdfium.PdfDocument:
+def open_pdf(data: bytes, *, forms: bool = False) -> pdfium.PdfDocument:
+    """The document; ``forms``: with pdfium's form environment when it has an interactive form
+    (before any page is loaded: it draws the fields that only hold a value)."""
     try:
-        return pdfium.PdfDocument(data)
+        document = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as error:
         text = str(error).lower()
         if 'password' in text:
@@ -62,6 +73,49 @@ def open_pdf(data: bytes) -> pdfium.PdfDocument:
             raise ParseFailure('truncated', 'the PDF is cut short: its end (%%EOF and the cross-reference table) is '
                                             'missing; upload the whole file') from error
         raise ParseFailure('corrupt', f'the PDF cannot be opened: {error}') from error
+    if forms and pdfium_c.FPDF_GetFormType(document) == pdfium_c.FORMTYPE_ACRO_FORM:
+        document.init_forms()
+    return document
+
+
+def _draws_text(document: pdfium.PdfDocument, page: pdfium.PdfPage, count: int) -> bool:
+    """Whether one of the page's annotations draws text: a FreeText note, or a form field holding a
+    value (links, highlights and empty fields draw none; flattening a page costs ~1 ms a field)."""
+    form = document.formenv.raw if document.formenv is not None else None
+    for index in range(count):
+        annotation = pdfium_c.FPDFPage_GetAnnot(page, index)
+        if not annotation:
+            continue
+        try:
+            subtype = pdfium_c.FPDFAnnot_GetSubtype(annotation)
+            if subtype == pdfium_c.FPDF_ANNOT_FREETEXT:
+                return True
+            # the value's length in bytes of UTF-16 with its terminator: over 2 is a non-empty value
+            if subtype == pdfium_c.FPDF_ANNOT_WIDGET and form is not None and \
+                    pdfium_c.FPDFAnnot_GetFormFieldValue(form, annotation, None, 0) > 2:
+                return True
+        finally:
+            pdfium_c.FPDFPage_CloseAnnot(annotation)
+    return False
+
+
+def _flattened(document: pdfium.PdfDocument, page: pdfium.PdfPage, number: int,
+               warnings: list[str]) -> pdfium.PdfPage:
+    """``page`` with its annotations' appearances merged into its content when one of them draws
+    text (form fields' values, FreeText notes: module docstring), reloaded; else the page itself."""
+    count = pdfium_c.FPDFPage_GetAnnotCount(page)
+    if count <= 0:
+        return page
+    if count > _MAX_FLATTENED_ANNOTATIONS:
+        warnings.append(f'page {number} has {count:,} annotations: read without them (at most '
+                        f'{_MAX_FLATTENED_ANNOTATIONS:,} are merged into a page)')
+        return page
+    if not _draws_text(document, page, count):
+        return page
+    if pdfium_c.FPDFPage_Flatten(page, pdfium_c.FLAT_NORMALDISPLAY) != pdfium_c.FLATTEN_SUCCESS:
+        return page   # nothing drawn (links only) or pdfium could not: the page as it is
+    page.close()
+    return document[number - 1]
 
 
 class _Geometry:
@@ -223,7 +277,7 @@ def _render_for_ocr(page: pdfium.PdfPage, geometry: _Geometry, number: int, limi
 def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, ocr: bool,
              page_limit: int | None = None) -> Outcome:
     outcome = Outcome()
-    document = open_pdf(data)
+    document = open_pdf(data, forms=True)
     try:
         outcome.page_count = count = len(document)
         if count == 0:
@@ -241,6 +295,7 @@ def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, oc
                 raise ParseFailure('corrupt', f'page {number} of the PDF cannot be loaded: its page tree is broken '
                                               '(it may loop)', page=number) from error
             try:
+                page = _flattened(document, page, number, outcome.warnings)
                 geometry = _Geometry(page)
                 text_page = page.get_textpage()
                 try:
