@@ -455,3 +455,53 @@ def test_a_bridge_call_sends_the_parsed_text(api, prj, work, upstream):
     [seen] = upstream.seen
     sent = parse_qs(urlsplit(seen.path).query)
     assert sent['pages'] == ['1'] and 'News' in sent['text'][0], sent
+
+
+def _queued(work) -> None:
+    """Publish the outbox and run the queue's messages once (the runs are created and queued)."""
+    while work.stream.poll_once()['records']:
+        pass
+    work.drain(seconds=5)
+
+
+def test_a_run_whose_family_was_deleted_after_the_delete_looked_goes_with_it(api, prj, work, upstream, monkeypatch):
+    """The chaos run's checker found an execution naming a deleted family: created (or changed)
+    after the family's delete read its executions. A run that finds its family gone deletes itself
+    instead of ending FAILED with a reference to nothing."""
+    assistant(api, prj)
+    family = upload(api, prj, 'race.pdf')
+    while work.stream.poll_once()['records']:
+        pass
+    from chalicelib.features.work import pipelines
+    stages = pipelines.run_stages(family['id'], pipelines.CREATED)   # the stages' run exists, its step queued
+    assert stages.startswith('started'), stages
+    from chalicelib.features.documents import service as documents
+    real = documents.delete_dependents
+    monkeypatch.setattr(documents, 'delete_dependents',   # the delete's read misses the new run
+                        lambda fam, principal: None if fam.id == family['id'] else real(fam, principal))
+    assert api.delete(f"/api/document-families/{family['id']}").status == 204
+    monkeypatch.setattr(documents, 'delete_dependents', real)
+    [run] = [e for e in executions_of(api, family['id'], stages=True)]
+    settle(work)
+    assert api.get(f"/api/executions/{run['id']}").status == 404
+    assert executions_of(api, family['id'], stages=True) == []
+
+
+def test_a_run_changed_while_its_family_is_deleted_is_deleted_not_skipped(api, prj, work, upstream, monkeypatch):
+    assistant(api, prj)
+    family = upload(api, prj, 'busy.pdf')
+    settle(work)
+    runs = executions_of(api, family['id'], stages=True)
+    assert len(runs) == 2   # the parse stage's and the assistant's
+    from chalicelib.features.documents import service as documents
+    from chalicelib.kernel.store import table
+    real_batch_get = table.batch_get
+
+    def stale(keys):   # each run as read just before a writer changed it (its sequence moved on)
+        found = real_batch_get(keys)
+        return {k: (table.Stored(s.family, s.data, s.seq - 1, s.org, s.indexed, s.guarded)
+                    if s.family == 'executions' else s) for k, s in found.items()}
+    monkeypatch.setattr(documents.table, 'batch_get', stale)
+    assert api.delete(f"/api/document-families/{family['id']}").status == 204
+    monkeypatch.setattr(documents.table, 'batch_get', real_batch_get)
+    assert executions_of(api, family['id'], stages=True) == []

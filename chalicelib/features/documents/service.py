@@ -657,23 +657,39 @@ def bytes_tenant(store_id: str) -> str:
 
 # ----------------------------------------------------------------------------- deleting a family
 
+DEPENDENT_DELETE_ATTEMPTS = 5   # a dependent changed between its read and its delete is read again
+
+
 def delete_dependents(family: Stored, principal: Principal) -> None:
     """Content objects, linked deltas and executions (its parse stage's and its pipelines' runs) of
     a family, deleted before the family (no orphans); each record in its own transaction (a family
     may have more than one transaction holds). A run still going finds its execution gone and stops
-    (the engine ends a message whose execution does not exist)."""
+    (the engine ends a message whose execution does not exist); a run created after these reads
+    finds its family gone and deletes itself (features/work/pipelines.py ``vanished``)."""
     for path in ('content-objects', 'linked-deltas', 'executions'):
         dependent = family_of(path)
         ids = [i for _, i in table.walk_value(path, family.org, slot=dependent.slot_of('documentFamilyId'),
                                               field_name='documentFamilyId', value=family.id,
                                               descending=False, limit=None)]
         for stored in table.batch_get((path, i) for i in ids).values():
-            try:
-                records.commit(records.delete_ops(dependent, stored, principal))
-            except WriteConflict as exc:
-                if exc.code != 'TransactionConflict' and exc.op is not None and exc.op.tag.get('what') == 'entity':
-                    continue   # deleted or changed meanwhile by someone else: the next delete retries
+            _delete_dependent(dependent, stored, principal)
+
+
+def _delete_dependent(dependent, stored: Stored, principal: Principal) -> None:
+    """Delete one dependent record; one changed meanwhile (a run writing its progress) is read
+    again and deleted as it now is, never skipped (a skipped one would outlive its family)."""
+    for _ in range(DEPENDENT_DELETE_ATTEMPTS):
+        try:
+            records.commit(records.delete_ops(dependent, stored, principal))
+            return
+        except WriteConflict as exc:
+            if exc.code == 'TransactionConflict' or exc.op is None or exc.op.tag.get('what') != 'entity':
                 raise writes.busy() from None
+            fresh = table.get(dependent.path, stored.id)
+            if fresh is None:
+                return   # deleted meanwhile by someone else
+            stored = fresh
+    raise writes.busy()
 
 
 def delete_files(family: Stored) -> None:

@@ -72,7 +72,7 @@ class Slice:
     """What one message of the stage did. ``kind``: ``continue`` (more pages: the engine sends
     the next message, to the OCR queue when ``ocr``), ``done`` (the version is stored, or there
     is nothing to parse: ``output`` says which), ``failed`` (the file's fault; ``message`` names
-    the cause; nothing was kept)."""
+    the cause; nothing was kept), ``gone`` (the family was deleted: the run goes with it)."""
     kind: str
     message: str
     state: dict[str, Any] = field(default_factory=dict)
@@ -135,7 +135,7 @@ def run_slice(family_id: str, state: dict[str, Any], *, principal: Principal, de
     readers = _readers()
     family = table.get(FAMILIES.path, family_id)
     if family is None:
-        return Slice('failed', 'the document family no longer exists', state)
+        return Slice('gone', 'the document family no longer exists', state)
     state = {**new_state(str(state.get('run') or uuid.uuid4())), **state}
     if not family.data.get('storageKey'):
         return Slice('done', 'nothing to parse: the family has no uploaded content', state,
@@ -260,7 +260,7 @@ def _finish(family: Stored, state: dict[str, Any], index: dict[str, Any], princi
             fresh = table.get(FAMILIES.path, family.id)
             if fresh is None:
                 _discard(family, state)
-                return Slice('failed', 'the document family was deleted while it was parsed', state)
+                return Slice('gone', 'the document family was deleted while it was parsed', state)
             family = fresh
             time.sleep(min(0.05 * 2 ** attempt, 1.0))
         except BadRequest as exc:   # over the parsed-document caps

@@ -88,7 +88,8 @@ from chalicelib.kernel.store.repository import WriteConflict
 
 log = observability.get_logger('engine')
 
-__all__ = ['Continue', 'Deferred', 'PoisonMessage', 'AttemptFailed', 'Kind', 'Runner', 'RUNNERS', 'StepRun', 'run']
+__all__ = ['Continue', 'Deferred', 'PoisonMessage', 'AttemptFailed', 'Vanished', 'Kind', 'Runner', 'RUNNERS', 'StepRun',
+           'run']
 
 # The worker's budget (docs/operations/worker.md).
 SAFETY_MARGIN_SECONDS = 3.0    # kept for writing an attempt's outcome and answering the batch
@@ -119,6 +120,12 @@ class AttemptFailed(Exception):
     def __init__(self, reason: str, *, timed_out: bool = False, final: bool = False) -> None:
         super().__init__(reason)
         self.reason, self.timed_out, self.final = reason, timed_out, final
+
+
+class Vanished(Exception):
+    """What the execution works on is gone (a pipeline's document family was deleted, maybe after
+    the family's delete removed the executions it found): no attempt can help, and the kind
+    decides what becomes of the execution (``Kind.vanished``: a pipeline's is deleted with it)."""
 
 
 @dataclass(frozen=True)
@@ -258,6 +265,11 @@ class Kind(ABC):
     def bridge_output(self, result) -> Any:
         """The output of a BRIDGE_CALL's 2xx answer."""
         return result.value()
+
+    def vanished(self, stored, reason: str) -> str:
+        """What becomes of an execution whose subject is gone (``Vanished``): by default it ends
+        FAILED with the reason."""
+        return _end(self, stored, FAILED, 'ERROR', reason)
 
 
 @dataclass
@@ -425,13 +437,15 @@ def run(kind: Kind, execution_id: str, index: int, attempt: int, *, deadline: fl
         return _continue(kind, claimed, index, attempt, policy, outcome)
     if isinstance(outcome, AttemptFailed):
         return _after_failure(kind, claimed, index, attempt, policy, outcome)
+    if isinstance(outcome, Vanished):
+        return kind.vanished(claimed, str(outcome))
     return _advance(kind, claimed, index, outcome.output, 'INFO',
                     outcome.note or f'{kind.label(step)}attempt {attempt} succeeded')
 
 
 def _attempt(kind: Kind, data: dict[str, Any], step: dict[str, Any], policy: dict[str, Any],
-             seconds: float) -> Done | Waiting | Continue | AttemptFailed:
-    """Run one attempt within ``seconds``; every exception becomes an ``AttemptFailed``."""
+             seconds: float) -> Done | Waiting | Continue | AttemptFailed | Vanished:
+    """Run one attempt within ``seconds``; every exception but ``Vanished`` becomes an ``AttemptFailed``."""
     try:
         context = kind.context(data)
         attempt = StepRun(kind, data, step, policy, seconds, context)
@@ -443,6 +457,8 @@ def _attempt(kind: Kind, data: dict[str, Any], step: dict[str, Any], policy: dic
         if runner is None:
             raise AttemptFailed(f"unknown stepType {step.get('stepType')!r}", final=True)
         result = runner.run(attempt)
+    except Vanished as exc:
+        return exc
     except Exception as exc:  # noqa: BLE001 - every failure of a step is a failed attempt (failure_of)
         return failure_of(exc)
     if isinstance(result, (Done, Waiting, Continue)):

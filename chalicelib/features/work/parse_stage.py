@@ -40,6 +40,8 @@ def run(attempt: engine.StepRun) -> Any:
     if done.kind == 'continue':
         return Continue(done.state, message=done.message,
                         queue='ocr' if done.ocr or parsing.in_ocr_function() else None)
+    if done.kind == 'gone':
+        raise engine.Vanished(done.message)
     if done.kind == 'failed':
         raise engine.AttemptFailed(done.message, final=True)
     return engine.Done(done.output, note=done.message)

@@ -42,7 +42,7 @@ import uuid
 from typing import Any
 
 from chalicelib.core import clock, observability
-from chalicelib.core.errors import ApiError, BadRequest
+from chalicelib.core.errors import ApiError, BadRequest, ServiceUnavailable
 from chalicelib.core.expressions import evaluate
 from chalicelib.core.principal import Principal
 from chalicelib.features.identity.service_token import SERVICE, SERVICE_USER
@@ -370,6 +370,8 @@ class PipelineKind(engine.Kind):
 
     def context(self, data: dict[str, Any]) -> engine.Context:
         value, assistant, reason = _input(data)
+        if value is None and reason == FAMILY_GONE:
+            raise engine.Vanished(reason)
         if value is None:
             raise engine.AttemptFailed(reason, final=True)
         return engine.Context(value, assistant_principal(assistant) if assistant is not None else SERVICE)
@@ -413,6 +415,22 @@ class PipelineKind(engine.Kind):
         return {'status': result.status, 'body': result.value(), 'truncated': result.truncated}
 
 
+    def vanished(self, stored, reason: str) -> str:
+        """The family is gone (deleted while the run was created or ran: its delete removes the
+        executions it finds, docs/api/processing.md): the run goes with it, never left pointing
+        at a family that does not exist."""
+        fam = family_of('executions')
+        for _ in range(3):
+            try:
+                records.commit(records.delete_ops(fam, stored, SERVICE))
+                return f'deleted: {reason}'
+            except WriteConflict:
+                stored = table.get(fam.path, stored.id)
+                if stored is None:
+                    return f'gone: {reason}'
+        raise ServiceUnavailable('the execution is busy')
+
+
 PIPELINE = PipelineKind()
 
 
@@ -440,12 +458,15 @@ def assistant_principal(assistant: dict[str, Any]) -> Principal:
                      agent_id=assistant.get('id'))
 
 
+FAMILY_GONE = 'the document family no longer exists'
+
+
 def _input(execution: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
     """(the JSONata input of a step, the assistant (None for the stages), or a reason none can be
     built)."""
     family = table.get('document-families', str(execution.get('documentFamilyId')))
     if family is None:
-        return None, None, 'the document family no longer exists'
+        return None, None, FAMILY_GONE
     a = None
     if not (execution.get('metadata') or {}).get('stages'):
         assistant = table.get('assistants', str(execution.get('assistantId')))
