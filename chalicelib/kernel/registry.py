@@ -97,6 +97,10 @@ class Family:
     publishes: bool = True
     # Its delete refuses (409) while live records name it in a reference field (kernel/referrers.py).
     refuse_delete_if_referred: bool = False
+    # An indexed reference field whose record takes this one with it when deleted (a document
+    # family's content objects, runs and extracted data: ``documentFamilyId``); the deleted family's
+    # hook deletes them (``dependents_of``), the records reached through the field's value index.
+    deleted_with: str | None = None
     # Read-only organization-slug paths /api/{family}/{orgSlug}/{slug} (kernel/org_reads.py), and
     # /{version} as well when ``versioned``.
     org_slug_paths: bool = False
@@ -273,6 +277,10 @@ def check_declaration(fam: Family) -> None:
         if spec is None or spec.type != 'string' or spec.ref or held is None or 'slug' not in held.unique:
             raise ValueError(f'{fam.path}: slug reference {name!r} must be a writable string naming '
                              f'a family whose slug is unique ({target!r})')
+    if fam.deleted_with is not None:
+        spec = fam.fields.get(fam.deleted_with)
+        if spec is None or not spec.ref or fam.deleted_with not in fam.indexed:
+            raise ValueError(f'{fam.path}: deleted_with must name an indexed reference field ({fam.deleted_with!r})')
     for name in fam.indexed:
         head = fam.fields.get(name.split('.')[0])
         if head is None or (head.type not in ('string', 'object') or ('.' in name) != (head.type == 'object')):
@@ -319,3 +327,9 @@ def install(families: list[Family], *, shapes: Iterable[_shapes.Shape] = (),
 
 def family(path: str) -> Family:
     return BY_PATH[path]
+
+
+def dependents_of(path: str) -> list[Family]:
+    """The families whose records go with a deleted record of ``path`` (their ``deleted_with``
+    field names it), in installation order."""
+    return [f for f in FAMILIES if f.deleted_with is not None and f.fields[f.deleted_with].ref == path]

@@ -277,3 +277,32 @@ def test_the_store_by_slug_route_answers_a_data_store_as_the_sdk_reads_one(api, 
                   slug='invoices')
     r = api.get(_base(setup))
     assert (r.status, r.json['id'], r.json['storeType']) == (200, docs['id'], 'DOCUMENT')
+
+
+def test_a_deleted_familys_extracted_objects_and_exceptions_go_with_it(api, setup):
+    """Its data objects and exceptions declare deleted_with documentFamilyId (as its content objects
+    and runs do): the family's delete leaves no record naming it, and the store lists the rest."""
+    keep = family_with(api, setup, invoice_values(number='INV-KEEP'))
+    gone = family_with(api, setup, invoice_values(number='INV-GONE', broken=True))
+    _extract(api, setup, keep)
+    _extract(api, setup, gone)
+    objects = api.get(f"/api/data-objects?filter=documentFamilyId == '{gone['id']}'&pageSize=100").json['content']
+    exceptions = api.get(f"/api/exceptions?documentFamilyId={gone['id']}&state=ALL").json['content']
+    assert objects and exceptions
+    assert api.delete(f"/api/document-families/{gone['id']}").status == 204
+    for o in objects:
+        assert api.get(f"/api/data-objects/{o['id']}").status == 404
+    for e in exceptions:
+        assert api.get(f"/api/data-exceptions/{e['id']}").status == 404
+    left = api.get(f"{_base(setup)}/dataObjects?pageSize=100").json['content']
+    assert left and {o['documentFamilyId'] for o in left} == {keep['id']}
+
+
+def test_deleted_with_must_name_an_indexed_reference():
+    import dataclasses
+
+    from chalicelib.kernel.registry import BY_PATH, check_declaration
+    objects = BY_PATH['data-objects']
+    for field_name in ('path', 'dataDefinitionId'):   # not a reference; a reference without an index
+        with pytest.raises(ValueError, match='deleted_with must name an indexed reference field'):
+            check_declaration(dataclasses.replace(objects, deleted_with=field_name))

@@ -22,7 +22,8 @@ DOCUMENT_FAMILY_NOTES = {
     'update': (
         "documentStatus is written as {id} or {slug} of a document status of the family's project (400 "
         'otherwise) and read back as the whole DocumentStatus.'),
-    'delete': 'Also deletes its content objects, linked deltas, file and document versions.',
+    'delete': ('Also deletes its content objects, linked deltas, executions (its parse and pipeline runs), the data '
+               'objects and exceptions extracted from it, its file and document versions.'),
 }
 
 FAMILIES = (
@@ -47,7 +48,7 @@ FAMILIES = (
         'created:datetime? modified:datetime? docTransitionType documentFamilyId>document-families? '
         'documentVersion sourceContentObjectId storeRef summary mixins:strings source:object '
         'documentTaxonValidations:array',
-        indexed={'documentFamilyId': 1},
+        indexed={'documentFamilyId': 1}, deleted_with='documentFamilyId',
         heavy=('contentMetadata', 'metadata', 'documentTaxonValidations', 'source', 'summary')),
     declare('document-statuses', 'DocumentStatus', 'project', 'status slug color icon statusType',
         name_field='status'),
@@ -55,5 +56,6 @@ FAMILIES = (
         'name state=PENDING@LinkedDeltaState errorMessage? documentFamilyId>document-families? '
         'operations:array baseVersion:int? appliedVersion:int',
         indexed={'documentFamilyId': 1, 'state': 2}, hook='linked_deltas', server=('appliedVersion',),
+        deleted_with='documentFamilyId',
         notes=LINKED_DELTA_NOTES),
 )

@@ -26,6 +26,7 @@ from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, uploads
 from chalicelib.kernel import access, crud, records, writes
+from chalicelib.kernel.registry import dependents_of
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
@@ -661,15 +662,16 @@ DEPENDENT_DELETE_ATTEMPTS = 5   # a dependent changed between its read and its d
 
 
 def delete_dependents(family: Stored, principal: Principal) -> None:
-    """Content objects, linked deltas and executions (its parse stage's and its pipelines' runs) of
-    a family, deleted before the family (no orphans); each record in its own transaction (a family
-    may have more than one transaction holds). A run still going finds its execution gone and stops
-    (the engine ends a message whose execution does not exist); a run created after these reads
+    """The records that go with a family (the families declaring ``deleted_with`` on it: its content
+    objects, linked deltas, executions (its parse stage's and its pipelines' runs), extracted data
+    objects and exceptions), deleted before the family (no orphans); each record in its own
+    transaction (a family may have more than one transaction holds). A run still going finds its
+    execution gone and stops (the engine ends a message whose execution does not exist); a run created after these reads
     finds its family gone and deletes itself (features/work/pipelines.py ``vanished``)."""
-    for path in ('content-objects', 'linked-deltas', 'executions'):
-        dependent = family_of(path)
-        ids = [i for _, i in table.walk_value(path, family.org, slot=dependent.slot_of('documentFamilyId'),
-                                              field_name='documentFamilyId', value=family.id,
+    for dependent in dependents_of(family.family):
+        path, field_name = dependent.path, dependent.deleted_with
+        ids = [i for _, i in table.walk_value(path, family.org, slot=dependent.slot_of(field_name),
+                                              field_name=field_name, value=family.id,
                                               descending=False, limit=None)]
         for stored in table.batch_get((path, i) for i in ids).values():
             _delete_dependent(dependent, stored, principal)

@@ -21,12 +21,12 @@ FAMILIES = (
         'dataStoreId!>data-stores documentFamilyId>document-families? dataDefinitionId>data-definitions? '
         'taxonomyRef path! parentId? rowNum:int sourceOrdering sourceKey attributes:array(DataAttribute) '
         'dataExceptions:array exceptionCount:int lineage:object', name_field='path', hook='data_objects',
-        indexed={'dataStoreId': 1, 'documentFamilyId': 2},
+        indexed={'dataStoreId': 1, 'documentFamilyId': 2}, deleted_with='documentFamilyId',
         server=('sourceKey', 'dataExceptions', 'exceptionCount')),
     declare('data-exceptions', 'DataException', 'project',
         'dataStoreId>data-stores? documentFamilyId>document-families? dataObjectId attributeId taxon message '
         'exceptionType severity open:bool=true state=OPEN closingComment exceptionDetails key sourceKey '
         'storeState closedBy closedOn:datetime?', name_field='message', hook='data_exceptions',
-        indexed={'storeState': 1, 'documentFamilyId': 2},
+        indexed={'storeState': 1, 'documentFamilyId': 2}, deleted_with='documentFamilyId',
         server=('state', 'storeState', 'key', 'sourceKey', 'closedBy', 'closedOn')),
 )
