@@ -38,15 +38,16 @@ $(SDK_STAMP): requirements-sdk.txt
 sdk: $(SDK_STAMP)
 
 # OCR of scanned PDFs and images (chalicelib/features/parsing/readers/ocr.py) runs Debian's
-# tesseract-ocr + tesseract-ocr-eng: installed with apt-get (as root) when `tesseract` is missing.
+# tesseract-ocr + tesseract-ocr-eng (+ tesseract-ocr-osd, orientation): installed with apt-get (as
+# root) when `tesseract` is missing.
 # On AWS the OCR function's container image carries them (infra/ocr/Dockerfile).
 ocr-tools:
 	@if ! command -v tesseract >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-				tesseract-ocr tesseract-ocr-eng; \
+				tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd; \
 		else \
-			echo "tesseract missing (OCR of scans and images): run as root, or: sudo apt-get install tesseract-ocr tesseract-ocr-eng"; \
+			echo "tesseract missing (OCR of scans and images): run as root, or: sudo apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd"; \
 			exit 1; \
 		fi; \
 	fi

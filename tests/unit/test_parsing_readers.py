@@ -148,6 +148,24 @@ def test_ocr_words_carry_confidences_and_most_are_confident():
     assert len(words) > 300 and len(confident) > len(words) * 0.8
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize('turn', [90, 180])
+def test_a_page_scanned_sideways_or_upside_down_is_read_the_right_way_up(turn):
+    """Tesseract's orientation detection (--psm 1): the default segmentation read these as noise
+    ('(0} poywuny you st ynq)'); the boxes stay in the image as uploaded."""
+    from PIL import Image
+    upright = Image.open(CORPUS / 'scanned-page.png')
+    turned = io.BytesIO()
+    upright.rotate(turn, expand=True).save(turned, 'PNG')
+    result = read(turned.getvalue(), media_type='image/png', filename='turned.png', deadline=time.monotonic() + 120)
+    lines = [n['content'] for n in result.nodes if n['nodeType'] == 'line']
+    assert 'Project Public License' in ' '.join(lines[:3]), lines[:3]
+    page = next(n for n in result.nodes if n['nodeType'] == 'page')['features']
+    for word in (n for n in result.nodes if n['nodeType'] == 'word'):
+        x0, y0, x1, y1 = word['features']['bbox']
+        assert 0 <= x0 <= x1 <= page['width'] + 0.5 and 0 <= y0 <= y1 <= page['height'] + 0.5
+
+
 def test_pdf_text_follows_the_page_and_splits_words_hyphenated_across_lines():
     nodes = _read_once('lppl.pdf').nodes
     lines = [node for node in nodes if node['nodeType'] == 'line' and node['features']['page'] == 1]
