@@ -666,8 +666,9 @@ def delete_dependents(family: Stored, principal: Principal) -> None:
     objects, linked deltas, executions (its parse stage's and its pipelines' runs), extracted data
     objects and exceptions), deleted before the family (no orphans); each record in its own
     transaction (a family may have more than one transaction holds). A run still going finds its
-    execution gone and stops (the engine ends a message whose execution does not exist); a run created after these reads
-    finds its family gone and deletes itself (features/work/pipelines.py ``vanished``)."""
+    execution gone and stops (the engine ends a message whose execution does not exist); a run
+    created after these reads finds its family gone and deletes itself (features/work/pipelines.py
+    ``vanished``)."""
     for dependent in dependents_of(family.family):
         path, field_name = dependent.path, dependent.deleted_with
         ids = [i for _, i in table.walk_value(path, family.org, slot=dependent.slot_of(field_name),
