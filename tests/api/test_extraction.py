@@ -306,3 +306,31 @@ def test_deleted_with_must_name_an_indexed_reference():
     for field_name in ('path', 'dataDefinitionId'):   # not a reference; a reference without an index
         with pytest.raises(ValueError, match='deleted_with must name an indexed reference field'):
             check_declaration(dataclasses.replace(objects, deleted_with=field_name))
+
+
+def test_a_family_deleted_while_it_is_extracted_keeps_nothing_of_the_run(api, setup, monkeypatch):
+    """Its delete read its data objects before this run wrote them: the run finds the family gone
+    when it summarises, deletes what it wrote and answers 404 (an EXTRACT step's execution goes
+    with the family: engine.Vanished)."""
+    from chalicelib.features.documents import service as documents
+    from chalicelib.features.extraction import service, storage
+    from chalicelib.features.identity.service_token import SERVICE
+    from chalicelib.kernel import records
+    from chalicelib.kernel.registry import family as family_of
+    fam = family_with(api, setup, invoice_values(number='INV-RACE', broken=True))
+    real_create = storage.create
+
+    def create_then_family_deleted(family, rows, principal):
+        real_create(family, rows, principal)
+        if family is storage.EXCEPTIONS:   # the run's last write: the family's delete lands now
+            stored = storage.family_record(fam['id'])
+            documents.delete_dependents(stored, SERVICE)   # finds the objects just written, or not
+            records.commit(records.delete_ops(family_of('document-families'), stored, SERVICE))
+    monkeypatch.setattr(service.storage, 'create', create_then_family_deleted)
+    monkeypatch.setattr(documents, 'delete_dependents', lambda *_: None)   # the delete read before the run wrote
+    r = api.post(f"/api/document-families/{fam['id']}/extract",
+                 {'dataDefinition': 'invoice', 'dataStore': 'invoices', 'statusSlug': 'to-review'})
+    assert r.status == 404 and 'deleted while it was extracted' in r.json['message'], r.json
+    left = api.get(f"/api/data-objects?filter=documentFamilyId == '{fam['id']}'").json['content']
+    assert left == []
+    assert api.get(f"/api/data-exceptions?filter=documentFamilyId == '{fam['id']}'").json['content'] == []

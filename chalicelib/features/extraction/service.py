@@ -96,16 +96,19 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
     open_ = engine.assess(objects, taxon_index(taxons))
     exceptions = _exception_rows(open_, objects, family, store, key)
     _attach(objects, exceptions)
-    # replace what the earlier run of this step wrote (module docstring)
-    storage.delete(storage.EXCEPTIONS, storage.exceptions_of_run(family.org, key), SERVICE)
-    storage.delete(storage.OBJECTS, storage.objects_of_run(family.org, key), SERVICE)
+    _forget_run(family.org, key)   # replace what the earlier run of this step wrote (module docstring)
     storage.create(storage.OBJECTS, objects, principal)
     storage.create(storage.EXCEPTIONS, exceptions, principal)
     summary = {'sourceKey': key, 'runId': run_id, 'dataStoreId': store.id, 'dataDefinitionId': definition['id'],
                'objects': len(objects), 'openExceptions': len(exceptions), 'options': _review_options(options),
                'extractedOn': clock.now_iso(), 'extractSeconds': round(result.seconds, 4)}
-    summary.update(review.after_run(family, summary, exceptions))
-    _summarise(family_id, summary)
+    fresh = storage.family_record(family_id)   # as it is now: deleted while this run wrote?
+    if fresh is not None:
+        summary.update(review.after_run(family, summary, exceptions))
+    if fresh is None or not _summarise(fresh, summary):
+        _forget_run(family.org, key)
+        raise FamilyGone(f'the document family {family_id} was deleted while it was extracted: '
+                         'what the run wrote was deleted too')
     summary['seconds'] = round(time.perf_counter() - started, 4)
     return summary
 
@@ -164,15 +167,27 @@ def _attach(objects: list[dict[str, Any]], exceptions: list[dict[str, Any]]) -> 
             attr['dataExceptions'] = [exception_summary(r) for r in mine if r.get('attributeId') == attr['id']]
 
 
-def _summarise(family_id: str, summary: dict[str, Any]) -> None:
-    family = storage.family_record(family_id)
-    current = dict((family.data.get('extraction') or {}) if family else {})
+class FamilyGone(NotFound):
+    """The family was deleted while it was extracted (its delete had read its data objects before
+    this run wrote them): the run deletes what it wrote; the engine's EXTRACT runner answers
+    ``Vanished`` (the execution goes with the family), the REST route a 404."""
+
+
+def _forget_run(org: str, key: str) -> None:
+    storage.delete(storage.EXCEPTIONS, storage.exceptions_of_run(org, key), SERVICE)
+    storage.delete(storage.OBJECTS, storage.objects_of_run(org, key), SERVICE)
+
+
+def _summarise(family, summary: dict[str, Any]) -> bool:
+    """Write the run's summary on the family (``family``: as read after the run wrote); False when
+    the family is gone."""
+    current = dict(family.data.get('extraction') or {})
     runs = dict(current.get('runs') or {})
     runs[summary['sourceKey']] = {k: v for k, v in summary.items() if k != 'seconds'}
     if len(runs) > MAX_SUMMARIES:
         for old in sorted(runs, key=lambda k: runs[k].get('extractedOn') or '')[:len(runs) - MAX_SUMMARIES]:
             runs.pop(old)
-    storage.set_family_summary(family_id, {'runs': runs, 'openExceptions': sum(
+    return storage.set_family_summary(family.id, {'runs': runs, 'openExceptions': sum(
         r.get('openExceptions') or 0 for r in runs.values())})
 
 

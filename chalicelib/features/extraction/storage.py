@@ -107,10 +107,11 @@ def new_record(family, values: dict[str, Any], *, principal: Principal, org: str
     return records.new_record(family, values, principal=principal, org=org, project_id=project_id)
 
 
-def set_family_summary(family_id: str, summary: dict[str, Any]) -> None:
-    """The family's ``extraction`` field: a side write moving neither its sequence nor updatedOn."""
+def set_family_summary(family_id: str, summary: dict[str, Any]) -> bool:
+    """The family's ``extraction`` field: a side write moving neither its sequence nor updatedOn;
+    False when the family is gone."""
     from chalicelib.kernel.store import repository  # noqa: PLC0415 - lazy: cold start
-    repository.set_side_field('document-families', family_id, 'extraction', summary)
+    return repository.set_side_field('document-families', family_id, 'extraction', summary)
 
 
 def find(family_path: str, project_id: str, ref: str) -> Stored | None:

@@ -348,7 +348,10 @@ def _agent(run: StepRun) -> Waiting:
 # The seam: step kind -> runner. A new kind is one entry here plus its runner (module docstring).
 def _extract(run: StepRun) -> Any:
     from chalicelib.features.extraction import service as extraction  # noqa: PLC0415 - lazy: only EXTRACT steps load it
-    return extraction.run_extract_step(run.execution, run.options, run.seconds, run.principal)
+    try:
+        return extraction.run_extract_step(run.execution, run.options, run.seconds, run.principal)
+    except extraction.FamilyGone as exc:
+        raise Vanished(exc.message) from None
 
 
 RUNNERS: dict[str, Runner] = {
