@@ -61,9 +61,13 @@ class _Run:
     """The bounds of one evaluation (the library's Timebox, plus the budget and the sizes)."""
 
     def __init__(self, timeout_ms: int, max_depth: int) -> None:
+        # the budget's time left first, the clock after: now + left is then never before the
+        # budget's own end, so a stop at ``ends`` for the budget finds it spent (budget.check
+        # raises) and never names this expression's cap instead (a stall between the two
+        # clock reads had made the 422 of a spent request a rule's '30000 ms' timeout)
+        left = budget.remaining()
         now = time.monotonic()
         own = now + timeout_ms / 1000
-        left = budget.remaining()
         self.ends = min(own, now + left)
         self.timeout_ms = timeout_ms
         self.max_depth = max_depth

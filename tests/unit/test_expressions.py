@@ -107,3 +107,32 @@ def test_after_a_stall_past_both_limits_the_budget_is_named_not_the_expressions_
     with pytest.raises(jsonata.JException):   # how a stop unwinds through the library
         run.check_time()
     assert isinstance(run.stopped, ExpressionError) and 'ran longer than 50 ms' in str(run.stopped)
+
+
+def test_a_stall_between_reading_the_budget_and_the_clock_still_names_the_budget(monkeypatch):
+    """CI, 2026-11-27: a validation stopped at its request's 8 s budget answered 200 with the
+    rule's 'ran longer than 30000 ms': the run's end had been computed as clock + budget left with
+    the clock read first, so a stall between the two reads put it before the budget's own end, and
+    a stop in between found the budget not yet spent. Read in the other order, it never is."""
+    import jsonata
+
+    from chalicelib.core import budget
+    from chalicelib.core import expressions as module
+    token = budget.start(0.2)
+    real_remaining = budget.remaining
+
+    def stall_then_remaining(**kwargs):
+        time.sleep(0.05)   # the host stalls between the run's two reads of the clock
+        return real_remaining(**kwargs)
+    monkeypatch.setattr(module.budget, 'remaining', stall_then_remaining)
+    try:
+        run = module._Run(timeout_ms=30_000, max_depth=10)
+        monkeypatch.setattr(module.budget, 'remaining', real_remaining)
+        deadline = time.monotonic() + 1
+        while time.monotonic() <= run.ends and time.monotonic() < deadline:
+            time.sleep(0.001)
+        with pytest.raises(jsonata.JException):
+            run.check_time()
+        assert isinstance(run.stopped, budget.BudgetExceeded), run.stopped
+    finally:
+        budget.end(token)
