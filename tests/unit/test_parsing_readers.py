@@ -359,6 +359,23 @@ def test_the_labels_senders_really_use_are_not_mislabelled(name, label, filename
     assert _read(name, media_type=label, filename=filename).parser == parser
 
 
+@pytest.mark.parametrize(('label', 'filename'), [('application/vnd.ms-excel', 'old.xls'),
+                                                 ('application/msword', 'old.doc'),
+                                                 ('application/vnd.ms-powerpoint', 'old.ppt')])
+def test_a_legacy_office_file_rightly_labelled_has_no_parser_and_is_not_mislabelled(label, filename):
+    """A .doc/.xls/.ppt is an OLE compound file: its label is right, so the parse says 'no parser'
+    (the family is kept and the pipelines run on its metadata), not 'mislabelled' (FAILED)."""
+    ole = b'\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1' + bytes(600)
+    with pytest.raises(NoParser) as failure:
+        read(ole, media_type=label, filename=filename, deadline=time.monotonic() + 5)
+    assert failure.value.cause == 'no-parser'
+
+
+@pytest.mark.parametrize('label', ['application/zip', 'application/x-zip-compressed'])
+def test_an_office_file_labelled_as_the_zip_it_is_is_read(label):
+    assert _read('memo.docx', media_type=label, filename=None).parser == 'docx'
+
+
 def test_a_legacy_label_still_names_its_kind():
     with pytest.raises(ParseFailure) as failure:
         _read('upref.pdf', media_type='image/x-png', filename=None)

@@ -29,6 +29,7 @@ HTML = 'text/html'
 TEXT = 'text/plain'
 ZIP = 'application/zip'
 OCTETS = 'application/octet-stream'
+OLE = 'application/x-ole-storage'   # a legacy Office file (.doc, .xls, .ppt, .msg): no reader here
 
 _SIGNATURES = (
     (b'\x89PNG\r\n\x1a\n', PNG),
@@ -41,7 +42,7 @@ _SIGNATURES = (
     (b'GIF89a', 'image/gif'),
     (b'BM', 'image/bmp'),
     (b'%!PS', 'application/postscript'),
-    (b'\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1', 'application/x-ole-storage'),   # .doc, .xls, .msg
+    (b'\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1', OLE),   # .doc, .xls, .ppt, .msg
     (b'\x1f\x8b', 'application/gzip'),
     (b'7z\xbc\xaf\x27\x1c', 'application/x-7z-compressed'),
     (b'Rar!', 'application/vnd.rar'),
@@ -65,7 +66,15 @@ _LABEL_ALIASES = {'image/jpg': JPEG, 'image/pjpeg': JPEG, 'image/x-png': PNG, 'i
                   'image/x-tiff': TIFF, 'application/x-pdf': PDF, 'application/acrobat': PDF,
                   'application/csv': CSV, 'text/x-csv': CSV, 'text/comma-separated-values': CSV,
                   'application/x-csv': CSV, 'application/xhtml+xml': HTML}
-_LOOSE = {'application/vnd.ms-excel': {CSV, TEXT, XLSX}}
+# Labels that name a family of files rather than one kind: the bytes decide within it. A legacy
+# Office file (.doc, .xls, .ppt, .msg) is an OLE compound file, read by no reader here: its label
+# is right, and the parse says "no parser" (the pipelines still run) rather than "mislabelled".
+# An Office Open XML file is a zip, and some clients label it so.
+_OFFICE_ZIPS = {DOCX, XLSX, PPTX, ZIP}
+_LOOSE = {'application/vnd.ms-excel': {CSV, TEXT, XLSX, OLE}, 'application/msword': {OLE},
+          'application/vnd.ms-powerpoint': {OLE}, 'application/vnd.ms-outlook': {OLE},
+          ZIP: _OFFICE_ZIPS, 'application/x-zip-compressed': _OFFICE_ZIPS,
+          'application/x-zip': _OFFICE_ZIPS}
 _TEXTUAL = {CSV, HTML, TEXT}
 
 
