@@ -116,28 +116,14 @@ def set_family_summary(family_id: str, summary: dict[str, Any]) -> bool:
 
 def find(family_path: str, project_id: str, ref: str) -> Stored | None:
     """A project's record by id or slug."""
-    import uuid  # noqa: PLC0415
-    try:
-        stored = table.get(family_path, str(uuid.UUID(ref)))
-    except ValueError:
-        owner = table.unique_owner(family_path, scope=project_id, field_name='slug', value=ref)
-        stored = table.get(family_path, owner) if owner else None
-    if stored is None or stored.data.get('projectId') != project_id:
-        return None
-    return stored
+    stored = table.get_by_ref(family_path, scope=project_id, ref=ref)
+    return stored if stored is not None and stored.data.get('projectId') == project_id else None
 
 
 def find_org(family_path: str, org: str, ref: str) -> Stored | None:
     """An organization's record by id or slug."""
-    import uuid  # noqa: PLC0415
-    try:
-        stored = table.get(family_path, str(uuid.UUID(ref)))
-    except ValueError:
-        owner = table.unique_owner(family_path, scope=org, field_name='slug', value=ref)
-        stored = table.get(family_path, owner) if owner else None
-    if stored is None or stored.org != org:
-        return None
-    return stored
+    stored = table.get_by_ref(family_path, scope=org, ref=ref)
+    return stored if stored is not None and stored.org == org else None
 
 
 def stores_with_slug(org: str, slug: str) -> list[Stored]:

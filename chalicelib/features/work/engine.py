@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -190,14 +189,8 @@ def send(messages: list[tuple[dict[str, Any], int]], *, queue: str | None = None
 
 def find(family: str, project_id: str, ref: str):
     """A record of ``family`` in the project named by id or slug, or None."""
-    try:
-        stored = table.get(family, str(uuid.UUID(ref)))
-    except ValueError:
-        owner = table.unique_owner(family, scope=project_id, field_name='slug', value=ref)
-        stored = table.get(family, owner) if owner else None
-    if stored is None or stored.data.get('projectId') != project_id:
-        return None
-    return stored
+    stored = table.get_by_ref(family, scope=project_id, ref=ref)
+    return stored if stored is not None and stored.data.get('projectId') == project_id else None
 
 
 # ----------------------------------------------------------------------------- kinds and runners

@@ -47,6 +47,7 @@ import functools
 import hashlib
 import random
 import time
+import uuid
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -732,6 +733,17 @@ def unique_owner(family: str, *, scope: str, field_name: str, value: Any) -> str
         return model.get(key, ENTITY_SK, consistent_read=True).ref
     except model.DoesNotExist:
         return None
+
+
+def get_by_ref(family: str, *, scope: str, ref: str) -> Stored | None:
+    """A record named by its id, or by its ``slug`` unique in ``scope`` (a project's or an
+    organization's id): how steps and options name a bridge, an agent, a data store or a data
+    definition. The caller checks that a record found by id belongs to the scope."""
+    try:
+        return get(family, str(uuid.UUID(ref)))
+    except ValueError:
+        owner = unique_owner(family, scope=scope, field_name='slug', value=ref)
+        return get(family, owner) if owner else None
 
 
 def unique_exists(family: str, *, scope: str, field_name: str, value: Any) -> bool:
