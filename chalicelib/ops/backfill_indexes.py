@@ -19,10 +19,7 @@ count the same way, on condition that it is still the version read and the slot 
 """
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
-from typing import Any
 
 from chalicelib import features  # noqa: F401 - installs the family hooks, as the app does
 from chalicelib.kernel import records
@@ -30,13 +27,16 @@ from chalicelib.kernel.registry import BY_PATH
 from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
+from chalicelib.ops import scan
 
 
 def backfill(*, state: Path | None = None, page_size: int = 500, out=print) -> dict[str, int]:
-    start: dict[str, Any] | None = json.loads(state.read_text()) if state and state.exists() else None
     totals = {'scanned': 0, 'keyed': 0, 'extended': 0, 'skipped': 0}
-    while True:
-        items, start = table.scan_page(start, limit=page_size)
+    def report() -> None:
+        out(f"scanned {totals['scanned']}, keyed {totals['keyed']}, extended {totals['extended']}, "
+            f"skipped {totals['skipped']}")
+
+    for items in scan.pages(state, page_size, report):
         for item in items:
             totals['scanned'] += 1
             family = BY_PATH.get(item.kind or '')
@@ -64,18 +64,11 @@ def backfill(*, state: Path | None = None, page_size: int = 500, out=print) -> d
                 totals['keyed' if item.ixv is None else 'extended'] += 1
             except WriteConflict:
                 totals['skipped'] += 1   # written meanwhile (keyed by that write) or already done
-        if state is not None:
-            state.write_text(json.dumps(start) if start else 'null')
-        out(f"scanned {totals['scanned']}, keyed {totals['keyed']}, extended {totals['extended']}, "
-            f"skipped {totals['skipped']}")
-        if start is None:
-            return totals
+    return totals
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--state', type=Path, help='file keeping the scan position (resume with the same file)')
-    parser.add_argument('--page-size', type=int, default=500)
+    parser = scan.parser(__doc__)
     args = parser.parse_args(argv)
     backfill(state=args.state, page_size=args.page_size)
 

@@ -26,8 +26,6 @@ counts what it would do.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,7 @@ from chalicelib.kernel import records
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.repository import WriteConflict
+from chalicelib.ops import scan
 
 FAMILIES = 'document-families'
 
@@ -100,13 +99,14 @@ def migrated_labels(stored, labels: _Labels, totals: dict[str, int]) -> list[str
 
 def migrate(*, state: Path | None = None, page_size: int = 500, create_missing: bool = False,
             dry_run: bool = False, out=print) -> dict[str, int]:
-    start: dict[str, Any] | None = json.loads(state.read_text()) if state and state.exists() else None
     totals = {'scanned': 0, 'families': 0, 'migrated': 0, 'skipped': 0, 'unknown': 0, 'ambiguous': 0,
               'created': 0}
     labels = _Labels(create=create_missing, dry_run=dry_run)
     fam = family_of(FAMILIES)
-    while True:
-        items, start = table.scan_page(start, limit=page_size)
+    def report() -> None:
+        out(', '.join(f'{k} {v}' for k, v in totals.items()))
+
+    for items in scan.pages(state, page_size, report):
         for item in items:
             totals['scanned'] += 1
             if item.sk != table.ENTITY_SK or item.kind != FAMILIES:
@@ -127,17 +127,11 @@ def migrate(*, state: Path | None = None, page_size: int = 500, create_missing: 
                 totals['migrated'] += 1
             except WriteConflict:
                 totals['skipped'] += 1   # written meanwhile: the next run sees the new version
-        if state is not None:
-            state.write_text(json.dumps(start) if start else 'null')
-        out(', '.join(f'{k} {v}' for k, v in totals.items()))
-        if start is None:
-            return totals
+    return totals
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--state', type=Path, help='file keeping the scan position (resume with the same file)')
-    parser.add_argument('--page-size', type=int, default=500)
+    parser = scan.parser(__doc__)
     parser.add_argument('--create-missing', action='store_true',
                         help='create a label for a name no label of the organization has')
     parser.add_argument('--dry-run', action='store_true', help='write nothing; count what would be done')

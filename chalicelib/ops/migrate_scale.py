@@ -37,8 +37,6 @@ The legacy counters left at zero stay (a few bytes per parent); the checker coun
 """
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +46,7 @@ from chalicelib.kernel.store import repository as repo
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.model import configure
 from chalicelib.kernel.store.repository import Op, WriteConflict
+from chalicelib.ops import scan
 
 ACL_SK = 'ACL'
 
@@ -144,11 +143,12 @@ def _acl_hook():
 
 
 def migrate(*, state: Path | None = None, page_size: int = 500, out=print) -> dict[str, int]:
-    start: dict[str, Any] | None = json.loads(state.read_text()) if state and state.exists() else None
     totals = {'scanned': 0, 'guarded': 0, 'spread': 0, 'sorted': 0, 'skipped': 0, 'acl': 0}
     acl_hook = _acl_hook()
-    while True:
-        items, start = table.scan_page(start, limit=page_size)
+    def report() -> None:
+        out(', '.join(f'{k} {v}' for k, v in totals.items()))
+
+    for items in scan.pages(state, page_size, report):
         for item in items:
             totals['scanned'] += 1
             if item.sk == ACL_SK and item.pk.startswith('users#'):
@@ -171,17 +171,11 @@ def migrate(*, state: Path | None = None, page_size: int = 500, out=print) -> di
                     totals[name] += 1
                 except WriteConflict:
                     totals['skipped'] += 1   # written meanwhile: that write set its keys
-        if state is not None:
-            state.write_text(json.dumps(start) if start else 'null')
-        out(', '.join(f'{k} {v}' for k, v in totals.items()))
-        if start is None:
-            return totals
+    return totals
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--state', type=Path, help='file keeping the scan position (resume with the same file)')
-    parser.add_argument('--page-size', type=int, default=500)
+    parser = scan.parser(__doc__)
     args = parser.parse_args(argv)
     migrate(state=args.state, page_size=args.page_size)
 
