@@ -117,6 +117,22 @@ def known_fields(family: Family) -> frozenset[str]:
     return frozenset({*family.fields, *family.references, *family.collections, *SERVER_FIELDS, *OWNERSHIP_FIELDS})
 
 
+def sendable_fields(family: Family, *, creating: bool) -> frozenset[str]:
+    """What a client may write in a create (``creating``) or update body: the family's writable
+    fields, the references it takes as ``{"id"}`` objects, its ownership ids on create, and
+    ``changeSequence`` on update: the properties of ``<Entity>CreateRequest`` /
+    ``<Entity>UpdateRequest`` in /v3/api-docs (kernel/http/openapi.py). An unknown field's 400
+    lists these, never the server fields ``known_fields`` also accepts (docs/api/conventions.md)."""
+    names = set(family.writable) | set(family.references)
+    if creating:   # the owner named by its id: an organization's, or a project's (which implies its organization)
+        names |= {'org': {'organizationId'}, 'project': {'projectId'}}.get(family.scope, set())
+    else:          # ownership never moves
+        names -= OWNERSHIP_FIELDS
+        names -= {ref for ref, (id_field, _) in family.references.items() if id_field in OWNERSHIP_FIELDS}
+        names.add('changeSequence')
+    return frozenset(names)
+
+
 def clean_input(family: Family, body: dict[str, Any], *, creating: bool = False) -> tuple[dict[str, Any], set[str]]:
     """Validate the writable fields of a body -> (values to store, fields to clear). Null is
     400 for a required field; for any other it is "not given" on create (the caller ignores the

@@ -47,6 +47,47 @@ def test_a_get_body_sent_back_as_a_put_is_still_accepted(api, org_id):
     assert 'x-ignored-fields' not in r.headers
 
 
+def _offered(message: str) -> set[str]:
+    """The field names a refusal's message offers: the list after its last ': '."""
+    return {name.strip() for name in message.rsplit(': ', 1)[1].split(',')}
+
+
+SERVER_ONLY = {'id', 'uuid', 'createdOn', 'updatedOn', 'createdByUserId', 'clientIpHash', 'userEmail',
+               'deleted', 'deletedDate', 'builtIn'}
+
+
+@pytest.mark.parametrize('path,entity,body', [
+    ('/api/events', 'Event', {'eventType': 'x'}),                  # org scope; clientIpHash is server-only
+    ('/api/projects', 'Project', {'name': 'P'}),
+    ('/api/document-statuses', 'DocumentStatus', {'status': 'Checked'}),   # project scope
+])
+def test_an_unknown_field_s_400_offers_only_what_a_client_may_send(api, org_id, path, entity, body):
+    """Issue 46 item 8: the refusal listed ~30 'known' fields, server-only ones (clientIpHash,
+    createdOn) included. It offers the create body's fields as /v3/api-docs describes them."""
+    schemas = api.get('/v3/api-docs').json['components']['schemas']
+    if 'projectId' in schemas[f'{entity}CreateRequest']['properties']:
+        owner = {'projectId': api.post('/api/projects', {'name': 'Owner', 'organizationId': org_id}).json['id']}
+    else:
+        owner = {'organizationId': org_id}
+    r = api.post(path, {**body, **owner, 'bogusField': 1})
+    assert r.status == 400 and r.json['unknown'] == ['bogusField'], r.json
+    offered = _offered(r.json['message'])
+    assert offered == set(schemas[f'{entity}CreateRequest']['properties']), offered
+    assert not offered & SERVER_ONLY, offered & SERVER_ONLY
+    assert 'a client may send' in r.json['message']
+
+
+def test_an_unknown_field_on_update_offers_the_update_body_s_fields(api, org_id):
+    schemas = api.get('/v3/api-docs').json['components']['schemas']
+    project = api.post('/api/projects', {'name': 'P', 'organizationId': org_id}).json
+    r = api.put(f"/api/projects/{project['id']}", {'createdon': 'x'})
+    assert r.status == 400, r.json
+    offered = _offered(r.json['message'])
+    assert offered == set(schemas['ProjectUpdateRequest']['properties']), offered
+    assert 'changeSequence' in offered and not offered & SERVER_ONLY
+    assert "did you mean 'createdOn'" not in r.json['message']   # a server field is never suggested
+
+
 def test_the_sdk_s_unknown_fields_are_ignored_and_listed_in_a_header(api, org_id):
     r = api.post('/api/projects', {'name': 'From SDK', 'organizationId': org_id, 'sdkOnly': {}, 'nmae': 'x'},
                  key=None, headers=SDK)

@@ -130,21 +130,26 @@ def _closest(name: str, known: Iterable[str]) -> str | None:
     return by_fold[found[0]] if found else None
 
 
-def unknown_names(kind: str, names: Iterable[str], known: Collection[str], where: str) -> dict[str, str]:
+def unknown_names(kind: str, names: Iterable[str], known: Collection[str], where: str,
+                  listed: Collection[str] | None = None) -> dict[str, str]:
     """400 for the first ``names`` not in ``known`` (``kind`` 'field' or 'parameter', ``where``
     ends the message: 'in a Project body'); for the SDK, the header listing them instead ({} when
-    every name is known)."""
+    every name is known). ``listed`` (default ``known``) is what the message offers, hints
+    included: a body accepts the server fields a GET answered, but only what a client may write
+    is worth suggesting (docs/api/conventions.md "Unknown fields and parameters")."""
     unknown = sorted({n for n in names if n not in known})
     if not unknown:
         return {}
     if sdk_client():
         return {IGNORED_HEADERS[kind]: ', '.join(unknown)[:1000]}
+    offered = known if listed is None else listed
     parts = []
     for name in unknown[:5]:
-        hint = _closest(name, known)
+        hint = _closest(name, offered)
         parts.append(f"'{name[:64]}'" + (f" (did you mean '{hint}'?)" if hint else ''))
     plural = 's' if len(unknown) > 1 else ''
-    raise BadRequest(f'Unknown {kind}{plural} {", ".join(parts)} {where}; known: {", ".join(sorted(known))}'[:2000],
+    label = 'known' if listed is None else 'a client may send'
+    raise BadRequest(f'Unknown {kind}{plural} {", ".join(parts)} {where}; {label}: {", ".join(sorted(offered))}'[:2000],
                      unknown=unknown[:20])
 
 

@@ -55,11 +55,13 @@ def _register(family: Family) -> None:
         req = listing.parse_request(family, params(), one_based=one_based_pages())
         return page_response(listing.list_resources(family, req, caller()), ignored)
 
-    def checked_body() -> tuple[dict, dict[str, str]]:
-        """The body, its fields checked against the family's (docs/api/conventions.md)."""
+    def checked_body(creating: bool) -> tuple[dict, dict[str, str]]:
+        """The body, its fields checked against the family's (docs/api/conventions.md): what a GET
+        answers is accepted, what a client may write is what a refusal lists."""
         from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
         sent = body()
-        return sent, unknown_names('field', sent, crud.known_fields(family), f'in a {family.entity} body')
+        return sent, unknown_names('field', sent, crud.known_fields(family), f'in a {family.entity} body',
+                                   listed=crud.sendable_fields(family, creating=creating))
 
     def get_view(**ids):
         if family.org_slug_paths and not _is_uuid(ids[family.id_param]):
@@ -79,12 +81,12 @@ def _register(family: Family) -> None:
 
     def create_view():
         from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
-        sent, ignored = checked_body()
+        sent, ignored = checked_body(creating=True)
         return created(crud.create(family, sent, caller()), ignored)
 
     def update_view(**ids):
         from chalicelib.kernel import crud  # noqa: PLC0415 - lazy: cold start
-        sent, ignored = checked_body()
+        sent, ignored = checked_body(creating=False)
         updated = crud.update(family, ids[family.id_param], sent, principal=caller())
         return Response(body=updated, status_code=200, headers=ignored) if ignored else updated
 
