@@ -4,7 +4,11 @@ resources, bootstrap admin, then the API on http://127.0.0.1:${PORT:-8000}. Ctrl
 The CHAOS_* variables reach the moto server through its environment, except CHAOS_RATE: the
 server starts with chaos off so that creating the resources and the bootstrap admin cannot
 fail, and the rate is switched on (``POST /_chaos``, counters reset) just before the API
-serves."""
+serves.
+
+One `make run` per folder (docs/operations/local-state.md "One server per folder"): ``hold_folder``
+takes an exclusive lock on ``<folder>/run.lock`` before anything starts, held until the last
+process that may save the state (this one, then its moto server, which inherits the lock) ends."""
 from __future__ import annotations
 
 import faulthandler
@@ -23,6 +27,7 @@ SHUTDOWN_SECONDS = 20   # the longest a Ctrl-C may take (pollers 3 x 3 s, margin
 MOTO_STOP_SECONDS = 60  # the moto server saves its state on SIGTERM (localdev/moto_server.py SavedState)
 MOTO_START_SECONDS = 120   # the moto server loads its saved state before it answers
 STATE_FILE = 'moto-state.pickle'
+LOCK_FILE = 'run.lock'
 
 
 def _free_port() -> int:
@@ -50,6 +55,54 @@ def local_dir() -> Path:
     return local
 
 
+def hold_folder(local: Path, port: int) -> int:
+    """Lock ``local`` for this run, or stop with the reason: a second server on the same folder
+    would load the same saved state and the last to save would silently drop what the other
+    acknowledged (docs/operations/local-state.md "One server per folder"). The lock is
+    ``flock`` on ``run.lock``, an open file description the kernel releases when the last process
+    holding it ends, however it ends (no stale lock to clean up after a kill -9); the moto server
+    inherits it (``start_moto``), so the lock lasts until its final save on SIGTERM is written.
+    Returns the descriptor, to be kept open for the life of the process."""
+    import fcntl  # noqa: PLC0415 - POSIX only, and only `make run` needs it
+    path = local / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + MOTO_STOP_SECONDS
+    said = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:   # BlockingIOError: another process holds it
+            holder = os.pread(fd, 200, 0).decode(errors='replace').split()
+        if len(holder) >= 2 and not _alive(holder[0]) and time.monotonic() < deadline:
+            # that run is gone (killed): only its moto server's last save holds the lock still
+            if not said:
+                print(f'waiting for the last save of the stopped run (pid {holder[0]}) in {local}', flush=True)
+                said = True
+            time.sleep(0.2)
+            continue
+        os.close(fd)
+        who = f' (pid {holder[0]}, API on port {holder[1]})' if len(holder) >= 2 else ''
+        raise SystemExit(
+            f'another `make run`{who} is using {local}: two servers on one saved state would '
+            f'lose each other\'s writes. Stop it first (Ctrl-C), or give this one its own folder: '
+            f'LOCAL_STATE_DIR=/some/other/dir PORT={port} make run '
+            '(docs/operations/local-state.md)')
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f'{os.getpid()} {port}\n'.encode(), 0)
+    return fd
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (ValueError, OSError):
+        return True   # not ours to signal (PermissionError), or unreadable: assume it runs
+    return True
+
+
 def state_file() -> Path | None:
     """The moto server's saved data (docs/operations/local-state.md), None when not kept
     (LOCAL_PERSIST=off). FRESH=1 deletes it first: the run starts empty."""
@@ -62,7 +115,8 @@ def state_file() -> Path | None:
     return path
 
 
-def start_moto() -> tuple[subprocess.Popen, str]:
+def start_moto(keep_fds: tuple[int, ...] = ()) -> tuple[subprocess.Popen, str]:
+    """The local moto server; ``keep_fds`` (the folder's lock, ``hold_folder``) stay open in it."""
     port = int(os.environ.get('MOTO_PORT') or _free_port())
     env = {**os.environ, 'CHAOS_RATE': '0'}  # set-up runs clean; see switch_on_chaos
     state = state_file()
@@ -114,13 +168,13 @@ def switch_on_chaos(endpoint_url: str, rate: float) -> str:
             f'CHAOS_SEED={settings["seed"]}); counters at {endpoint_url}/_chaos')
 
 
-def prepare_environment() -> subprocess.Popen | None:
+def prepare_environment(keep_fds: tuple[int, ...] = ()) -> subprocess.Popen | None:
     os.environ.setdefault('AWS_DEFAULT_REGION', 'us-east-1')
     moto = None
     if not os.environ.get('AWS_ENDPOINT_URL'):
         os.environ.setdefault('AWS_ACCESS_KEY_ID', 'local')
         os.environ.setdefault('AWS_SECRET_ACCESS_KEY', 'local')
-        moto, url = start_moto()
+        moto, url = start_moto(keep_fds)
         os.environ['AWS_ENDPOINT_URL'] = url
     return moto
 
@@ -166,12 +220,14 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     os.chdir(ROOT)
     rate = chaos_settings().rate
+    # before anything reads or deletes (FRESH=1) the folder's files: one server per folder
+    lock = hold_folder(local_dir(), int(os.environ.get('PORT') or 8000))
     # the MCP connector is on locally, its resource the local URL (MCP_ENABLED=false turns it off)
     os.environ.setdefault('MCP_ENABLED', 'true')
     os.environ.setdefault('MCP_PUBLIC_URL', f"http://127.0.0.1:{int(os.environ.get('PORT') or 8000)}/mcp")
     if not os.environ.get('PLATFORM_ADMIN_API_KEY'):   # an unknown key's 401 names the file (before get_config)
         os.environ.setdefault('LOCAL_ADMIN_KEY_FILE', str(local_dir() / 'admin-api-key'))
-    moto = prepare_environment()
+    moto = prepare_environment((lock,))
     try:
         create_resources()
         from chalicelib.features.identity.bootstrap import bootstrap
