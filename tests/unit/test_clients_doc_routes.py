@@ -52,7 +52,7 @@ def _matches(doc: list[str], route: list[str], under: bool) -> bool:
     if len(route) < len(doc) or (not under and len(route) != len(doc)):
         return False
     return all(_is_placeholder(r) if _is_placeholder(d) else (d == r or _is_placeholder(r))
-               for d, r in zip(doc, route))
+               for d, r in zip(doc, route[:len(doc)], strict=True))
 
 
 def served(spec: str, routes: dict[str, set[str]]) -> list[str]:
