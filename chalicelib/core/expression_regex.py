@@ -34,6 +34,9 @@ REGEX_MAX_MEMORY = 1 << 20   # bytes RE2 may take for one compiled pattern (as e
 MAX_PATTERN_LENGTH = 1_000   # characters of one regex literal
 
 
+_HEX = frozenset('0123456789abcdefABCDEF')
+
+
 class RegexRefused(ValueError):
     """RE2 does not run this pattern; the message says why and is safe to show its author."""
 
@@ -48,7 +51,7 @@ def _translate(pattern: str) -> str:
         c = pattern[i]
         if c == '\\' and i + 1 < n:
             hex_digits = pattern[i + 2:i + 6]
-            if pattern[i + 1] == 'u' and len(hex_digits) == 4 and all(h in '0123456789abcdefABCDEF' for h in hex_digits):
+            if pattern[i + 1] == 'u' and len(hex_digits) == 4 and all(h in _HEX for h in hex_digits):
                 out.append('\\x{' + hex_digits + '}')
                 i += 6
                 continue

@@ -21,6 +21,16 @@ Any failure, a syntax error, an ``$error("...")`` call or a bound exceeded, is a
 failed step attempt, a validation entry's ``error``). Running out of the unit of work's budget
 is not the expression's failure: ``budget.BudgetExceeded`` propagates (the request is a 422).
 
+Regular expressions run on RE2, not on the library's Python ``re`` (core/expression_regex.py:
+linear time, the interpreter lock released while matching, a time check between two matches).
+``re`` backtracks while holding the lock, so one ``$match(text, /(a+)+$/)`` stalled every request
+of the process, out of reach of any check between nodes. No maintained JSONata implementation for
+Python uses RE2: the library's regex-engine hook is handed ``_regex_engine``, and $match,
+$replace and $split over a regex are wrapped below with jsonata-js's semantics. A pattern RE2
+refuses is an ``ExpressionError`` when the expression is parsed: ``check`` is what writes call
+(a 400), evaluation reports it as any other error (docs/api/limits.md, "Regular expressions are
+RE2").
+
 The library costs ~80 ms to import: it is loaded on the first evaluation, never at cold start.
 The caps are enforced by wrapping the library's own builtins and two of its evaluator methods
 (a subclass); no maintained JSONata implementation for Python offers size limits.
