@@ -41,7 +41,7 @@ def test_a_script_step_with_a_backtracking_pattern_succeeds_at_once(api, work, p
     started = time.monotonic()
     runs = _run_plan(api, work, project, [
         {'name': 'hostile', 'stepType': 'SCRIPT', 'options': {'expression': VERDICT},
-         'executionPolicy': {'maxAttempts': 1, 'onExhausted': 'CONTINUE'}},
+         'executionPolicy': {'timeoutSeconds': 1, 'maxAttempts': 1, 'onExhausted': 'CONTINUE'}},
         {'name': 'groups', 'stepType': 'SCRIPT',
          'options': {'expression': r"$replace('John Smith', /(\w+)\s(\w+)/, '$2, $1')"}}])
     assert runs['hostile']['status'] == 'SUCCEEDED', runs['hostile']
