@@ -21,6 +21,16 @@ Any failure, a syntax error, an ``$error("...")`` call or a bound exceeded, is a
 failed step attempt, a validation entry's ``error``). Running out of the unit of work's budget
 is not the expression's failure: ``budget.BudgetExceeded`` propagates (the request is a 422).
 
+Regular expressions run on RE2, not on the library's Python ``re`` (core/expression_regex.py:
+linear time, the interpreter lock released while matching, a time check between two matches).
+``re`` backtracks while holding the lock, so one ``$match(text, /(a+)+$/)`` stalled every request
+of the process, out of reach of any check between nodes. No maintained JSONata implementation for
+Python uses RE2: the library's regex-engine hook is handed ``_regex_engine``, and $match,
+$replace and $split over a regex are wrapped below with jsonata-js's semantics. A pattern RE2
+refuses is an ``ExpressionError`` when the expression is parsed: ``check`` is what writes call
+(a 400), evaluation reports it as any other error (docs/api/limits.md, "Regular expressions are
+RE2").
+
 The library costs ~80 ms to import: it is loaded on the first evaluation, never at cold start.
 The caps are enforced by wrapping the library's own builtins and two of its evaluator methods
 (a subclass); no maintained JSONata implementation for Python offers size limits.
@@ -33,7 +43,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from chalicelib.core import budget, expression_plans
+from chalicelib.core import budget, expression_plans, expression_regex
 
 DEFAULT_TIMEOUT_MS = 1000
 DEFAULT_MAX_DEPTH = 200
@@ -167,6 +177,49 @@ def json_size(value: Any, limit: int) -> int:
 
 
 _jsonata_classes: dict[str, Any] = {}
+_PICTURE_CHARACTERS = ('decimal-separator', 'grouping-separator', 'exponent-separator', 'minus-sign', 'percent',
+                       'per-mille', 'zero-digit', 'digit', 'pattern-separator')
+_REGEX_SPECIAL = '\\^$.|?*+()[]{}'
+
+
+def _check_regex_time() -> None:
+    """Between two matches of a regex (expression_regex.Pattern): the evaluation's time box."""
+    run = getattr(_local, 'run', None)
+    if run is not None:
+        run.check_time()
+
+
+def _regex_engine(pattern: str, flags: Any) -> expression_regex.Pattern:
+    """The library's regex-engine hook: a regex literal compiled by RE2 (core/expression_regex.py).
+    A pattern RE2 refuses is this expression's error, at parse as during an ``$eval``."""
+    try:
+        return expression_regex.compile_pattern(pattern, case_insensitive=flags.case_insensitive,
+                                                multiline=flags.multiline, check=_check_regex_time)
+    except expression_regex.RegexRefused as exc:
+        error = ExpressionError(str(exc))
+        run = getattr(_local, 'run', None)
+        if run is not None:
+            run.stop(error)   # unwinds through the library, which re-wraps what it catches
+        raise error from None
+
+
+def check(expression: str) -> None:
+    """ExpressionError when ``expression`` cannot be evaluated whatever its input: empty, too
+    long, a syntax error, or a regex RE2 refuses. What a write checks (a definition's rules, a
+    SCRIPT step, an assignee rule); nothing is evaluated."""
+    if not isinstance(expression, str) or not expression.strip():
+        raise ExpressionError('the expression is empty')
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise ExpressionError(f'the expression is longer than {MAX_EXPRESSION_LENGTH} characters')
+    classes = _classes()
+    try:
+        classes['Capped'](expression, _regex_engine)
+    except classes['jsonata'].JException as exc:
+        raise ExpressionError(str(exc) or type(exc).__name__) from None
+    except RecursionError:
+        raise ExpressionError('the expression nests too deeply') from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        raise ExpressionError(f'{type(exc).__name__}: {exc}') from None
 
 
 def _classes() -> dict[str, Any]:
@@ -174,8 +227,34 @@ def _classes() -> dict[str, Any]:
     if _jsonata_classes:
         return _jsonata_classes
     import jsonata  # noqa: PLC0415 - lazy: ~80 ms of import, paid by the first evaluation only
-    from jsonata import functions, utils  # noqa: PLC0415
+    from jsonata import datetimeutils, functions, utils  # noqa: PLC0415
     base = functions.Functions
+
+    def _replace_regex(string, pattern, replacement, limit):
+        """jsonata-js replace over a regex: ``$n`` group references in a text, or a function
+        of the match object ($match's shape); at most ``limit`` matches replaced."""
+        if limit is not None and limit < 0:
+            raise jsonata.JException('Fourth argument of replace function must evaluate to a positive number', 0)
+        run = _run()
+        pieces: list[str] = []
+        end = 0
+        size = 0
+        for count, m in enumerate(pattern.finditer(string)):
+            if limit is not None and count >= limit:
+                break
+            if isinstance(replacement, str):
+                substitute = expression_regex.expand(replacement, m)
+            else:
+                substitute = base.func_apply(replacement, [expression_regex.match_object(m)])
+                if not isinstance(substitute, str):
+                    raise jsonata.JException('D3012', -1)
+            pieces.append(string[end:m.start()])
+            pieces.append(substitute)
+            size += m.start() - end + len(substitute)
+            run.string(size, '$replace')
+            end = m.end()
+        pieces.append(string[end:])
+        return ''.join(pieces)
 
     class Capped(jsonata.Jsonata):
         def evaluate_string_concat(self, lhs, rhs):
@@ -211,10 +290,54 @@ def _classes() -> dict[str, Any]:
 
         @staticmethod
         def split(string, pattern, limit):
+            if isinstance(string, str) and isinstance(pattern, expression_regex.Pattern):
+                if limit is not None and int(limit) < 0:
+                    raise jsonata.JException('D3020', -1, string)
+                lim = None if limit is None else int(limit)
+                run = _run()
+                pieces: list[str] = []
+                end = 0
+                for m in pattern.finditer(string):   # jsonata-js split: the text between matches
+                    if lim is not None and len(pieces) >= lim:
+                        break
+                    pieces.append(string[end:m.start()])
+                    end = m.end()
+                    run.array(len(pieces) + 1, '$split')
+                if lim is None or len(pieces) < lim:
+                    pieces.append(string[end:])
+                return pieces
             result = base.split(string, pattern, limit)
             if isinstance(result, list):
                 _run().array(len(result), '$split')
             return result
+
+        @staticmethod
+        def match_(string, regex, limit):
+            if not isinstance(string, str) or not isinstance(regex, expression_regex.Pattern):
+                return base.match_(string, regex, limit)
+            if limit is not None and limit < 0:
+                raise jsonata.JException('D3040', -1, limit)
+            cap = None if limit is None else math.ceil(limit)
+            run = _run()
+            result = utils.Utils.create_sequence()
+            for m in regex.finditer(string):
+                if cap is not None and len(result) >= cap:
+                    break
+                result.append(expression_regex.match_object(m))
+                run.array(len(result), '$match')
+            return result
+
+        @staticmethod
+        def format_number(value, picture, decimal_format):
+            # the library puts these options into regexes unescaped: XPath's format-number
+            # takes one character for each (docs/api/limits.md "Expressions")
+            for key in _PICTURE_CHARACTERS:
+                option = (decimal_format or {}).get(key) if isinstance(decimal_format, Mapping) else None
+                if option is not None and (not isinstance(option, str) or len(option) != 1
+                                           or not option.isprintable() or option in _REGEX_SPECIAL):
+                    _run().stop(ExpressionError(f"$formatNumber: the option {key} must be one character "
+                                                f"(not one of {_REGEX_SPECIAL})"))
+            return base.format_number(value, picture, decimal_format)
 
         @staticmethod
         def replace(string, pattern, replacement, limit):
@@ -226,7 +349,10 @@ def _classes() -> dict[str, Any]:
                 if isinstance(limit, (int, float)) and not isinstance(limit, bool):
                     count = min(count, max(int(limit), 0))
                 _run().string(len(string) + count * len(replacement), '$replace')
-            result = base.replace(string, pattern, replacement, limit)
+            if isinstance(string, str) and isinstance(pattern, expression_regex.Pattern):
+                result = _replace_regex(string, pattern, replacement, limit)
+            else:
+                result = base.replace(string, pattern, replacement, limit)
             if isinstance(result, str):
                 _run().string(len(result), '$replace')
             return result
@@ -256,11 +382,17 @@ def _classes() -> dict[str, Any]:
                     results.append(el)
             return results
 
+    # the library's own signatures; the method when it is not the name
     signatures = {'pad': '<s-ns?:s>', 'join': '<a<s>s?:s>', 'split': '<s-(sf)n?:a<s>>',
-                  'replace': '<s-(sf)(sf)n?:s>', 'append': '<xx:a>', 'string': '<x-b?:s>', 'distinct': '<x:x>'}
-    _jsonata_classes.update(
-        jsonata=jsonata, utils=utils, Capped=Capped,
-        builtins={name: jsonata.Jsonata.JNativeFunction(name, sig, Bounded, name) for name, sig in signatures.items()})
+                  'replace': '<s-(sf)(sf)n?:s>', 'append': '<xx:a>', 'string': '<x-b?:s>', 'distinct': '<x:x>',
+                  'match': ('<s-f<s:o>n?:a<o>>', 'match_'), 'formatNumber': ('<n-so?:s>', 'format_number')}
+    builtins = {}
+    for name, sig in signatures.items():
+        sig, method = sig if isinstance(sig, tuple) else (sig, name)
+        builtins[name] = jsonata.Jsonata.JNativeFunction(name, sig, Bounded, method)
+    # $toMillis(text, picture) matches the text with a regex built from the picture: on RE2 too
+    datetimeutils.re = expression_regex.DateTimeRe(_check_regex_time)
+    _jsonata_classes.update(jsonata=jsonata, utils=utils, Capped=Capped, builtins=builtins)
     return _jsonata_classes
 
 
@@ -278,7 +410,7 @@ def _compiled(classes: dict[str, Any], expression: str) -> tuple[Any, expression
         cache = _local.compiled = {}
     entry = cache.pop(expression, None)
     if entry is None:
-        compiled = classes['Capped'](expression)
+        compiled = classes['Capped'](expression, _regex_engine)
         compiled.set_output_convert_nulls(False)   # done below, once the size is known to be bounded
         entry = (compiled, expression_plans.plan(compiled, classes['jsonata'].Jsonata, classes['utils'].Utils,
                                                  (MAX_STRING_LENGTH, MAX_ARRAY_LENGTH)))

@@ -17,6 +17,7 @@ from typing import Any
 from chalicelib.core import clock
 from chalicelib.core.errors import ApiError, BadRequest, Conflict
 from chalicelib.core.expressions import ExpressionError, evaluate
+from chalicelib.core.expressions import check as check_expression
 from chalicelib.core.principal import Principal
 from chalicelib.features.extraction import engine, storage
 from chalicelib.features.extraction import taxons as taxon_rules
@@ -49,6 +50,10 @@ def check_options(options: dict[str, Any], where: str) -> None:
             raise ValueError(f'{here} must be {{when, teamId?, assigneeId?}}')
         if not isinstance(rule.get('when'), str) or not rule['when'].strip():
             raise ValueError(f'{here}.when must be a JSONata expression')
+        try:
+            check_expression(rule['when'])
+        except ExpressionError as exc:
+            raise ValueError(f'{here}.when is not an expression that can run: {exc.reason}') from None
         _uuid(rule.get('teamId'), f'{here}.teamId')
         _uuid(rule.get('assigneeId'), f'{here}.assigneeId')
 

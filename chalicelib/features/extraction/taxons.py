@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from chalicelib.core.errors import BadRequest
-from chalicelib.core.expressions import MAX_EXPRESSION_LENGTH
+from chalicelib.core.expressions import MAX_EXPRESSION_LENGTH, ExpressionError
+from chalicelib.core.expressions import check as check_expression
 from chalicelib.features.extraction.normalise import LOCALES, TYPES
 
 MAX_TAXONS = 200            # taxons per definition (groups and leaves)
@@ -58,11 +59,12 @@ def compile_regex(pattern: str, ignore_case: bool = False):
 
 
 def _check_jsonata(expression: str) -> str | None:
-    import jsonata  # noqa: PLC0415 - lazy: ~80 ms, paid by definition writes and extractions only
+    """Why ``expression`` can never run (a syntax error, a regex RE2 refuses), or None: the
+    same parse as evaluation's (core/expressions.py ``check``)."""
     try:
-        jsonata.Jsonata(expression)
-    except Exception as exc:  # noqa: BLE001 - the library raises several types for a syntax error
-        return str(exc) or type(exc).__name__
+        check_expression(expression)
+    except ExpressionError as exc:
+        return exc.reason
     return None
 
 

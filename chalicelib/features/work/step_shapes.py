@@ -22,6 +22,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from chalicelib.core import expressions
 from chalicelib.kernel.shapes import Shape, ref
 
 STEP_TYPES = ('TASK', 'SCRIPT', 'BRIDGE_CALL', 'AGENT', 'EXTRACT')
@@ -158,6 +159,16 @@ def _extract_options(options: dict[str, Any], where: str) -> None:
     for i, rule in enumerate(rules or []):
         for key in ('teamId', 'assigneeId'):
             _uuid(rule, key, f'{where}: options.assigneeRules[{i}]')
+        _expression(rule['when'], f'{where}: options.assigneeRules[{i}].when')
+
+
+def _expression(expression: str, where: str) -> None:
+    """An expression that can never run (a syntax error, a regex RE2 refuses) is refused at
+    write (core/expressions.py ``check``; docs/api/limits.md "Expressions")."""
+    try:
+        expressions.check(expression)
+    except expressions.ExpressionError as exc:
+        raise ValueError(f'{where} is not an expression that can run: {exc.reason}') from None
 
 
 def check_step(step: Any) -> dict[str, Any]:
@@ -177,6 +188,8 @@ def check_step(step: Any) -> dict[str, Any]:
     for key in ('ref', 'conditional'):
         if step.get(key) is not None and not isinstance(step[key], str):
             raise ValueError(f'{where}: {key} must be a string')
+    if step.get('conditional'):
+        _expression(step['conditional'], f'{where}: conditional')
     options = step.get('options') if step.get('options') is not None else {}
     if not isinstance(options, dict):
         raise ValueError(f'{where}: options must be an object')
@@ -191,6 +204,7 @@ def check_step(step: Any) -> dict[str, Any]:
             _uuid(options, key, where)
     elif kind == 'SCRIPT':
         _string(options, 'expression', where, required=True)
+        _expression(options['expression'], f'{where}: options.expression')
     elif kind == 'BRIDGE_CALL':
         _string(options, 'bridge', where, required=True)
         _string(options, 'endpointName', where)
