@@ -23,9 +23,9 @@ import time
 from typing import Any
 
 from chalicelib.core.resumable import Continue
-from chalicelib.features.work import engine
+from chalicelib.features.work import engine, step_shapes
 
-STEP_TYPE = 'PARSE'
+STEP_TYPE = step_shapes.STAGE_STEP_TYPES[0]   # 'PARSE' (how an execution shows it: step_shapes.py)
 STEP: dict[str, Any] = {'name': 'parse', 'stepType': STEP_TYPE,
                         'executionPolicy': {'maxAttempts': 3, 'backoffStrategy': 'EXPONENTIAL',
                                             'backoffBaseSeconds': 5, 'onExhausted': 'FAIL'}}
