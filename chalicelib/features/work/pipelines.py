@@ -490,7 +490,7 @@ def _input(execution: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, 
         stages = stage_outputs(family.id, str((execution.get('metadata') or {}).get('trigger') or CREATED))
         if stages is not None:
             value['stages'] = stages
-        from chalicelib.features.parsing import service as parsing  # noqa: PLC0415 - lazy: the parsed document, for steps
+        from chalicelib.features.parsing import serving as parsing  # noqa: PLC0415 - lazy: the parsed document, for steps
         value['document'] = parsing.step_view(family)
     return value, a, ''
 

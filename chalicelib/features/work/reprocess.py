@@ -12,7 +12,7 @@ from typing import Any
 
 from chalicelib.core.errors import BadRequest
 from chalicelib.core.principal import Principal
-from chalicelib.features.parsing import service as parsing
+from chalicelib.features.parsing import serving as parsing
 from chalicelib.features.work import pipelines
 from chalicelib.kernel import crud, embedding
 from chalicelib.kernel.registry import family as family_of
