@@ -296,7 +296,8 @@ EXECUTION_STEP_SCHEMA = {
     'properties': {
         'name': {'type': 'string'},
         'stepType': ref('ExecutionStepType'),
-        'kind': {'type': 'string', 'description': 'the step\'s own type: ' + ', '.join(STEP_KINDS) + ', ...'},
+        'kind': {'type': 'string', 'minLength': 1, 'maxLength': 100,
+                 'description': 'the step\'s own type: ' + ', '.join(STEP_KINDS) + ', ...'},
         'ref': {'type': 'string'},
         'conditional': {'type': 'string'},
         'options': {'type': 'object', 'additionalProperties': True},
