@@ -198,7 +198,7 @@ def create_resources() -> None:
     sqs = boto3.client('sqs', region_name=cfg.region, endpoint_url=cfg.endpoint_url)
     import json
     queues = [cfg.activity_queue_name]
-    if cfg.ocr_queue_name:   # the OCR function's queue (features/parsing/service.py), with its own DLQ
+    if cfg.ocr_queue_name:   # the OCR function's queue (features/parsing/stage.py), with its own DLQ
         queues.append(cfg.ocr_queue_name)
     for queue in queues:
         names = {url.rsplit('/', 1)[-1] for url in sqs.list_queues(QueueNamePrefix=queue).get('QueueUrls', [])}

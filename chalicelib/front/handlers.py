@@ -13,7 +13,7 @@ work under its log context (core/observability.py: request_id, correlation_id).
   started and comes back as a batch item failure (docs/operations/worker.md).
 * ``ocr_batch``: the OCR function's queue (its container image has Tesseract): the same batch
   handling as ``sqs_batch``, its messages' pages without a text layer read by OCR
-  (features/parsing/service.py ``ocr_function``).
+  (features/parsing/stage.py ``ocr_function``).
 * ``stream_batch``: the table stream. The outbox events of the batch's INSERT records are
   published together (features/events/outbox.py); the first that failed is reported by its
   SequenceNumber, so the stream hands it (and what follows) back.
@@ -83,7 +83,7 @@ def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 def ocr_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """The OCR function's handler (its own queue, OCR_QUEUE_NAME): the parse stage's messages the
     zip worker handed over because a page needs OCR, run by the same engine as ``sqs_batch``."""
-    from chalicelib.features.parsing import service as parsing  # noqa: PLC0415 - lazy: cold start
+    from chalicelib.features.parsing import stage as parsing  # noqa: PLC0415 - lazy: cold start
     with parsing.ocr_function():
         return sqs_batch(event, context)
 

@@ -12,6 +12,9 @@ is ``{"id": ...}`` only. One that no longer exists, and an absent ``xId``, mean 
 id stays as stored). An
 embedded record of an organization whose organization is embedded in the same response (a
 project's status) carries that ``organization`` too (the SDK's ProjectStatus requires it).
+
+Every record answered here is first ``presented``: a field whose shape has a ``present`` form
+(kernel/shapes.py) is shown in it.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from chalicelib.kernel import access
 from chalicelib.kernel.embeds import embeds_of, heavy_of
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
+from chalicelib.kernel.shapes import SHAPES
 from chalicelib.kernel.store import table
 from chalicelib.kernel.tenancy import ORGANIZATIONS, USERS
 
@@ -77,9 +81,34 @@ def embed_written(family: Family, data: dict[str, Any], principal: Principal) ->
         return data
 
 
+_PRESENTERS: dict[str, list[tuple[str, Any]]] = {}
+
+
+def _presenters(family: Family) -> list[tuple[str, Any]]:
+    found = _PRESENTERS.get(family.path)
+    if found is None:   # the shapes are installed before any family is read (kernel/registry.py)
+        found = _PRESENTERS[family.path] = [(f.name, SHAPES[f.shape].present) for f in family.fields.values()
+                                            if f.shape and SHAPES[f.shape].present is not None]
+    return found
+
+
+def presented(family: Family, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as answered: each field whose shape has a ``present`` form shown in it (a new dict
+    when one applies; ``data`` is not changed)."""
+    presenters = [(name, fn) for name, fn in _presenters(family) if data.get(name) is not None]
+    if not presenters:
+        return data
+    out = dict(data)
+    for name, fn in presenters:
+        out[name] = fn(out[name])
+    return out
+
+
 def embed_page(family: Family, items: list[dict[str, Any]], principal: Principal) -> list[dict[str, Any]]:
-    """The page's records with their references embedded (new dicts)."""
+    """The page's records, presented, with their references embedded (new dicts)."""
     embeds = embeds_of(family.path)
+    if _presenters(family):
+        items = [presented(family, item) for item in items]
     if not embeds or not items:
         return items
     wanted = {(target, item[id_field]) for item in items for id_field, target in embeds.values()

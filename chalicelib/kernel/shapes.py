@@ -11,7 +11,11 @@ A shape is used three ways:
     array field, then ``check_all`` on the whole array);
   * the OpenAPI document (kernel/http/openapi.py publishes ``schema`` as a named component and
     refers to it from the family's schemas), so clients see the structure, not a free object;
-  * examples (``examples``: valid values, for tests that build valid bodies).
+  * examples (``examples``: valid values, for tests that build valid bodies);
+  * answers (``present``, optional): how a stored value is shown in every response of its family
+    (kernel/embedding.py ``presented``), when clients read another form than the one the server
+    runs on; ``check`` then takes that form back (a write accepts what a read answered). The
+    executions' steps (features/work/step_shapes.py; docs/api/sdk-compatibility.md) are one.
 
 ``check`` receives a value that already has the field's base type (a str, a dict, one element
 of a list) and returns the value to store, or raises ValueError with a message fit for a 400.
@@ -31,6 +35,7 @@ class Shape:
     examples: tuple[Any, ...]
     check: Callable[[Any], Any]
     check_all: Callable[[list[Any]], None] | None = None
+    present: Callable[[Any], Any] | None = None
 
 
 def ref(name: str) -> dict[str, str]:

@@ -22,7 +22,7 @@ from urllib3 import encode_multipart_formdata
 
 from chalicelib.features.documents import blobs, deltas
 from chalicelib.features.identity.service_token import SERVICE
-from chalicelib.features.parsing import kddb, service
+from chalicelib.features.parsing import kddb, serving, stage
 from tests.api.test_documents_upload import _objects
 from tests.api.test_last_resort import mcp_on  # noqa: F401 - fixture
 from tests.conftest import make_org
@@ -103,11 +103,11 @@ def upload(api, store, body=b'%PDF-1.4 fake', path='inv/a.pdf', content_type='ap
     return r.json
 
 
-def parse(family_id, readers, monkeypatch, *, run='run-1', ocr=None) -> tuple[service.Slice, int]:
-    monkeypatch.setattr(service, '_readers', lambda: readers)
-    state = service.new_state(run)
+def parse(family_id, readers, monkeypatch, *, run='run-1', ocr=None) -> tuple[stage.Slice, int]:
+    monkeypatch.setattr(stage, '_readers', lambda: readers)
+    state = stage.new_state(run)
     for messages in range(1, 100):
-        done = service.run_slice(family_id, state, principal=SERVICE, deadline=time.monotonic() + 20, ocr=ocr)
+        done = stage.run_slice(family_id, state, principal=SERVICE, deadline=time.monotonic() + 20, ocr=ocr)
         if done.kind != 'continue':
             return done, messages
         state = done.state
@@ -139,7 +139,7 @@ def test_a_document_parsed_page_by_page_is_one_new_version_with_a_derived_object
     assert view['storeRef'] == f"default/{store['slug']}"
     assert blobs.read(family['storageKey']) == b'%PDF-1.4 fake'
     # a finish delivered again stores nothing twice
-    again = service.run_slice(family['id'], {**done.state, 'nextPage': 3}, principal=SERVICE,
+    again = stage.run_slice(family['id'], {**done.state, 'nextPage': 3}, principal=SERVICE,
                               deadline=time.monotonic() + 20)
     assert again.kind == 'done' and 'earlier delivery' in again.message
     assert api.get(f"/api/document-families/{family['id']}").json['documentVersion'] == 1
@@ -161,7 +161,7 @@ def test_a_large_document_is_read_by_pages(api, store, monkeypatch):
     family = upload(api, store)
     parse(family['id'], fake_readers(pages=5, per_call=2), monkeypatch)
     monkeypatch.setattr(deltas, 'MAX_READ_BYTES', 1)    # every answer: one page range
-    monkeypatch.setattr(service, 'MAX_TEXT_BYTES', 1)
+    monkeypatch.setattr(serving, 'MAX_TEXT_BYTES', 1)
     first = api.get(f"/api/document-families/{family['id']}/document").json
     assert (first['firstPage'], first['lastPage'], first['nextPage']) == (1, 2, 3)
     second = api.get(f"/api/document-families/{family['id']}/document?page={first['nextPage']}").json
@@ -206,16 +206,16 @@ def test_a_page_without_text_goes_to_ocr_and_continues_there(api, store, monkeyp
     family = upload(api, store)
     calls: list = []
     readers = fake_readers(pages=3, ocr_from=2, calls=calls)
-    monkeypatch.setattr(service, '_readers', lambda: readers)
-    state = service.new_state('r')
-    first = service.run_slice(family['id'], state, principal=SERVICE, deadline=time.monotonic() + 20, ocr=False)
+    monkeypatch.setattr(stage, '_readers', lambda: readers)
+    state = stage.new_state('r')
+    first = stage.run_slice(family['id'], state, principal=SERVICE, deadline=time.monotonic() + 20, ocr=False)
     assert first.kind == 'continue' and not first.ocr
-    second = service.run_slice(family['id'], first.state, principal=SERVICE, deadline=time.monotonic() + 20,
+    second = stage.run_slice(family['id'], first.state, principal=SERVICE, deadline=time.monotonic() + 20,
                                ocr=False)
     assert second.kind == 'continue' and second.ocr and second.state['nextPage'] == 2
-    rest = service.run_slice(family['id'], second.state, principal=SERVICE, deadline=time.monotonic() + 20,
+    rest = stage.run_slice(family['id'], second.state, principal=SERVICE, deadline=time.monotonic() + 20,
                              ocr=True)
-    rest = service.run_slice(family['id'], rest.state, principal=SERVICE, deadline=time.monotonic() + 20, ocr=True)
+    rest = stage.run_slice(family['id'], rest.state, principal=SERVICE, deadline=time.monotonic() + 20, ocr=True)
     assert rest.kind == 'done' and rest.output['pageCount'] == 3
     assert calls == [(1, False), (2, False), (2, True), (3, True)]
 

@@ -14,7 +14,7 @@ import pytest
 
 from chalicelib.features.documents import blobs
 from chalicelib.features.identity.service_token import SERVICE
-from chalicelib.features.parsing import service
+from chalicelib.features.parsing import stage
 
 CORPUS = Path(__file__).resolve().parents[1] / 'fixtures' / 'documents'
 MANIFEST = json.loads((CORPUS / 'manifest.json').read_text())
@@ -45,10 +45,10 @@ def _upload(api, store, name: str) -> dict:
     return r.json
 
 
-def _parse(family_id: str, *, ocr: bool) -> service.Slice:
-    state = service.new_state(f'run-{uuid.uuid4().hex[:8]}')
+def _parse(family_id: str, *, ocr: bool) -> stage.Slice:
+    state = stage.new_state(f'run-{uuid.uuid4().hex[:8]}')
     for _ in range(1000):
-        done = service.run_slice(family_id, state, principal=SERVICE, deadline=time.monotonic() + 60, ocr=ocr)
+        done = stage.run_slice(family_id, state, principal=SERVICE, deadline=time.monotonic() + 60, ocr=ocr)
         if done.kind != 'continue' or done.ocr:
             return done
         state = done.state
@@ -77,7 +77,7 @@ def test_a_scan_needs_ocr_without_tesseract_and_is_read_with_it(api, store):
     family = _upload(api, store, 'scanned-page.png')
     handed = _parse(family['id'], ocr=False)
     assert handed.kind == 'continue' and handed.ocr and handed.state['nextPage'] == 1
-    done = service.run_slice(family['id'], handed.state, principal=SERVICE, deadline=time.monotonic() + 120,
+    done = stage.run_slice(family['id'], handed.state, principal=SERVICE, deadline=time.monotonic() + 120,
                              ocr=True)
     assert done.kind == 'done' and done.output['parser'] == 'image-ocr', done
     doc = api.get(f"/api/document-families/{family['id']}/document").json

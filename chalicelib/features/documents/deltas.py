@@ -12,7 +12,7 @@ the document is exactly as it was and no object is referenced that does not exis
 that lost the race to another writer is applied again on the newer version (its operations
 name nodes, not positions), so concurrent deltas all land.
 
-A parsed document (features/parsing/service.py) may be far larger than one object should hold:
+A parsed document (features/parsing/stage.py) may be far larger than one object should hold:
 its version is a *manifest* ``{version, root, parts: [{key, first, last, nodes, bytes}], nodeCount,
 bytes, pageCount}`` naming per-page-range part objects (``{folder}parsed/{run}/{first}.json``, one
 list of nodes each, written one at a time while parsing: memory stays flat in page count). The
@@ -67,7 +67,7 @@ class _Stale(Exception):
     """The family changed under the write (or the write could not be taken now): re-read."""
 
 
-Stale = _Stale   # for writers outside this module (features/parsing/service.py)
+Stale = _Stale   # for writers outside this module (features/parsing/stage.py)
 
 
 # ----------------------------------------------------------------------------- nodes

@@ -23,7 +23,7 @@ from typing import Any
 from chalicelib.core import limits
 from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.core.principal import Principal
-from chalicelib.features.parsing import service as parsing
+from chalicelib.features.parsing import serving as parsing
 from chalicelib.features.tasks import grouping
 from chalicelib.features.tasks import service as tasks_service
 from chalicelib.kernel import crud, listing
@@ -295,7 +295,7 @@ def list_task_statuses(args, principal):
 
 
 def get_document_text(args, principal):
-    """The family's parsed text (features/parsing/service.py ``text_for``): what the caller may
+    """The family's parsed text (features/parsing/serving.py ``text_for``): what the caller may
     read of it, a page range at a time (docs/api/mcp.md)."""
     return parsing.text_for(args['documentFamilyId'], principal, page=args.get('page'),
                             limit=args.get('maxBytes', parsing.STEP_TEXT_BYTES))

@@ -32,8 +32,8 @@ def _page() -> int | None:
 @bp.route('/api/document-families/{id}/text', methods=['GET'], name='getDocumentFamilyText',
           content_types=ANY_CONTENT)
 def family_text(id):
-    from chalicelib.features.parsing import service  # noqa: PLC0415 - lazy: cold start
-    answer = service.text_of(id, caller(), page=_page())
+    from chalicelib.features.parsing import serving  # noqa: PLC0415 - lazy: cold start
+    answer = serving.text_of(id, caller(), page=_page())
     headers = {'Content-Type': 'text/plain; charset=utf-8', 'X-Document-Version': str(answer['version']),
                'X-Text-Truncated': 'true' if answer['truncated'] else 'false'}
     for name, header in (('pageCount', 'X-Page-Count'), ('firstPage', 'X-First-Page'),
@@ -45,15 +45,15 @@ def family_text(id):
 
 @bp.route(_FAMILY, methods=['GET'], name='getStoreFamily', content_types=ANY_CONTENT)
 def store_family(orgSlug, storeSlug, id):
-    from chalicelib.features.parsing import service  # noqa: PLC0415 - lazy: cold start
-    return service.sdk_family(orgSlug, storeSlug, id, caller())
+    from chalicelib.features.parsing import serving  # noqa: PLC0415 - lazy: cold start
+    return serving.sdk_family(orgSlug, storeSlug, id, caller())
 
 
 @bp.route(f'{_FAMILY}/objects/{{coId}}/content', methods=['GET'], name='getContentObjectContent',
           content_types=ANY_CONTENT)
 def object_content(orgSlug, storeSlug, id, coId):
-    from chalicelib.features.parsing import service  # noqa: PLC0415 - lazy: cold start
-    url = service.object_content_url(orgSlug, storeSlug, id, coId, caller())
+    from chalicelib.features.parsing import serving  # noqa: PLC0415 - lazy: cold start
+    url = serving.object_content_url(orgSlug, storeSlug, id, coId, caller())
     return Response(body='', status_code=307, headers={'Location': url, 'Cache-Control': 'no-store',
                                                         'Content-Type': 'application/json'})
 
@@ -61,9 +61,9 @@ def object_content(orgSlug, storeSlug, id, coId):
 @bp.route(f'{_FAMILY}/objects/{{coId}}/content', methods=['POST'], name='putContentObjectContent',
           content_types=ANY_CONTENT)
 def put_object_content(orgSlug, storeSlug, id, coId):
-    from chalicelib.features.parsing import service  # noqa: PLC0415 - lazy: cold start
+    from chalicelib.features.parsing import serving  # noqa: PLC0415 - lazy: cold start
     headers = request().headers or {}
-    return service.put_kddb(orgSlug, storeSlug, id, coId, data=raw_body(), content_type=headers.get('content-type'),
+    return serving.put_kddb(orgSlug, storeSlug, id, coId, data=raw_body(), content_type=headers.get('content-type'),
                             principal=caller())
 
 

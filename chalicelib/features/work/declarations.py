@@ -17,6 +17,9 @@ ENUMS = {
     'ExecutionStatusMessageType': ('INFO', 'WARNING', 'ERROR'),
     'ActivityStatus': ('PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'),
     'ScheduleTargetType': ('ACTIVITY_PLAN',),
+    # an execution's steps (step_shapes.py; docs/api/sdk-compatibility.md "Executions: steps")
+    'StepKind': step_shapes.STEP_KINDS,
+    'ExecutionStepType': step_shapes.SDK_STEP_TYPES,
 }
 
 FAMILIES = (
@@ -24,11 +27,12 @@ FAMILIES = (
         'name description status=PENDING@ExecutionStatus statusMessages:array activityId>activities? '
         'assistantId>assistants? startDate:datetime? endDate:datetime? metadata:object '
         # the SDK's names (kodexa.model Execution): the contract names no execution fields
-        'processingTime:int? exceptionDetails:object? statusDetails:object? pipeline:object? '
+        'processingTime:int? exceptionDetails:object? statusDetails:object? pipeline:object(ExecutionPipeline)? '
         'parameters:object? context:object? '
         # work orchestration (features/work/service.py): the step run, its attempts and result
-        # step: validated as a plan's step is (features/work/step_shapes.py; docs/api/lifecycle.md)
-        'step:object(PipelineStep) attempts:int? nextAttemptAt:datetime? output:any inputs:object '
+        # step: validated as a plan's step is, or a stage's (features/work/step_shapes.py RunStep;
+        # docs/api/lifecycle.md); pipeline: its steps answered in the SDK's form (ExecutionPipeline)
+        'step:object(RunStep) attempts:int? nextAttemptAt:datetime? output:any inputs:object '
         # an assistant's pipeline over a document family (features/work/pipelines.py)
         'documentFamilyId>document-families?',
         id_param='executionId', hook='executions',

@@ -34,8 +34,8 @@ An execution is a list of steps run one after the other, each under its Executio
 ``input``). A feature's runner is a lazy call into its own service, e.g.::
 
     def _parse(run: StepRun) -> Any:
-        from chalicelib.features.parsing import service as parsing  # noqa: PLC0415 - lazy: ...
-        return parsing.run_parse_step(run.execution, run.options, run.seconds, run.principal)
+        from chalicelib.features.parsing import stage  # noqa: PLC0415 - lazy: ...
+        return stage.run_slice(...)
 
     RUNNERS['PARSE'] = Runner(_parse)
 

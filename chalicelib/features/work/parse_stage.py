@@ -2,7 +2,7 @@
 
 ``STEP`` is the stage pipelines.py runs before the assistants' pipelines of every new family (its
 ``STAGES_BEFORE_PIPELINES``); ``RUNNER`` runs its ``PARSE`` steps: one call of the parsing
-service per queue message (features/parsing/service.py ``run_slice``), which answers
+stage per queue message (features/parsing/stage.py ``run_slice``), which answers
 
 * more pages to read -> ``Continue(progress)``: the engine keeps the progress (pages done of
   pages) on the execution and queues the same attempt again; to the OCR function's queue when
@@ -23,16 +23,16 @@ import time
 from typing import Any
 
 from chalicelib.core.resumable import Continue
-from chalicelib.features.work import engine
+from chalicelib.features.work import engine, step_shapes
 
-STEP_TYPE = 'PARSE'
+STEP_TYPE = step_shapes.STAGE_STEP_TYPES[0]   # 'PARSE' (how an execution shows it: step_shapes.py)
 STEP: dict[str, Any] = {'name': 'parse', 'stepType': STEP_TYPE,
                         'executionPolicy': {'maxAttempts': 3, 'backoffStrategy': 'EXPONENTIAL',
                                             'backoffBaseSeconds': 5, 'onExhausted': 'FAIL'}}
 
 
 def run(attempt: engine.StepRun) -> Any:
-    from chalicelib.features.parsing import service as parsing  # noqa: PLC0415 - lazy: the readers load in the worker only
+    from chalicelib.features.parsing import stage as parsing  # noqa: PLC0415 - lazy: the readers load in the worker only
     execution = attempt.execution
     state = (execution.get('metadata') or {}).get('progress') or parsing.new_state(str(execution['id']))
     done = parsing.run_slice(str(execution.get('documentFamilyId')), state, principal=attempt.principal,

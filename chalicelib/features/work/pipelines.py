@@ -260,10 +260,11 @@ def _create_run(eid: str, family, steps: list[dict[str, Any]], trigger: str, pro
         meta['stage'] = 'parse' if any(s.get('stepType') == parse_stage.STEP_TYPE for s in steps) else 'stages'
     meta.update(meta_extra or {})
     values = {'name': name, 'status': PENDING, **fields, 'documentFamilyId': family.id, 'attempts': 0,
-              'output': {}, 'pipeline': {'steps': steps, 'trigger': trigger}, 'step': steps[0] if steps else {},
-              'metadata': meta,
+              'output': {}, 'pipeline': {'steps': steps, 'trigger': trigger}, 'metadata': meta,
               'statusMessages': [engine.message('INFO', f'pipeline of {len(steps)} steps queued for '
                                                         f"{str(family.data.get('path') or family.id)[:300]}")]}
+    if steps:
+        values['step'] = steps[0]
     if problem is not None:
         values.update(status=FAILED, endDate=clock.now_iso())
         engine.append(values, 'ERROR', f'the pipeline cannot run: {problem}')
@@ -489,7 +490,7 @@ def _input(execution: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, 
         stages = stage_outputs(family.id, str((execution.get('metadata') or {}).get('trigger') or CREATED))
         if stages is not None:
             value['stages'] = stages
-        from chalicelib.features.parsing import service as parsing  # noqa: PLC0415 - lazy: the parsed document, for steps
+        from chalicelib.features.parsing import serving as parsing  # noqa: PLC0415 - lazy: the parsed document, for steps
         value['document'] = parsing.step_view(family)
     return value, a, ''
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from chalicelib.core.errors import BadRequest
 from chalicelib.core.principal import Principal
-from chalicelib.features.parsing import service as parsing
+from chalicelib.features.parsing import serving as parsing
 from chalicelib.features.work import pipelines
-from chalicelib.kernel import crud
+from chalicelib.kernel import crud, embedding
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
 from chalicelib.kernel.store.table import Stored
@@ -44,7 +44,8 @@ def reprocess(family: Stored, principal: Principal, assistant_id: Any = None) ->
     trigger = f'{pipelines.REPROCESS}{uuid.uuid4()}'
     pipelines.run_stages(family.id, trigger, then)
     run = table.get('executions', pipelines.stages_id(family.id, trigger))
-    return run.data if run is not None else {}
+    # answered as GET /api/executions/{id} answers it (its steps in the SDK's form: step_shapes.py)
+    return embedding.embed_one(family_of('executions'), run.data, principal) if run is not None else {}
 
 
 def reprocess_family(family_id: str, body: Any, principal: Principal) -> dict[str, Any]:

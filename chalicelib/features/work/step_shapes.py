@@ -16,6 +16,14 @@ A step is ``{name, stepType, ref, conditional, options, executionPolicy}``:
 
 ``conditional`` (optional) is a JSONata expression over the start inputs: a step whose
 condition is falsy when the activity starts is not materialised.
+
+An execution's steps (docs/api/sdk-compatibility.md "Executions: steps"): its ``step`` (the one it
+runs) is a ``RunStep``, a plan's step or a stage's (``PARSE``, parse_stage.py), checked as such;
+its ``pipeline.steps`` are answered as ``ExecutionStep``s, the platform SDK's form: ``stepType``
+is one of the SDK's two values (``ACTION``: every kind the platform runs is an action, none is a
+model from a model store) and ``kind`` beside it is the step's own type (``PARSE``, ``SCRIPT``,
+...). A write takes that form back (``stepType`` from ``kind``): an execution is stored, and run,
+with the step's own type.
 """
 from __future__ import annotations
 
@@ -27,6 +35,10 @@ from chalicelib.kernel.shapes import Shape, ref
 
 STEP_TYPES = ('TASK', 'SCRIPT', 'BRIDGE_CALL', 'AGENT', 'EXTRACT')
 EXECUTION_STEP_TYPES = ('SCRIPT', 'BRIDGE_CALL', 'AGENT', 'EXTRACT')
+STAGE_STEP_TYPES = ('PARSE',)   # the stages before the pipelines (parse_stage.py): no plan holds one
+STEP_KINDS = (*STEP_TYPES, *STAGE_STEP_TYPES)   # the step types an execution's ``step`` may have
+SDK_STEP_TYPES = ('ACTION', 'MODEL')   # the platform SDK's ExecutionStep.stepType (kodexa.model.objects)
+SHOWN_STEP_TYPE = 'ACTION'
 BACKOFF_STRATEGIES = ('FIXED', 'EXPONENTIAL')
 ON_EXHAUSTED = ('FAIL', 'SKIP', 'CONTINUE')
 MAX_STEPS = 25            # one activity's materialisation is one transaction (100 items)
@@ -221,6 +233,63 @@ def check_step(step: Any) -> dict[str, Any]:
     return step
 
 
+def check_run_step(step: Any) -> dict[str, Any]:
+    """An execution's ``step``: a plan's step, checked as one (docs/api/lifecycle.md), or a stage's
+    (PARSE) by the fields every step has."""
+    if isinstance(step, dict) and step.get('stepType') in STAGE_STEP_TYPES:
+        name = step.get('name')
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise ValueError('step name is required (a non-empty string of at most 200 characters)')
+        unknown = sorted(set(step) - STEP_KEYS)
+        if unknown:
+            raise ValueError(f"step '{name}': {unknown[0]} is not a step field")
+        for key in ('ref', 'conditional'):
+            if step.get(key) is not None and not isinstance(step[key], str):
+                raise ValueError(f"step '{name}': {key} must be a string")
+        if step.get('options') is not None and not isinstance(step['options'], dict):
+            raise ValueError(f"step '{name}': options must be an object")
+        check_policy(step.get('executionPolicy'), f"step '{name}'")
+        return step
+    return check_step(step)
+
+
+def shown_step(step: Any) -> Any:
+    """One of an execution's ``pipeline.steps`` as answered: ``stepType`` the SDK's, ``kind`` its own."""
+    if not isinstance(step, dict):
+        return step
+    kind = step.get('stepType')
+    if kind is None or kind in SDK_STEP_TYPES:   # written so by a client: shown as written
+        return step
+    return {**step, 'stepType': SHOWN_STEP_TYPE, 'kind': kind}
+
+
+def stored_step(step: Any) -> dict[str, Any]:
+    """One of an execution's ``pipeline.steps`` as written (the answered form accepted): ``kind``
+    becomes the stored ``stepType``; ValueError when the two disagree."""
+    if not isinstance(step, dict):
+        raise ValueError('pipeline.steps: each step must be an object')
+    if 'kind' not in step:
+        return step
+    kind, shown = step['kind'], step.get('stepType')
+    if not isinstance(kind, str) or not kind.strip() or len(kind) > 100:
+        raise ValueError('pipeline.steps: kind must be a step type (a non-empty string)')
+    if shown is not None and shown not in SDK_STEP_TYPES and shown != kind:
+        raise ValueError(f'pipeline.steps: stepType {str(shown)[:50]!r} and kind {kind!r} disagree')
+    return {**{k: v for k, v in step.items() if k != 'kind'}, 'stepType': kind}
+
+
+def _pipeline(value: Any, one) -> Any:
+    if not isinstance(value, dict) or not isinstance(value.get('steps'), list):
+        return value
+    return {**value, 'steps': [one(step) for step in value['steps']]}
+
+
+def check_pipeline(value: Any) -> dict[str, Any]:
+    if not isinstance(value.get('steps', []), list):
+        raise ValueError('pipeline.steps must be an array')
+    return _pipeline(value, stored_step)
+
+
 def check_steps(steps: list[Any]) -> None:
     if len(steps) > MAX_STEPS:
         raise ValueError(f'a plan has at most {MAX_STEPS} steps')
@@ -231,7 +300,26 @@ def check_steps(steps: list[Any]) -> None:
         seen.add(step['name'])
 
 
-# The named shapes of a plan's steps (docs/api/work.md), installed by the work feature's declarations.
+EXECUTION_STEP_SCHEMA = {
+    'type': 'object', 'additionalProperties': True,
+    'description': "One step of an execution's pipeline, as the platform SDK reads it (kodexa ExecutionStep; "
+                   'docs/api/sdk-compatibility.md "Executions: steps"): stepType is the SDK\'s (ACTION for '
+                   'every step the platform runs), kind the step\'s own type (a PipelineStep stepType, PARSE for '
+                   'the parse stage, or a kind an engine runner adds). A write may send either form: kind, when '
+                   'given, is the type stored.',
+    'properties': {
+        'name': {'type': 'string'},
+        'stepType': ref('ExecutionStepType'),
+        'kind': {'type': 'string', 'minLength': 1, 'maxLength': 100,
+                 'description': 'the step\'s own type: ' + ', '.join(STEP_KINDS) + ', ...'},
+        'ref': {'type': 'string'},
+        'conditional': {'type': 'string'},
+        'options': {'type': 'object', 'additionalProperties': True},
+        'executionPolicy': ref('ExecutionPolicy'),
+    }}
+
+# The named shapes of a plan's steps (docs/api/work.md) and of an execution's, installed by the work
+# feature's declarations.
 SHAPES = (
     Shape(
         name='ExecutionPolicy',
@@ -245,5 +333,33 @@ SHAPES = (
         examples=EXAMPLE_STEPS,
         check=check_step,
         check_all=check_steps,
+    ),
+    Shape(
+        name='RunStep',
+        schema={**STEP_SCHEMA,
+                'description': 'The step an execution runs: one of its plan (a PipelineStep, validated as '
+                               "in a plan) or of a stage before the pipelines (PARSE: the parse stage).",
+                'properties': {**STEP_SCHEMA['properties'], 'stepType': ref('StepKind'),
+                               'executionPolicy': ref('ExecutionPolicy')}},
+        examples=(*EXAMPLE_STEPS[1:], {'name': 'parse', 'stepType': 'PARSE'}),
+        check=check_run_step,
+    ),
+    Shape(
+        name='ExecutionStep',
+        schema=EXECUTION_STEP_SCHEMA,
+        examples=({'name': 'parse', 'stepType': SHOWN_STEP_TYPE, 'kind': 'PARSE'},),
+        check=stored_step,
+        present=shown_step,
+    ),
+    Shape(
+        name='ExecutionPipeline',
+        schema={'type': 'object', 'additionalProperties': True,
+                'description': "An execution's pipeline: its steps as the platform SDK reads them "
+                               '(ExecutionStep), and what started it (trigger).',
+                'properties': {'steps': {'type': 'array', 'items': ref('ExecutionStep')},
+                               'trigger': {'type': 'string'}}},
+        examples=({'steps': [{'name': 'parse', 'stepType': SHOWN_STEP_TYPE, 'kind': 'PARSE'}], 'trigger': 'created'},),
+        check=check_pipeline,
+        present=lambda value: _pipeline(value, shown_step),
     ),
 )
