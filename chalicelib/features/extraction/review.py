@@ -5,16 +5,22 @@ exceptions it resolves (opening any it causes) and records who changed what; onc
 has no open exception left, its review task is closed and the family moves to the step's
 resolved document status.
 
+A change is one transaction of the object and its exceptions (closed, opened, their messages
+rewritten); what follows it (the family's summary, the review task, the family's document
+status) runs after the commit and never turns a committed change into an error: what could not
+follow is reported (``reviewTask: {closed: false, reason}``) and retried by the run's next
+change. The family's summary is derived from the exception records each time (``follow_up``),
+so a summary left stale (a lost write, two changes racing) is repaired by the next change.
+
 The review task is an ordinary task (statusSlug, teamId, assigneeId from the step's options or
 its ``assigneeRules``): take-next, the MCP task tools and the task routes work on it as on any
 task. Its ``metadata`` names the family and the extraction (``extractionReview``).
 """
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from chalicelib.core import clock
+from chalicelib.core import clock, observability
 from chalicelib.core.errors import ApiError, BadRequest, Conflict
 from chalicelib.core.expressions import ExpressionError, evaluate
 from chalicelib.core.principal import Principal
@@ -24,42 +30,11 @@ from chalicelib.features.identity.service_token import SERVICE
 from chalicelib.kernel import crud, records
 from chalicelib.kernel.store import table
 
-OPTION_KEYS = ('statusSlug', 'teamId', 'assigneeId', 'assigneeRules', 'resolvedDocumentStatus', 'reviewTitle',
-               'closedStatusSlug')
-MAX_RULES = 20
+log = observability.get_logger('extraction')
+
 MAX_HISTORY = 20
 MAX_VALUE_LENGTH = 10_000
-
-
-def check_options(options: dict[str, Any], where: str) -> None:
-    for key in ('statusSlug', 'resolvedDocumentStatus', 'reviewTitle', 'closedStatusSlug'):
-        value = options.get(key)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise ValueError(f'{where}: options.{key} must be a non-empty string')
-    for key in ('teamId', 'assigneeId'):
-        _uuid(options.get(key), f'{where}: options.{key}')
-    rules = options.get('assigneeRules')
-    if rules is None:
-        return
-    if not isinstance(rules, list) or len(rules) > MAX_RULES:
-        raise ValueError(f'{where}: options.assigneeRules must be a list of at most {MAX_RULES} rules')
-    for i, rule in enumerate(rules):
-        here = f'{where}: options.assigneeRules[{i}]'
-        if not isinstance(rule, dict) or set(rule) - {'when', 'teamId', 'assigneeId'}:
-            raise ValueError(f'{here} must be {{when, teamId?, assigneeId?}}')
-        if not isinstance(rule.get('when'), str) or not rule['when'].strip():
-            raise ValueError(f'{here}.when must be a JSONata expression')
-        _uuid(rule.get('teamId'), f'{here}.teamId')
-        _uuid(rule.get('assigneeId'), f'{here}.assigneeId')
-
-
-def _uuid(value: Any, where: str) -> None:
-    if value is None:
-        return
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        raise ValueError(f'{where} must be an id (a UUID)') from None
+SUMMARY_TRIES = 3    # summary writes one change makes at most while changes race (follow_up)
 
 
 # ----------------------------------------------------------------------------- after a run
@@ -88,10 +63,9 @@ def after_run(family, summary: dict[str, Any], exceptions: list[dict[str, Any]])
     if exceptions:
         task_id = _open_task(family, options, exceptions, summary, task_id)
         return {'taskId': task_id, 'status': 'REVIEW'}
-    if task_id:
-        _close_task(task_id, family.org, options)
-    _resolve_family(family.id, options)
-    return {'taskId': task_id, 'status': 'RESOLVED'} if task_id else {'status': 'CLEAN'}
+    out: dict[str, Any] = {'taskId': task_id, 'status': 'RESOLVED'} if task_id else {'status': 'CLEAN'}
+    _follow(out, family.org, family.id, options, closing_task=bool(task_id))
+    return out
 
 
 def _open_task(family, options, exceptions, summary, task_id: str | None) -> str:
@@ -116,23 +90,25 @@ def _open_task(family, options, exceptions, summary, task_id: str | None) -> str
     return made['id']
 
 
-def _closed_status(org: str, options: dict[str, Any]) -> str | None:
-    if options.get('closedStatusSlug'):
-        return options['closedStatusSlug']
+def _done_statuses(org: str) -> list[str]:
     done = [s for s in table.query_tenant('task-statuses', org) if s.get('statusType') == 'DONE']
     done.sort(key=lambda s: (s.get('sortOrder') or 0, s.get('slug') or ''))
-    return done[0].get('slug') if done else None
+    return [s.get('slug') for s in done]
 
 
 def _close_task(task_id: str, org: str, options: dict[str, Any]) -> None:
+    """The review task moved to ``closedStatusSlug`` (else the organization's first DONE status);
+    one already in a DONE status (closed by a reviewer) stays where it is."""
     stored = table.get('tasks', task_id)
     if stored is None:
         return
-    slug = _closed_status(org, options)
+    done = _done_statuses(org)
+    slug = options.get('closedStatusSlug') or (done[0] if done else None)
     if slug is None:
         raise Conflict('the review task cannot be closed: the organization has no task status of type DONE '
-                       '(create one, or name closedStatusSlug in the EXTRACT step options)')
-    if stored.data.get('statusSlug') == slug:
+                       '(create one, or name closedStatusSlug in the EXTRACT step options); the next change '
+                       'of the extraction closes it')
+    if stored.data.get('statusSlug') == slug or stored.data.get('statusSlug') in done:
         return
     crud.update('tasks', task_id, {'statusSlug': slug}, principal=SERVICE, action='statusChanged')
 
@@ -144,6 +120,43 @@ def _resolve_family(family_id: str, options: dict[str, Any]) -> None:
     crud.update('document-families', family_id, {'documentStatus': {'slug': status}}, principal=SERVICE)
 
 
+def _attempt(what: str, action) -> str | None:
+    """Run a follow-up of a committed change: None when done, else why not (never raised: the
+    change is committed and answered as such)."""
+    try:
+        action()
+    except ApiError as exc:
+        return exc.message
+    except Exception:   # noqa: BLE001 - a follow-up never fails a committed change; logged, retried
+        log.exception('extraction follow-up failed', extra={'followUp': what})
+        return f'{what} failed (an internal error); the next change of the extraction tries again'
+    return None
+
+
+def _follow(run: dict[str, Any], org: str, family_id: str, options: dict[str, Any], *, closing_task: bool,
+            resolving: bool = True) -> dict[str, Any]:
+    """Close the run's review task and resolve the family (the run has no open exception left):
+    the outcome recorded on the run (``reviewTaskClosed``, ``documentStatusSet``, false with a
+    reason when it could not follow) and answered as the change's report."""
+    report: dict[str, Any] = {}
+    task_id = run.get('taskId')
+    if task_id and closing_task:
+        reason = _attempt('closing the review task', lambda: _close_task(task_id, org, options))
+        run['reviewTaskClosed'] = reason is None
+        run['reviewTaskReason'] = reason
+        report['reviewTask'] = {'id': task_id, 'closed': reason is None, **({'reason': reason} if reason else {})}
+    slug = options.get('resolvedDocumentStatus')
+    if slug and resolving:
+        reason = _attempt('setting the document status', lambda: _resolve_family(family_id, options))
+        run['documentStatusSet'] = reason is None
+        run['documentStatusReason'] = reason
+        report['documentStatus'] = {'slug': slug, 'set': reason is None, **({'reason': reason} if reason else {})}
+    for key in ('reviewTaskReason', 'documentStatusReason'):
+        if run.get(key) is None:
+            run.pop(key, None)
+    return report
+
+
 # ----------------------------------------------------------------------------- a reviewer's change
 
 def _run_objects(obj) -> list:
@@ -151,14 +164,25 @@ def _run_objects(obj) -> list:
     return storage.objects_of_run(obj.org, key) if key else [obj]
 
 
-def _definition_taxons(obj) -> dict[str, dict[str, Any]]:
+def _definition(obj) -> dict[str, Any]:
     ref = obj.data.get('dataDefinitionId')
     found = table.get('data-definitions', ref) if ref else None
-    return dict(taxon_rules.walk((found.data.get('taxons') if found else None) or []))
+    return found.data if found is not None else {}
 
 
-def update_attribute(obj, attribute_id: str, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
-    """A reviewer's PUT of one attribute: ``value`` (the corrected text) and/or ``confirmed``."""
+def _run_locale(obj, definition: dict[str, Any]) -> str | None:
+    """The locale the object's run read with (its effective options on the family's summary,
+    service.run), else the definition's ``metadata.locale``: a correction is read as the run read."""
+    family = storage.family_record(obj.data.get('documentFamilyId') or '')
+    runs = ((family.data.get('extraction') or {}).get('runs') or {}) if family is not None else {}
+    options = (runs.get(obj.data.get('sourceKey') or '') or {}).get('options') or {}
+    return options.get('locale') or (definition.get('metadata') or {}).get('locale')
+
+
+def update_attribute(obj, attribute_id: str, body: dict[str, Any],
+                     principal: Principal) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A reviewer's PUT of one attribute: ``value`` (the corrected text) and/or ``confirmed``.
+    Answers the object as committed and the report of what followed (``follow_up``)."""
     if not isinstance(body, dict) or not ({'value', 'confirmed'} & set(body)):
         raise BadRequest('The body must be an object with value (text or null) and/or confirmed (true/false)')
     unknown = sorted(set(body) - {'value', 'confirmed', 'comment', 'id', 'changeSequence'})
@@ -179,7 +203,8 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any], principal: Pr
     attr = next((a for a in attrs if a.get('id') == attribute_id), None)
     if attr is None:
         raise ApiError(f'No attribute {attribute_id} on data object {obj.id}', status=404)
-    taxon_of = _definition_taxons(obj)
+    definition = _definition(obj)
+    taxon_of = dict(taxon_rules.walk(definition.get('taxons') or []))
     taxon = taxon_of.get(attr.get('taxon') or '') or {'name': attr.get('tag'), 'type': attr.get('type', 'string')}
     change: dict[str, Any] = {'userId': principal.user_id, 'userEmail': principal.email, 'on': clock.now_iso()}
     if 'value' in body:
@@ -191,7 +216,7 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any], principal: Pr
         features = dict(attr.get('dataFeatures') or {})
         features['rule'] = 'reviewer'
         attr['dataFeatures'] = features
-        engine.renormalise(attr, taxon, None)
+        engine.renormalise(attr, taxon, _run_locale(obj, definition))
     if 'confirmed' in body:
         change['confirmed'] = body['confirmed']
         attr['confirmed'] = body['confirmed']
@@ -206,9 +231,11 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any], principal: Pr
     return _reassess(obj, new, tree, taxon_of, principal)
 
 
-def _reassess(obj, new: dict[str, Any], tree: list[dict[str, Any]], taxon_of, principal: Principal) -> dict[str, Any]:
-    """Exceptions of the object and the groups above it decided again; closed / opened ones
-    written with the object in one transaction (the object's own items only)."""
+def _reassess(obj, new: dict[str, Any], tree: list[dict[str, Any]], taxon_of,
+              principal: Principal) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Exceptions of the object and the groups above it decided again; closed / opened ones, and
+    open ones whose message changed with the value, written with the object in one transaction
+    (the object's own items only); then what follows (``follow_up``)."""
     open_now = engine.assess(tree, taxon_of)
     affected = {obj.id}
     cur = new
@@ -233,6 +260,11 @@ def _reassess(obj, new: dict[str, Any], tree: list[dict[str, Any]], taxon_of, pr
                         storeState=storage.store_state(data.get('dataStoreId') or '', 'CLOSED'),
                         changeSequence=e.seq + 1, updatedOn=now)
             ops += storage.replace(storage.EXCEPTIONS, data, e, principal)
+        elif e.data.get('open') and open_now[e.data.get('key')]['message'] != e.data.get('message'):
+            data = dict(e.data)   # still open, about the new value: its message names the new value
+            data.update(message=open_now[e.data['key']]['message'], changeSequence=e.seq + 1, updatedOn=now)
+            ops += storage.replace(storage.EXCEPTIONS, data, e, principal)
+            e.data['message'] = data['message']
     created = []
     for key, entry in open_now.items():
         if entry['dataObjectId'] not in affected or key in keys_open or key in keys_manual:
@@ -262,13 +294,13 @@ def _reassess(obj, new: dict[str, Any], tree: list[dict[str, Any]], taxon_of, pr
         if isinstance(exc, WriteConflict):
             raise Conflict('The data object or its exceptions changed meanwhile; read it again and retry') from None
         raise
-    family_done(obj.org, new.get('documentFamilyId'), new.get('sourceKey'))
-    return new
+    return new, follow_up(obj.org, new.get('documentFamilyId'), new.get('sourceKey'))
 
 
 def close_exception(exc, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     """A reviewer closes an exception by hand (the document is right as it is): recorded, kept
-    closed by later re-assessments of the object."""
+    closed by later re-assessments of the object. Answers the exception with the report of what
+    followed (``follow_up``)."""
     if not isinstance(body, dict):
         raise BadRequest('The body must be a JSON object')
     if body.get('open') is not False:
@@ -276,8 +308,8 @@ def close_exception(exc, body: dict[str, Any], principal: Principal) -> dict[str
     comment = body.get('closingComment')
     if not isinstance(comment, str) or not comment.strip() or len(comment) > 2000:
         raise BadRequest('closingComment is required: why the exception is accepted (at most 2000 characters)')
-    if not exc.data.get('open'):
-        return exc.data
+    if not exc.data.get('open'):   # closed already: what follows is checked again (a repair)
+        return exc.data | follow_up(exc.org, exc.data.get('documentFamilyId'), exc.data.get('sourceKey'))
     now = clock.now_iso()
     data = dict(exc.data)
     data.update(open=False, state='CLOSED', closedBy=principal.email or principal.user_id, closedOn=now,
@@ -297,30 +329,84 @@ def close_exception(exc, body: dict[str, Any], principal: Principal) -> dict[str
         new['updatedOn'] = now
         ops += storage.replace(storage.OBJECTS, new, obj, principal)
     storage.commit(ops)
-    family_done(exc.org, data.get('documentFamilyId'), data.get('sourceKey'))
-    return data
+    return data | follow_up(exc.org, data.get('documentFamilyId'), data.get('sourceKey'))
 
 
-def family_done(org: str, family_id: str | None, source_key: str | None) -> None:
-    """When the extraction has no open exception left: close its review task, resolve the
-    family, and record it on the family's summary."""
+def _open_counts(org: str, family_id: str) -> dict[str, int]:
+    """Open exceptions of each run of the family, from the records (one read of the family's index)."""
+    counts: dict[str, int] = {}
+    for e in storage.exceptions_of_family(org, family_id):
+        if e.data.get('open') and e.data.get('sourceKey'):
+            counts[e.data['sourceKey']] = counts.get(e.data['sourceKey'], 0) + 1
+    return counts
+
+
+def _derived(runs: dict[str, dict[str, Any]], counts: dict[str, int]) -> None:
+    """Each run's ``openExceptions`` from the records; a run with open exceptions is in REVIEW
+    (a change that opens one after the run was resolved), one without is no longer."""
+    for key, run in runs.items():
+        run['openExceptions'] = counts.get(key, 0)
+        if run['openExceptions'] and run.get('status') in ('RESOLVED', 'CLEAN'):
+            run['status'] = 'REVIEW'
+            run.pop('resolvedOn', None)
+        elif not run['openExceptions'] and run.get('status') == 'REVIEW':
+            run['status'] = 'RESOLVED'
+            run['resolvedOn'] = clock.now_iso()
+            run['reviewTaskClosed'] = False if run.get('taskId') else None   # to follow (below)
+            run['documentStatusSet'] = False if (run.get('options') or {}).get('resolvedDocumentStatus') else None
+
+
+def follow_up(org: str, family_id: str | None, source_key: str | None) -> dict[str, Any]:
+    """What follows a committed change of a run's exceptions, each step reported, none raised:
+
+    * the family's summary derived again from the exception records (every run's
+      ``openExceptions`` and ``status``) and written; read again after the write, and written
+      again while a change that raced this one left it disagreeing with the records (at most
+      ``SUMMARY_TRIES`` writes): the last change to write checks it last;
+    * when the run has no open exception left: its review task closed and the family moved to
+      ``resolvedDocumentStatus``; what could not be done (no DONE task status) is recorded on
+      the run and tried again by its next change.
+
+    Answers ``{reviewTask: {id, closed, reason?}, documentStatus: {slug, set, reason?}}`` (the
+    parts that apply)."""
     if not family_id or not source_key:
-        return
-    left = [e for e in storage.exceptions_of_run(org, source_key) if e.data.get('open')]
-    family = storage.family_record(family_id)
-    if family is None:
-        return
-    summary = dict(family.data.get('extraction') or {})
-    runs = dict(summary.get('runs') or {})
-    run = dict(runs.get(source_key) or {})
-    run['openExceptions'] = len(left)
-    if not left and run.get('status') == 'REVIEW':
-        options = run.get('options') or {}
+        return {}
+    report: dict[str, Any] = {}
+    followed: dict[str, Any] = {}
+    counts = _open_counts(org, family_id)
+    for _ in range(SUMMARY_TRIES):
+        family = storage.family_record(family_id)
+        if family is None:
+            return report
+        runs = {k: dict(v) for k, v in ((family.data.get('extraction') or {}).get('runs') or {}).items()}
+        run = runs.get(source_key)
+        if run is None:   # replaced by a later run of the step
+            return report
+        _derived(runs, counts)
+        if run['openExceptions'] == 0 and run.get('status') in ('RESOLVED', 'CLEAN'):
+            followed.update(_follow(run, org, family_id, run.get('options') or {},
+                                  closing_task=run.get('reviewTaskClosed') is False,
+                                  resolving=run.get('documentStatusSet') is False))
+        for key in ('reviewTaskClosed', 'documentStatusSet'):
+            if run.get(key) is None:
+                run.pop(key, None)
+        report = dict(followed)
         if run.get('taskId'):
-            _close_task(run['taskId'], org, options)
-        _resolve_family(family_id, options)
-        run['status'] = 'RESOLVED'
-        run['resolvedOn'] = clock.now_iso()
-    runs[source_key] = run
-    storage.set_family_summary(family_id, {'runs': runs, 'openExceptions': sum(
-        r.get('openExceptions') or 0 for r in runs.values())})
+            report['reviewTask'] = _task_state(run)   # as written now (after a closing just done, its outcome)
+        if not storage.set_family_summary(family_id, {'runs': runs, 'openExceptions': sum(
+                r.get('openExceptions') or 0 for r in runs.values())}):
+            return report
+        again = _open_counts(org, family_id)
+        if again == counts:
+            return report
+        counts = again   # a change committed meanwhile: derive again from what the records hold now
+    log.warning('extraction summary still racing', extra={'documentFamilyId': family_id})
+    return report
+
+
+def _task_state(run: dict[str, Any]) -> dict[str, Any]:
+    if run['openExceptions']:
+        return {'id': run['taskId'], 'closed': False, 'reason': f"{run['openExceptions']} open exception(s) left"}
+    if run.get('reviewTaskClosed') is False:
+        return {'id': run['taskId'], 'closed': False, 'reason': run.get('reviewTaskReason') or 'not closed yet'}
+    return {'id': run['taskId'], 'closed': True}
