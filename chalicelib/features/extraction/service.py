@@ -19,7 +19,7 @@ from typing import Any
 from chalicelib.core import budget, clock, observability
 from chalicelib.core.errors import ApiError, BadRequest, NotFound
 from chalicelib.core.principal import Principal
-from chalicelib.features.extraction import engine, review, shapes, storage
+from chalicelib.features.extraction import engine, review_task, shapes, storage
 from chalicelib.features.extraction import taxons as taxon_rules
 from chalicelib.features.extraction.engine import ExtractionLimit
 from chalicelib.features.extraction.normalise import LOCALES
@@ -105,7 +105,7 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
                'extractedOn': clock.now_iso(), 'extractSeconds': round(result.seconds, 4)}
     fresh = storage.family_record(family_id)   # as it is now: deleted while this run wrote?
     if fresh is not None:
-        summary.update(review.after_run(family, summary, exceptions))
+        summary.update(review_task.after_run(family, summary, exceptions))
     if fresh is None or not _summarise(fresh, summary):
         _forget_run(family.org, key)
         raise FamilyGone(f'the document family {family_id} was deleted while it was extracted: '
@@ -116,7 +116,7 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
 
 def _effective_options(options: dict[str, Any], locale: str | None) -> dict[str, Any]:
     """What the run's later changes need of its options, kept on its summary: the review's
-    (review.py) and the locale it read with (the options', else the definition's), with which a
+    (review_task.py) and the locale it read with (the options', else the definition's), with which a
     reviewer's correction is normalised."""
     kept = {k: options[k] for k in shapes.REVIEW_OPTION_KEYS if options.get(k) is not None}
     return {**kept, 'locale': locale} if locale else kept

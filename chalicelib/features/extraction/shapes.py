@@ -7,7 +7,7 @@ definitions' hook in features/extraction/hooks.py.
 ``ExtractOptions`` is the one shape of an EXTRACT run's options, checked once, here
 (``check_extract_options``): by the EXTRACT step of a plan or pipeline (features/work/step_shapes.py
 reads it from the installed shapes, kernel/shapes.py), by ``POST /api/document-families/{id}/extract``
-(features/extraction/service.py), and its review fields by the review (features/extraction/review_task.py).
+(features/extraction/service.py), and its review fields by the review task (features/extraction/review_task.py).
 """
 from __future__ import annotations
 
