@@ -5,7 +5,8 @@ date shapes, deterministic and offline, and Babel's locale data is ~30 MB in the
 the same few patterns. Each normaliser answers ``(typed value, extra)`` or raises
 ``NotNormalised`` with a message a reviewer understands.
 
-Locales (``taxon.locale``, else the definition's ``metadata.locale``, else ``en-US``): the
+Locales (``taxon.locale``, else the run's ``options.locale``, else the definition's ``metadata.locale``, else
+``en-US``; their table is pure data in shapes.py, where the options' shape checks a locale): the
 decimal and grouping separators, and the order of day and month in numeric dates.
 """
 from __future__ import annotations
@@ -16,17 +17,9 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
+from chalicelib.features.extraction.shapes import DEFAULT_LOCALE, LOCALES  # the locales' table: pure data
+
 TYPES = ('string', 'number', 'decimal', 'currency', 'date', 'boolean', 'selection')
-LOCALES = {
-    # locale: (decimal separator, grouping separators, numeric date order)
-    'en-US': ('.', ',', 'MDY'), 'en-CA': ('.', ',', 'MDY'),
-    'en-GB': ('.', ',', 'DMY'), 'en-IE': ('.', ',', 'DMY'), 'en-AU': ('.', ',', 'DMY'),
-    'en-IN': ('.', ',', 'DMY'),
-    'de-DE': (',', '. ', 'DMY'), 'de-AT': (',', '. ', 'DMY'), 'de-CH': ('.', "'", 'DMY'),
-    'fr-FR': (',', ' \u00a0\u202f.', 'DMY'), 'es-ES': (',', '.', 'DMY'), 'it-IT': (',', '.', 'DMY'),
-    'nl-NL': (',', '.', 'DMY'), 'pt-BR': (',', '.', 'DMY'), 'ja-JP': ('.', ',', 'YMD'),
-}
-DEFAULT_LOCALE = 'en-US'
 CURRENCY_SYMBOLS = {'$': 'USD', 'US$': 'USD', '€': 'EUR', '£': 'GBP', '¥': 'JPY', '₹': 'INR', 'CHF': 'CHF',
                     'Fr.': 'CHF', 'C$': 'CAD', 'A$': 'AUD', 'kr': 'SEK'}
 _SYMBOLS_LONGEST_FIRST = tuple(sorted(CURRENCY_SYMBOLS, key=len, reverse=True))

@@ -142,9 +142,10 @@ def put_attribute(org_slug: str | None, store_slug: str | None, object_id: str, 
                   body: dict[str, Any], principal: Principal) -> dict[str, Any]:
     obj, _ = load_object(org_slug, store_slug, object_id, principal)
     crud.require_write(storage.OBJECTS, principal, obj, op='update')
-    new = review.update_attribute(obj, attribute_id, body, principal)
+    new, followed = review.update_attribute(obj, attribute_id, body, principal)
     return next(a for a in new['attributes'] if a['id'] == attribute_id) | {'dataObject': {
-        'id': new['id'], 'exceptionCount': new.get('exceptionCount'), 'dataExceptions': new.get('dataExceptions')}}
+        'id': new['id'], 'exceptionCount': new.get('exceptionCount'), 'dataExceptions': new.get('dataExceptions')},
+        **followed}
 
 
 def _store_objects(store, principal: Principal, family_id: str | None = None) -> list[dict[str, Any]]:

@@ -145,12 +145,30 @@ _R = [400, 401, 403, 404, 409, 429, 503]   # 422 (a cap reached) is in docs/api/
 _REVIEW = {'type': 'object', 'properties': {'value': {'type': 'string', 'nullable': True},
                                             'confirmed': {'type': 'boolean'}, 'comment': {'type': 'string'}}}
 _T = ['extraction']
+_FOLLOWED = {   # what followed a committed change (docs/api/extraction.md "Review")
+    'reviewTask': {'type': 'object', 'description': "the run's review task: closed, else why not (open exceptions "
+                                                    'left, or why closing failed; the next change tries again)',
+                   'properties': {'id': {'type': 'string'}, 'closed': {'type': 'boolean'},
+                                  'reason': {'type': 'string'}}},
+    'documentStatus': {'type': 'object', 'description': "the family's resolvedDocumentStatus, set or why not",
+                       'properties': {'slug': {'type': 'string'}, 'set': {'type': 'boolean'},
+                                      'reason': {'type': 'string'}}}}
+_REVIEWED = {'type': 'object', 'additionalProperties': True,
+             'description': 'The attribute as changed, with dataObject {id, exceptionCount, dataExceptions} and '
+                            'what followed the committed change (reviewTask, documentStatus): a change that '
+                            'committed answers 200 even when its review task could not be closed.',
+             'properties': {'dataObject': {'type': 'object'}, **_FOLLOWED}}
+_FOLLOWED_NOTE = (" A change that committed is answered 200: what could not follow it is reported in reviewTask "
+                  "{id, closed, reason} and documentStatus {slug, set, reason} (docs/api/extraction.md 'Review').")
 
 describe('extractDocumentFamily', summary="Run a data definition over a family's parsed document", tags=_T,
-         description='Body: {dataDefinition, dataStore (ids or slugs), step?, statusSlug?, teamId?, assigneeId?, '
-                     'assigneeRules?, resolvedDocumentStatus?, closedStatusSlug?, locale?}: the EXTRACT step\'s '
-                     'options. Replaces what the same step wrote for the family before. Answers the run\'s summary.',
-         request={'type': 'object'}, responses={200: {'type': 'object'}}, errors=_R)
+         description='Body: the EXTRACT step\'s options (the ExtractOptions shape: dataDefinition, dataStore, '
+                     'locale, the review options; an unknown option or locale is a 400) and step (the run\'s '
+                     'name). Replaces what the same step wrote for the family before. Answers the run\'s summary '
+                     '(its effective options, the locale included, are kept for the review).',
+         request={'type': 'object', 'description': 'ExtractOptions (#/components/schemas/ExtractOptions) plus step',
+                  'properties': {'step': {'type': 'string', 'maxLength': 200}}},
+         responses={200: {'type': 'object'}}, errors=_R)
 describe('listStoreDataObjects', summary="A page of a data store's data objects (or their export)", tags=_T,
          description='path: the group taxon path ("/" or absent: every object); documentFamilyId; filter, sort, '
                      'page, pageSize as every list. format=json or csv: the export (one row per object, a column '
@@ -160,11 +178,13 @@ describe('getStoreDataObject', summary='A data object with its attributes', tags
 describe('listDataObjectAttributes', summary="A data object's attributes", tags=_T,
          parameters=[*_SLUGS, _OBJ], responses={200: {'type': 'array', 'items': {'type': 'object'}}}, errors=_R)
 describe('reviewStoreDataAttribute', summary="A reviewer's change of an attribute", tags=_T,
-         description='value: the corrected text (normalised again); confirmed: the value is right as read. The '
-                     "object's exceptions and those of the groups above it are decided again.",
-         parameters=[*_SLUGS, _OBJ, _ATTR], request=_REVIEW, responses={200: {'type': 'object'}}, errors=_R)
+         description='value: the corrected text (normalised again, with the locale of the run); confirmed: the '
+                     "value is right as read. The object's exceptions and those of the groups above it are decided "
+                     'again, in one transaction with the object (a 409: nothing was written).' + _FOLLOWED_NOTE,
+         parameters=[*_SLUGS, _OBJ, _ATTR], request=_REVIEW, responses={200: _REVIEWED}, errors=_R)
 describe('reviewDataAttribute', summary="A reviewer's change of an attribute (by object id)", tags=_T,
-         parameters=[{**_OBJ, 'name': 'id'}, _ATTR], request=_REVIEW, responses={200: {'type': 'object'}}, errors=_R)
+         description='As reviewStoreDataAttribute.' + _FOLLOWED_NOTE,
+         parameters=[{**_OBJ, 'name': 'id'}, _ATTR], request=_REVIEW, responses={200: _REVIEWED}, errors=_R)
 describe('listDataObjectChildren', summary='The data objects under one', tags=_T,
          parameters=[*_SLUGS, _OBJ], list_of='DataObject', errors=_R)
 describe('listStoreDataAttributes', summary="Attributes across a data store's objects", tags=_T,
@@ -188,5 +208,7 @@ describe('listExceptions', summary='Data exceptions', tags=_T,
                      'exceptionType; filter, sort, page, pageSize as every list.',
          list_of='DataException', errors=_R)
 describe('closeException', summary='Close a data exception by hand', tags=_T,
+         description='Answers the exception, with reviewTask and documentStatus as a reviewer\'s change does '
+                     '(closing the run\'s last open exception closes its review task).' + _FOLLOWED_NOTE,
          request={'type': 'object', 'properties': {'open': {'type': 'boolean'}, 'closingComment': {'type': 'string'}}},
          responses={200: ref('DataException')}, errors=_R)

@@ -19,29 +19,26 @@ from typing import Any
 from chalicelib.core import budget, clock, observability
 from chalicelib.core.errors import ApiError, BadRequest, NotFound
 from chalicelib.core.principal import Principal
-from chalicelib.features.extraction import engine, review, storage
+from chalicelib.features.extraction import engine, review_task, shapes, storage
 from chalicelib.features.extraction import taxons as taxon_rules
 from chalicelib.features.extraction.engine import ExtractionLimit
+from chalicelib.features.extraction.normalise import LOCALES
 from chalicelib.features.identity.service_token import SERVICE
 from chalicelib.kernel import access, crud
 from chalicelib.kernel.registry import family as family_of
 
 log = observability.get_logger('extraction')
 
-OPTION_KEYS = {'dataDefinition', 'dataStore', 'statusSlug', 'teamId', 'assigneeId', 'assigneeRules',
-               'resolvedDocumentStatus', 'reviewTitle', 'closedStatusSlug', 'locale'}
 MAX_SUMMARIES = 10     # extraction summaries kept on one family (one per step that extracts it)
 
 
 def check_options(options: dict[str, Any], where: str) -> None:
-    """An EXTRACT step's options (features/work/step_shapes.py calls this shape check's twin)."""
-    unknown = sorted(set(options) - OPTION_KEYS)
-    if unknown:
-        raise ValueError(f'{where}: options.{unknown[0]} is not an option of an EXTRACT step')
-    for key in ('dataDefinition', 'dataStore'):
-        if not isinstance(options.get(key), str) or not options[key].strip():
-            raise ValueError(f'{where}: options.{key} is required (an id or slug)')
-    review.check_options(options, where)
+    """An extraction run's options: the one ExtractOptions shape (features/extraction/shapes.py),
+    which the EXTRACT step's check (features/work/step_shapes.py) uses too."""
+    try:
+        shapes.check_extract_options(options)
+    except ValueError as exc:
+        raise ValueError(f'{where}: {exc}') from None
 
 
 # ----------------------------------------------------------------------------- running
@@ -90,6 +87,9 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
         raise ApiError(f'document family {family_id} has no parsed document yet (run the parse stage first)',
                        status=409)
     locale = options.get('locale') or (definition.get('metadata') or {}).get('locale')
+    if locale is not None and locale not in LOCALES:   # the options' locale is checked with them (shapes.py)
+        raise BadRequest(f"data definition '{definition.get('slug')}': metadata.locale must be one of "
+                         f"{', '.join(LOCALES)}")
     result = engine.extract(taxons, nodes, locale=locale)
     key = source_key(family_id, origin, step)
     objects = _records(result, family, definition, store, key, run_id)
@@ -100,11 +100,12 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
     storage.create(storage.OBJECTS, objects, principal)
     storage.create(storage.EXCEPTIONS, exceptions, principal)
     summary = {'sourceKey': key, 'runId': run_id, 'dataStoreId': store.id, 'dataDefinitionId': definition['id'],
-               'objects': len(objects), 'openExceptions': len(exceptions), 'options': _review_options(options),
+               'objects': len(objects), 'openExceptions': len(exceptions),
+               'options': _effective_options(options, locale),
                'extractedOn': clock.now_iso(), 'extractSeconds': round(result.seconds, 4)}
     fresh = storage.family_record(family_id)   # as it is now: deleted while this run wrote?
     if fresh is not None:
-        summary.update(review.after_run(family, summary, exceptions))
+        summary.update(review_task.after_run(family, summary, exceptions))
     if fresh is None or not _summarise(fresh, summary):
         _forget_run(family.org, key)
         raise FamilyGone(f'the document family {family_id} was deleted while it was extracted: '
@@ -113,8 +114,12 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
     return summary
 
 
-def _review_options(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: options[k] for k in review.OPTION_KEYS if options.get(k) is not None}
+def _effective_options(options: dict[str, Any], locale: str | None) -> dict[str, Any]:
+    """What the run's later changes need of its options, kept on its summary: the review's
+    (review_task.py) and the locale it read with (the options', else the definition's), with which a
+    reviewer's correction is normalised."""
+    kept = {k: options[k] for k in shapes.REVIEW_OPTION_KEYS if options.get(k) is not None}
+    return {**kept, 'locale': locale} if locale else kept
 
 
 def _records(result, family, definition, store, key: str, run_id: str) -> list[dict[str, Any]]:

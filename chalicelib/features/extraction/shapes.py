@@ -1,10 +1,17 @@
 """The shapes of extraction's structured fields (docs/api/extraction.md): a data definition's
-taxon and a data object's attribute. Pure data: the shape check here is the structural one
-(an object with its name); the rules that need the extraction engine (RE2 patterns, JSONata,
-where a rule may stand) are checked by the definitions' hook in features/extraction/hooks.py.
+taxon, a data object's attribute, and the options of an extraction run (``ExtractOptions``).
+Pure data: the shape check here is the structural one (an object with its name); the rules that
+need the extraction engine (RE2 patterns, JSONata, where a rule may stand) are checked by the
+definitions' hook in features/extraction/hooks.py.
+
+``ExtractOptions`` is the one shape of an EXTRACT run's options, checked once, here
+(``check_extract_options``): by the EXTRACT step of a plan or pipeline (features/work/step_shapes.py
+reads it from the installed shapes, kernel/shapes.py), by ``POST /api/document-families/{id}/extract``
+(features/extraction/service.py), and its review fields by the review task (features/extraction/review_task.py).
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from chalicelib.kernel.shapes import Shape
@@ -77,8 +84,120 @@ def check_attribute(value: Any) -> Any:
     return value
 
 
+# ----------------------------------------------------------------------------- locales
+
+# The locales the normalisers know (features/extraction/normalise.py reads them with this table): a
+# taxon's locale, a definition's metadata.locale and an extraction run's options.locale name one.
+LOCALES = {
+    # locale: (decimal separator, grouping separators, numeric date order)
+    'en-US': ('.', ',', 'MDY'), 'en-CA': ('.', ',', 'MDY'),
+    'en-GB': ('.', ',', 'DMY'), 'en-IE': ('.', ',', 'DMY'), 'en-AU': ('.', ',', 'DMY'),
+    'en-IN': ('.', ',', 'DMY'),
+    'de-DE': (',', '. ', 'DMY'), 'de-AT': (',', '. ', 'DMY'), 'de-CH': ('.', "'", 'DMY'),
+    'fr-FR': (',', ' \u00a0\u202f.', 'DMY'), 'es-ES': (',', '.', 'DMY'), 'it-IT': (',', '.', 'DMY'),
+    'nl-NL': (',', '.', 'DMY'), 'pt-BR': (',', '.', 'DMY'), 'ja-JP': ('.', ',', 'YMD'),
+}
+DEFAULT_LOCALE = 'en-US'
+
+
+# ----------------------------------------------------------------------------- an extraction run's options
+
+MAX_ASSIGNEE_RULES = 20
+_TEXT = {'type': 'string', 'minLength': 1, 'maxLength': 500}
+_ID = {'type': 'string', 'format': 'uuid'}
+EXTRACT_OPTIONS_SCHEMA = {
+    'type': 'object', 'required': ['dataDefinition', 'dataStore'], 'additionalProperties': False,
+    'description': 'The options of an extraction run (an EXTRACT step, POST /api/document-families/{id}/extract): '
+                   'the data definition and data store (ids or slugs), the locale that reads numbers and dates '
+                   '(else the definition\'s metadata.locale, else en-US), and the review: statusSlug, teamId, '
+                   'assigneeId, assigneeRules, reviewTitle of the review task, closedStatusSlug it moves to and '
+                   'resolvedDocumentStatus the family moves to once no exception is open '
+                   '(docs/api/extraction.md "The EXTRACT step").',
+    'properties': {
+        'dataDefinition': _TEXT, 'dataStore': _TEXT,
+        'locale': {'type': 'string', 'enum': list(LOCALES)},
+        'statusSlug': _TEXT, 'resolvedDocumentStatus': _TEXT, 'reviewTitle': _TEXT, 'closedStatusSlug': _TEXT,
+        'teamId': _ID, 'assigneeId': _ID,
+        'assigneeRules': {'type': 'array', 'maxItems': MAX_ASSIGNEE_RULES, 'items': {
+            'type': 'object', 'required': ['when'], 'additionalProperties': False,
+            'properties': {'when': {'type': 'string', 'minLength': 1}, 'teamId': _ID, 'assigneeId': _ID}}},
+    }}
+EXTRACT_OPTION_KEYS = frozenset(EXTRACT_OPTIONS_SCHEMA['properties'])
+REVIEW_OPTION_KEYS = ('statusSlug', 'teamId', 'assigneeId', 'assigneeRules', 'resolvedDocumentStatus',
+                      'reviewTitle', 'closedStatusSlug')
+EXAMPLE_EXTRACT_OPTIONS = ({'dataDefinition': 'invoice', 'dataStore': 'invoices', 'locale': 'en-GB',
+                            'statusSlug': 'to-review', 'resolvedDocumentStatus': 'extracted'},)
+
+
+def _text(options: dict[str, Any], key: str, *, required: bool = False) -> None:
+    value = options.get(key)
+    if value is None:
+        if required:
+            raise ValueError(f'options.{key} is required (an id or slug)')
+        return
+    if not isinstance(value, str) or not value.strip() or len(value) > _TEXT['maxLength']:
+        raise ValueError(f"options.{key} must be a non-empty string of at most {_TEXT['maxLength']} characters")
+
+
+def _uuid(value: Any, where: str) -> None:
+    if value is None:
+        return
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        raise ValueError(f'{where} must be an id (a UUID)') from None
+
+
+def check_extract_options(options: Any) -> dict[str, Any]:
+    """An extraction run's options as sent, or ValueError naming the field (``options.locale ...``)
+    for a 400: every key known, the locale one of normalise.LOCALES (as a taxon's locale,
+    taxons.py), ids UUIDs, texts non-empty."""
+    if not isinstance(options, dict):
+        raise ValueError('options must be an object')
+    unknown = sorted(set(options) - EXTRACT_OPTION_KEYS)
+    if unknown:
+        raise ValueError(f'options.{unknown[0]} is not an option of an EXTRACT step '
+                         f'({", ".join(sorted(EXTRACT_OPTION_KEYS))})')
+    for key in ('dataDefinition', 'dataStore'):
+        _text(options, key, required=True)
+    for key in ('statusSlug', 'resolvedDocumentStatus', 'reviewTitle', 'closedStatusSlug'):
+        _text(options, key)
+    locale = options.get('locale')
+    if locale is not None and locale not in LOCALES:
+        raise ValueError(f'options.locale must be one of {", ".join(LOCALES)}')
+    for key in ('teamId', 'assigneeId'):
+        _uuid(options.get(key), f'options.{key}')
+    rules = options.get('assigneeRules')
+    if rules is None:
+        return options
+    if not isinstance(rules, list) or len(rules) > MAX_ASSIGNEE_RULES:
+        raise ValueError(f'options.assigneeRules must be a list of at most {MAX_ASSIGNEE_RULES} rules')
+    for i, rule in enumerate(rules):
+        here = f'options.assigneeRules[{i}]'
+        if not isinstance(rule, dict) or set(rule) - {'when', 'teamId', 'assigneeId'}:
+            raise ValueError(f'{here} must be {{when, teamId?, assigneeId?}}')
+        if not isinstance(rule.get('when'), str) or not rule['when'].strip():
+            raise ValueError(f'{here}.when must be a JSONata expression')
+        _expression(rule['when'], f'{here}.when')
+        _uuid(rule.get('teamId'), f'{here}.teamId')
+        _uuid(rule.get('assigneeId'), f'{here}.assigneeId')
+    return options
+
+
+def _expression(expression: str, where: str) -> None:
+    """An expression that can never run (a syntax error, a regex RE2 refuses) is refused at write
+    (core/expressions.py ``check``; docs/api/limits.md "Regular expressions are RE2")."""
+    from chalicelib.core import expressions  # noqa: PLC0415 - kept off the cold start of the shapes
+    try:
+        expressions.check(expression)
+    except expressions.ExpressionError as exc:
+        raise ValueError(f'{where} is not an expression that can run: {exc.reason}') from None
+
+
 # Installed by the extraction feature's declarations (kernel/shapes.py).
 SHAPES = (
     Shape(name='Taxon', schema=TAXON_SCHEMA, examples=EXAMPLE_TAXONS, check=check_taxon),
     Shape(name='DataAttribute', schema=ATTRIBUTE_SCHEMA, examples=EXAMPLE_ATTRIBUTES, check=check_attribute),
+    Shape(name='ExtractOptions', schema=EXTRACT_OPTIONS_SCHEMA, examples=EXAMPLE_EXTRACT_OPTIONS,
+          check=check_extract_options),
 )

@@ -31,6 +31,7 @@ import uuid
 from typing import Any
 
 from chalicelib.core import expressions
+from chalicelib.kernel import shapes as installed
 from chalicelib.kernel.shapes import Shape, ref
 
 STEP_TYPES = ('TASK', 'SCRIPT', 'BRIDGE_CALL', 'AGENT', 'EXTRACT')
@@ -48,13 +49,12 @@ MAX_TIMEOUT_SECONDS = 300
 DEFAULT_POLICY = {'maxAttempts': 1, 'backoffStrategy': 'FIXED', 'backoffBaseSeconds': 0,
                   'timeoutSeconds': 30, 'onExhausted': 'FAIL'}
 STEP_KEYS = {'name', 'stepType', 'ref', 'conditional', 'options', 'executionPolicy'}
-OPTION_KEYS = {
+OPTION_KEYS: dict[str, set[str] | None] = {
     'TASK': {'title', 'statusSlug', 'assigneeId', 'teamId', 'description'},
     'SCRIPT': {'expression'},
     'BRIDGE_CALL': {'bridge', 'endpointName', 'query', 'body'},
-    'AGENT': set(),   # free-form: handed to the agent runtime
-    'EXTRACT': {'dataDefinition', 'dataStore', 'statusSlug', 'teamId', 'assigneeId', 'assigneeRules',
-                'resolvedDocumentStatus', 'reviewTitle', 'closedStatusSlug', 'locale'},
+    'AGENT': None,    # free-form: handed to the agent runtime
+    'EXTRACT': None,   # the ExtractOptions shape (features/extraction/shapes.py) decides
 }
 
 POLICY_SCHEMA = {
@@ -79,8 +79,9 @@ STEP_SCHEMA = {
                    '$inputs = the start inputs); BRIDGE_CALL calls options.bridge (id or slug) / '
                    'options.endpointName with options.query and options.body through the egress fence; '
                    'AGENT waits for the agent named by ref (slug or id); EXTRACT runs options.dataDefinition over the '
-                   'document family into options.dataStore (docs/api/extraction.md). conditional: a JSONata '
-                   'expression over the inputs; a falsy value skips the step.',
+                   'document family into options.dataStore (options: the ExtractOptions shape, '
+                   'docs/api/extraction.md). conditional: a JSONata expression over the inputs; a falsy value skips '
+                   'the step.',
     'properties': {
         'name': {'type': 'string', 'minLength': 1, 'maxLength': 200},
         'stepType': {'type': 'string', 'enum': list(STEP_TYPES)},
@@ -157,21 +158,15 @@ def _uuid(options: dict[str, Any], key: str, where: str) -> None:
 
 
 def _extract_options(options: dict[str, Any], where: str) -> None:
-    for key in ('dataDefinition', 'dataStore'):
-        _string(options, key, where, required=True)
-    for key in ('statusSlug', 'resolvedDocumentStatus', 'reviewTitle', 'closedStatusSlug', 'locale'):
-        _string(options, key, where)
-    for key in ('teamId', 'assigneeId'):
-        _uuid(options, key, where)
-    rules = options.get('assigneeRules')
-    if rules is not None and (not isinstance(rules, list) or not all(
-            isinstance(r, dict) and isinstance(r.get('when'), str) and not set(r) - {'when', 'teamId', 'assigneeId'}
-            for r in rules)):
-        raise ValueError(f'{where}: options.assigneeRules must be a list of {{when, teamId?, assigneeId?}}')
-    for i, rule in enumerate(rules or []):
-        for key in ('teamId', 'assigneeId'):
-            _uuid(rule, key, f'{where}: options.assigneeRules[{i}]')
-        _expression(rule['when'], f'{where}: options.assigneeRules[{i}].when')
+    """The extraction feature's one shape of an extraction run's options (``ExtractOptions``,
+    features/extraction/shapes.py), read from the installed shapes: checked there, once."""
+    shape = installed.SHAPES.get('ExtractOptions')
+    if shape is None:
+        raise ValueError(f'{where}: EXTRACT steps are not available (the extraction feature is not installed)')
+    try:
+        shape.check(options)
+    except ValueError as exc:
+        raise ValueError(f'{where}: {exc}') from None
 
 
 def _expression(expression: str, where: str) -> None:
@@ -205,7 +200,7 @@ def check_step(step: Any) -> dict[str, Any]:
     options = step.get('options') if step.get('options') is not None else {}
     if not isinstance(options, dict):
         raise ValueError(f'{where}: options must be an object')
-    if kind != 'AGENT':
+    if OPTION_KEYS[kind] is not None:
         unknown = sorted(set(options) - OPTION_KEYS[kind])
         if unknown:
             raise ValueError(f'{where}: options.{unknown[0]} is not an option of a {kind} step')
