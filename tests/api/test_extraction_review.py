@@ -159,3 +159,20 @@ def test_an_extraction_runs_options_are_checked_once_whoever_sends_them(api, set
     assert api.post(f"/api/document-families/{fam['id']}/extract", {**base, 'locale': 'en-GB'}).status == 200
     schema = api.get('/v3/api-docs').json['components']['schemas']['ExtractOptions']
     assert 'en-GB' in schema['properties']['locale']['enum'] and 'xx' not in schema['properties']['locale']['enum']
+
+
+def test_a_definitions_locale_is_checked_when_written(api, setup):  # noqa: F811
+    """metadata.locale is the locale a definition's runs read with: one the normalisers do not know
+    is a 400 when the definition is written (as a taxon's locale is), on create and on update, and
+    nothing is stored."""
+    org = setup['org']['id']
+    body = {'organizationId': org, 'name': 'Bad locale', 'slug': 'bad-locale', 'metadata': {'locale': 'xx'},
+            'taxons': invoice_definition(threshold=0.5)}
+    r = api.post('/api/data-definitions', body)
+    assert r.status == 400 and 'metadata.locale must be one of' in r.json['message'], r.json
+    assert api.get("/api/data-definitions?filter=slug=='bad-locale'").json['content'] == []
+    made = api.post('/api/data-definitions', {**body, 'metadata': {'locale': 'de-DE'}})
+    assert made.status == 201, made.json
+    r = api.put(f"/api/data-definitions/{made.json['id']}", {'metadata': {'locale': 'xx'}})
+    assert r.status == 400 and 'metadata.locale must be one of' in r.json['message'], r.json
+    assert api.get(f"/api/data-definitions/{made.json['id']}").json['metadata'] == {'locale': 'de-DE'}

@@ -25,14 +25,28 @@ _ATTRIBUTE_KEYS = {'id', 'tag', 'taxon', 'path', 'label', 'type', 'value', 'type
 
 
 class Definitions(Hook):
-    guards = frozenset({'taxons'})
+    guards = frozenset({'taxons', 'metadata'})
 
     def before_create(self, family, principal, data, body) -> None:
         check_or_400(data.get('taxons'))
+        _check_locale(data.get('metadata'))
 
     def before_update(self, family, principal, new, stored) -> None:
         if new.get('taxons') != stored.data.get('taxons'):
             check_or_400(new.get('taxons'))
+        if new.get('metadata') != stored.data.get('metadata'):
+            _check_locale(new.get('metadata'))
+
+
+def _check_locale(metadata: Any) -> None:
+    """A definition's ``metadata.locale`` (the locale its runs read with unless the run's options
+    name one, docs/api/extraction.md) is one the normaliser knows, as a taxon's ``locale`` is: a
+    400 when written, never a run that fails later."""
+    if not isinstance(metadata, dict) or metadata.get('locale') is None:
+        return
+    from chalicelib.features.extraction.shapes import LOCALES  # noqa: PLC0415 - the write path only
+    if metadata['locale'] not in LOCALES:
+        raise BadRequest(f'metadata.locale must be one of {", ".join(LOCALES)}')
 
 
 def check_attributes(data: dict[str, Any]) -> None:
