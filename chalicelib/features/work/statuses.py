@@ -1,7 +1,9 @@
 """Execution statuses, defined once (docs/api/work.md "Steps and executions").
 
 The values are the contract's ``ExecutionStatus`` enumeration (declared in this feature's
-declarations.py, the OpenAPI component); this module names them and says which end an execution. Every module that
+declarations.py, the OpenAPI component; the platform SDK's values, no TIMED_OUT: a timed-out
+execution is FAILED with ``endReason`` TIMED_OUT); this module names them and says which end an
+execution. Every module that
 asks "has this execution ended?" (the engine, the status transitions, cancelExecution, the outbox
 publisher, the table checker) imports ``TERMINAL`` from here. Light on purpose: no imports but
 the enumeration, so a route's cold start pays nothing for it.
@@ -10,7 +12,10 @@ from __future__ import annotations
 
 from chalicelib.features.work.declarations import ENUMS
 
-PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT = ENUMS['ExecutionStatus']
+PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = ENUMS['ExecutionStatus']
 ALL = ENUMS['ExecutionStatus']
-TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED, TIMED_OUT})   # an ended execution keeps its status
-FAILURES = frozenset({FAILED, TIMED_OUT})                          # what counts against onExhausted: FAIL
+TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED})   # an ended execution keeps its status
+FAILURES = frozenset({FAILED})                         # what counts against onExhausted: FAIL
+# why a FAILED execution failed, when the engine knows: its last attempt ran out of its time
+# (formerly the status TIMED_OUT: declarations.py ENUM_RETIRED)
+(TIMED_OUT,) = ENUMS['ExecutionEndReason']
