@@ -10,12 +10,14 @@ the enumeration, so a route's cold start pays nothing for it.
 """
 from __future__ import annotations
 
-from chalicelib.features.work.declarations import ENUMS
+from chalicelib.features.work.declarations import ENUM_RETIRED, ENUMS
 
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = ENUMS['ExecutionStatus']
 ALL = ENUMS['ExecutionStatus']
-TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED})   # an ended execution keeps its status
-FAILURES = frozenset({FAILED})                         # what counts against onExhausted: FAIL
+# a value no longer written but still on records stored before (TIMED_OUT, read as FAILED): it ended
+STORED_ONLY = frozenset(ENUM_RETIRED['ExecutionStatus'])
+TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED}) | STORED_ONLY   # an ended execution keeps its status
+FAILURES = frozenset({FAILED}) | STORED_ONLY                         # what counts against onExhausted: FAIL
 # why a FAILED execution failed, when the engine knows: its last attempt ran out of its time
 # (formerly the status TIMED_OUT: declarations.py ENUM_RETIRED)
 (TIMED_OUT,) = ENUMS['ExecutionEndReason']
