@@ -98,7 +98,7 @@ def test_the_old_status_and_a_misplaced_end_reason_are_refused_on_write(api, pro
 
 def test_an_execution_stored_timed_out_before_is_answered_in_the_new_form(api, project):
     """Records written before the change hold status TIMED_OUT: they read as FAILED with endReason
-    TIMED_OUT (list and get) until chalicelib/ops/retire_values.py rewrites them."""
+    TIMED_OUT (list and get) until rewritten (docs/api/sdk-compatibility.md "Executions: statuses")."""
     from chalicelib.features.identity.service_token import SERVICE
     from chalicelib.kernel import records
     from chalicelib.kernel.registry import family

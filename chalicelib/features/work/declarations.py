@@ -29,7 +29,7 @@ ENUMS = {
 # An execution whose last attempt ran out of its time ended TIMED_OUT until issue 46: the SDK's
 # list of executions refused it. It ends FAILED with endReason TIMED_OUT now; the old value is a 400
 # naming that (writes, filters) and a stored one is answered in the new form
-# (docs/api/sdk-compatibility.md "Executions: statuses"; ops: chalicelib/ops/retire_values.py).
+# (docs/api/sdk-compatibility.md "Executions: statuses", which says how to rewrite stored ones).
 ENUM_RETIRED = {'ExecutionStatus': {'TIMED_OUT': Retired(
     value='FAILED', also=(('endReason', 'TIMED_OUT'),),
     hint="an execution whose last attempt ran out of its time ends FAILED with endReason TIMED_OUT "
