@@ -60,7 +60,7 @@ class ExpressionError(Exception):
     def __init__(self, reason: str, *, timed_out: bool = False) -> None:
         super().__init__(f'evaluation error: {reason}')
         self.reason = reason
-        self.timed_out = timed_out   # it ran out of its time box (a SCRIPT attempt is TIMED_OUT)
+        self.timed_out = timed_out   # it ran out of its time box (a SCRIPT attempt timed out: endReason TIMED_OUT)
 
 
 def _n(value: float) -> str:

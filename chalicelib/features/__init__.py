@@ -30,5 +30,6 @@ _DECLARATIONS = (_identity, _tasks, _work, _documents, _bridges, _events, _recor
 _registry.install([fam for d in _DECLARATIONS for fam in d.FAMILIES],
                   shapes=[shape for d in _DECLARATIONS for shape in getattr(d, 'SHAPES', ())],
                   enums=[d.ENUMS for d in _DECLARATIONS if hasattr(d, 'ENUMS')],
-                  enum_aliases=[d.ENUM_ALIASES for d in _DECLARATIONS if hasattr(d, 'ENUM_ALIASES')])
+                  enum_aliases=[d.ENUM_ALIASES for d in _DECLARATIONS if hasattr(d, 'ENUM_ALIASES')],
+                  enum_retired=[d.ENUM_RETIRED for d in _DECLARATIONS if hasattr(d, 'ENUM_RETIRED')])
 _hooks.install()

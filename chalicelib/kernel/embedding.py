@@ -24,6 +24,7 @@ from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.kernel import access
 from chalicelib.kernel.embeds import embeds_of, heavy_of
+from chalicelib.kernel.fields import ENUM_RETIRED, retired_value
 from chalicelib.kernel.registry import Family
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.shapes import SHAPES
@@ -84,23 +85,45 @@ def embed_written(family: Family, data: dict[str, Any], principal: Principal) ->
 _PRESENTERS: dict[str, list[tuple[str, Any]]] = {}
 
 
+class _Whole:
+    """A stored value its enumeration retired, answered as its replacement (kernel/fields.py
+    ``Retired``: the value and the fields ``also`` set beside it), so a record written before the
+    retirement reads as one written after it. Changes the whole (copied) record."""
+
+    def __init__(self, field_name: str, enum: str) -> None:
+        self.field_name, self.enum = field_name, enum
+
+    def __call__(self, data: dict[str, Any]) -> None:
+        retired = retired_value(self.enum, data.get(self.field_name))
+        if retired is not None:
+            data[self.field_name] = retired.value
+            for name, value in retired.also:
+                data.setdefault(name, value)
+
+
 def _presenters(family: Family) -> list[tuple[str, Any]]:
     found = _PRESENTERS.get(family.path)
     if found is None:   # the shapes are installed before any family is read (kernel/registry.py)
-        found = _PRESENTERS[family.path] = [(f.name, SHAPES[f.shape].present) for f in family.fields.values()
-                                            if f.shape and SHAPES[f.shape].present is not None]
+        found = [(f.name, SHAPES[f.shape].present) for f in family.fields.values()
+                 if f.shape and SHAPES[f.shape].present is not None]
+        found += [(f.name, _Whole(f.name, f.enum)) for f in family.fields.values()
+                  if f.enum and ENUM_RETIRED.get(f.enum)]
+        _PRESENTERS[family.path] = found
     return found
 
 
 def presented(family: Family, data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` as answered: each field whose shape has a ``present`` form shown in it (a new dict
-    when one applies; ``data`` is not changed)."""
+    """``data`` as answered: each field whose shape has a ``present`` form shown in it, a retired
+    enumeration value as its replacement (a new dict when one applies; ``data`` is not changed)."""
     presenters = [(name, fn) for name, fn in _presenters(family) if data.get(name) is not None]
     if not presenters:
         return data
     out = dict(data)
     for name, fn in presenters:
-        out[name] = fn(out[name])
+        if isinstance(fn, _Whole):
+            fn(out)
+        else:
+            out[name] = fn(out[name])
     return out
 
 

@@ -41,23 +41,50 @@ _KERNEL_ENUMS = frozenset(ENUMS)
 ENUM_ALIASES: dict[str, dict[str, str]] = {}
 
 
-def install_enums(enums: dict[str, tuple[str, ...]], aliases: dict[str, dict[str, str]]) -> None:
-    """Install the features' enumerations and their input aliases (kernel/registry.py ``install``).
-    A name declared twice, or an alias of an unknown enumeration or to a value it lacks, raises; a
-    second install of the same ones changes nothing."""
+@dataclass(frozen=True)
+class Retired:
+    """A value an enumeration no longer has (the features' ``ENUM_RETIRED``): written or filtered
+    on, it is a 400 saying ``hint`` (what replaces it); a stored record still holding it is
+    answered as ``value`` with the fields ``also`` set (kernel/embedding.py ``presented``), until
+    an ops migration rewrites it."""
+    value: str
+    hint: str
+    also: tuple[tuple[str, Any], ...] = ()
+
+
+ENUM_RETIRED: dict[str, dict[str, Retired]] = {}
+
+
+def retired_value(enum: str | None, value: Any) -> Retired | None:
+    """The retirement of ``value`` in the enumeration ``enum``, if it is a retired value."""
+    return ENUM_RETIRED.get(enum, {}).get(value) if enum and isinstance(value, str) else None
+
+
+def install_enums(enums: dict[str, tuple[str, ...]], aliases: dict[str, dict[str, str]],
+                  retired: dict[str, dict[str, Retired]] | None = None) -> None:
+    """Install the features' enumerations, their input aliases and retired values
+    (kernel/registry.py ``install``). A name declared twice, an alias of an unknown enumeration or
+    to a value it lacks, a retired value still in its enumeration or answered as one it lacks,
+    raises; a second install of the same ones changes nothing."""
+    retired = retired or {}
     clash = _KERNEL_ENUMS & set(enums)
     if clash:
         raise ValueError(f'an enumeration is declared twice: {sorted(clash)}')
     for name, mapping in aliases.items():
         if name not in enums or not set(mapping.values()) <= set(enums[name]):
             raise ValueError(f'aliases of {name!r} must map to values of a declared enumeration')
+    for name, mapping in retired.items():
+        if name not in enums or set(mapping) & set(enums[name]) or \
+                not {r.value for r in mapping.values()} <= set(enums[name]):
+            raise ValueError(f'retired values of {name!r} must be out of the enumeration and answered as one of it')
     installed = {k: v for k, v in ENUMS.items() if k not in _KERNEL_ENUMS}
     if installed:
-        if installed != enums or ENUM_ALIASES != aliases:
+        if installed != enums or ENUM_ALIASES != aliases or ENUM_RETIRED != retired:
             raise ValueError('the enumerations are installed already, with other declarations')
         return
     ENUMS.update(enums)
     ENUM_ALIASES.update(aliases)
+    ENUM_RETIRED.update(retired)
 
 
 INT32 = (-2 ** 31, 2 ** 31 - 1)

@@ -17,10 +17,13 @@ from chalicelib.core import budget
 from chalicelib.core.errors import BadRequest
 from chalicelib.core.principal import Principal
 from chalicelib.kernel import access, crud
+from chalicelib.kernel.fields import retired_value
 from chalicelib.kernel.query import (
     And,
     Compare,
     FilterError,
+    Not,
+    Or,
     Resolved,
     evaluate,
     parse,
@@ -153,4 +156,22 @@ def plan_for(family: Family, filters: list[str]) -> FilterPlan:
         except FilterError as exc:
             where = f' (filter #{index + 1})' if len(filters) > 1 else ''
             raise BadRequest(f'Invalid filter{where}: {exc}') from None
+    for node in nodes:
+        _refuse_retired(family, node)
     return FilterPlan(node=make_and(nodes))
+
+
+def _refuse_retired(family: Family, node) -> None:
+    """A comparison with a value its field's enumeration retired is a 400 saying what replaces it
+    (kernel/fields.py ``Retired``): it would match nothing, silently."""
+    if isinstance(node, (And, Or)):
+        for item in node.items:
+            _refuse_retired(family, item)
+    elif isinstance(node, Not):
+        _refuse_retired(family, node.item)
+    elif isinstance(node, Compare) and len(node.path) == 1:
+        spec = family.fields.get(node.path[0])
+        for value in node.value if isinstance(node.value, tuple) else (node.value,):
+            retired = retired_value(spec.enum if spec else None, value)
+            if retired is not None:
+                raise BadRequest(f'Invalid filter: {value!r} is no longer a value of {node.path[0]}: {retired.hint}')

@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic import Field as PField
 
 from chalicelib.core.clock import normalize_instant
-from chalicelib.kernel.fields import ENUM_ALIASES, ENUMS, INT32, Field
+from chalicelib.kernel.fields import ENUM_ALIASES, ENUMS, INT32, Field, retired_value
 from chalicelib.kernel.registry import COMMON_FIELDS, FAMILIES, Family
 from chalicelib.kernel.shapes import SHAPES
 
@@ -44,6 +44,9 @@ def _enum_type(name: str):
     aliases = ENUM_ALIASES.get(name, {})
 
     def _alias(value: Any) -> Any:
+        retired = retired_value(name, value)
+        if retired is not None:   # no longer a value: say what replaces it (kernel/fields.py Retired)
+            raise ValueError(f'{value!r} is no longer a value of {name}: {retired.hint}')
         return aliases.get(value, value) if isinstance(value, str) else value
     return Annotated[Literal[ENUMS[name]], BeforeValidator(_alias)]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from chalicelib.kernel import shapes as _shapes
-from chalicelib.kernel.fields import Field, install_enums, parse_fields
+from chalicelib.kernel.fields import Field, Retired, install_enums, parse_fields
 
 COMMON_FIELDS = parse_fields('id uuid createdOn:datetime updatedOn:datetime changeSequence:int')
 SOFT_DELETE_FIELDS = parse_fields('deleted:bool deleteUserId? deleteUserEmail? deletedDate:datetime?')
@@ -289,7 +289,8 @@ def check_declaration(fam: Family) -> None:
 
 def install(families: list[Family], *, shapes: Iterable[_shapes.Shape] = (),
             enums: Iterable[Mapping[str, tuple[str, ...]]] = (),
-            enum_aliases: Iterable[Mapping[str, Mapping[str, str]]] = ()) -> None:
+            enum_aliases: Iterable[Mapping[str, Mapping[str, str]]] = (),
+            enum_retired: Iterable[Mapping[str, Mapping[str, Retired]]] = ()) -> None:
     """Install every feature's declarations (chalicelib/features/__init__.py, once, when the
     package is first imported): the named shapes and enumerations their fields use first
     (kernel/shapes.py, kernel/fields.py: a field naming one nobody declares is refused), then the
@@ -305,8 +306,11 @@ def install(families: list[Family], *, shapes: Iterable[_shapes.Shape] = (),
     aliases: dict[str, dict[str, str]] = {}
     for declared in enum_aliases:
         aliases.update({name: dict(mapping) for name, mapping in declared.items()})
+    retired: dict[str, dict[str, Retired]] = {}
+    for declared in enum_retired:
+        retired.update({name: dict(mapping) for name, mapping in declared.items()})
     _shapes.install(shapes)
-    install_enums(merged, aliases)
+    install_enums(merged, aliases, retired)
     if list.__len__(FAMILIES):
         if [f.path for f in list.__iter__(FAMILIES)] != [f.path for f in families]:
             raise ValueError('the families are installed already, with other declarations')

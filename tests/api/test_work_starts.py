@@ -222,7 +222,7 @@ def test_an_illegal_execution_transition_is_409(api, project):
     done = api.put(f"/api/executions/{execution['id']}", {'status': 'SUCCEEDED'})
     assert done.status == 409, done.json
     assert api.put(f"/api/executions/{execution['id']}", {'status': 'RUNNING'}).status == 200
-    assert api.put(f"/api/executions/{execution['id']}", {'status': 'TIMED_OUT'}).status == 200
+    assert api.put(f"/api/executions/{execution['id']}", {'status': 'FAILED', 'endReason': 'TIMED_OUT'}).status == 200
     assert api.put(f"/api/executions/{execution['id']}", {'status': 'RUNNING'}).status == 409
 
 

@@ -3,7 +3,9 @@ docs/api/sdk-compatibility.md "Executions: steps"), on the real local server.
 
 One organization holds the three kinds of execution: the parse stage's run of an uploaded invoice
 (a PARSE step), the run of an assistant's pipeline over it (BRIDGE_CALL to an upstream on
-127.0.0.1, SCRIPT, EXTRACT) and an activity plan's SCRIPT execution. Then:
+127.0.0.1, SCRIPT, EXTRACT) and an activity plan's SCRIPT executions, one of which runs out of its
+time (FAILED, endReason TIMED_OUT: docs/api/sdk-compatibility.md "Executions: statuses"), one fails
+and one is cancelled. Then:
 
 * the SDK (.venv-sdk, tests/integration/sdk_executions_session.py) lists them and reads each;
 * every answer of the execution routes (list, get, create, the PUT of what GET answered, cancel)
@@ -32,6 +34,8 @@ from tests.netguard import Upstream
 
 WITHIN_SECONDS = 120   # parse + bridge call + extraction on a loaded 2-core machine
 STEPS = ('pipeline', 'step')   # an execution's steps: as answered, whatever was written back
+# ~9 million JSONata steps: far past a 1 s time box (tests/integration/test_bounded_work_local.py)
+SLOW = '$sum($map([1..3000], function($x){ $sum($map([1..3000], function($y){ $x * $y })) }))'
 
 
 @pytest.fixture(scope='module')
@@ -56,7 +60,8 @@ def _ended(live, query: str) -> list[dict] | None:
 
 @pytest.fixture(scope='module')
 def place(live, upstream):
-    """An organization of its own with the three kinds of execution, ended."""
+    """An organization of its own with the three kinds of execution, ended, and executions in every
+    end state: succeeded, failed, timed out (FAILED with endReason TIMED_OUT), cancelled."""
     tag = uuid.uuid4().hex[:6]
     org = live.created('/api/organizations', {'name': f'Executions {tag}', 'slug': f'executions-{tag}'})
     project = live.created('/api/projects', {'name': f'executions-{tag}', 'organizationId': org['id']})
@@ -96,13 +101,26 @@ def place(live, upstream):
     assert pipeline['status'] == 'SUCCEEDED', pipeline['statusMessages']
     [stage] = [e for e in _ended(live, of_family) if (e.get('metadata') or {}).get('stages')]
     plan = live.created('/api/activity-plans', {'projectId': project['id'], 'name': 'score', 'steps': [
-        {'name': 'score', 'stepType': 'SCRIPT', 'options': {'expression': '$inputs.n + 1'}}]})
+        {'name': 'score', 'stepType': 'SCRIPT', 'options': {'expression': '$inputs.n + 1'}},
+        # its attempt runs out of its 1 s: FAILED, endReason TIMED_OUT (the SDK has no TIMED_OUT status)
+        {'name': 'slow', 'stepType': 'SCRIPT', 'options': {'expression': SLOW},
+         'executionPolicy': {'timeoutSeconds': 1, 'maxAttempts': 1, 'onExhausted': 'CONTINUE'}},
+        {'name': 'broken', 'stepType': 'SCRIPT', 'options': {'expression': "$error('no')"},
+         'executionPolicy': {'onExhausted': 'CONTINUE'}}]})
     started = live.post(f"/api/activity-plans/{plan['id']}/start", {'projectId': project['id'], 'inputs': {'n': 1}})
     assert started.status == 202, started
-    [activity] = _wait(lambda: _ended(live, f"activityId == '{started.body['id']}'"), 30)
-    assert activity['status'] == 'SUCCEEDED', activity['statusMessages']
+    of_activity = f"activityId == '{started.body['id']}'"
+    ended = _wait(lambda: (lambda e: e if e and len(e) == 3 else None)(_ended(live, of_activity)), 60)
+    assert ended, ''.join(live.output[-30:])
+    runs = {e['name']: e for e in ended}
+    assert runs['score']['status'] == 'SUCCEEDED', runs['score']['statusMessages']
+    assert (runs['slow']['status'], runs['slow'].get('endReason')) == ('FAILED', 'TIMED_OUT'), runs['slow']
+    assert runs['broken']['status'] == 'FAILED' and 'endReason' not in runs['broken'], runs['broken']
+    cancelled = live.created('/api/executions', {'projectId': project['id'], 'name': 'never run'})
+    assert live.post(f"/api/executions/{cancelled['id']}/cancel").body['status'] == 'CANCELLED'
     return {'org': org, 'project': project, 'family': family, 'assistant': assistant,
-            'kinds': {'parse stage': stage['id'], 'pipeline': pipeline['id'], 'activity plan': activity['id']}}
+            'kinds': {'parse stage': stage['id'], 'pipeline': pipeline['id'], 'activity plan': runs['score']['id'],
+                      'timed out': runs['slow']['id'], 'failed': runs['broken']['id'], 'cancelled': cancelled['id']}}
 
 
 def test_the_unmodified_sdk_lists_and_reads_executions_of_every_kind(live, place, sdk_bin, tmp_path):  # noqa: F811
@@ -113,7 +131,8 @@ def test_the_unmodified_sdk_lists_and_reads_executions_of_every_kind(live, place
     _untripped(run)
     assert run.returncode == 0, run.stdout + run.stderr
     gets = [line for line in run.stdout.splitlines() if line.startswith('ok get ')]
-    assert len(gets) == 3 and any("('parse', 'ACTION')" in line for line in gets), run.stdout
+    assert len(gets) == len(kinds) and any("('parse', 'ACTION')" in line for line in gets), run.stdout
+    assert any(line.startswith('ok get timed out FAILED') for line in gets), run.stdout
     assert run.stdout.rstrip().endswith('{"done": true}')
     stage = live.get(f"/api/executions/{kinds['parse stage']}").body
     pipeline = live.get(f"/api/executions/{kinds['pipeline']}").body

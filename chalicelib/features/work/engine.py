@@ -46,7 +46,8 @@ What a runner says:
 * **retry**: raise an ``ApiError`` (chalicelib/core/errors.py) with a status of 5xx, 429 or 408
   (``ServiceUnavailable``, ``TooManyRequests``, ...), or ``AttemptFailed(reason)``: a failed
   attempt, retried after its backoff while the policy's ``maxAttempts`` allow (504 and 408 count
-  as timeouts: an exhausted step ends ``TIMED_OUT``). An AWS dependency that does not answer and
+  as timeouts: an exhausted step that fails its execution ends it ``FAILED`` with ``endReason``
+  ``TIMED_OUT``). An AWS dependency that does not answer and
   any unexpected exception are retried the same way (the latter logged with its traceback);
 * **fail now**: raise an ``ApiError`` with any other 4xx status (``BadRequest``, ``NotFound``,
   ``Forbidden``, ``Conflict``, ``PayloadTooLarge``, a 422 limit, ...), or
@@ -114,7 +115,7 @@ class Deferred(Exception):
 class AttemptFailed(Exception):
     """A failed attempt, said by a runner (or by the engine for any exception, ``failure_of``):
     ``final`` means no further attempt (the same input fails again), ``timed_out`` that the
-    attempt ran out of its time (an exhausted step ends TIMED_OUT)."""
+    attempt ran out of its time (an exhausted step fails its execution with endReason TIMED_OUT)."""
 
     def __init__(self, reason: str, *, timed_out: bool = False, final: bool = False) -> None:
         super().__init__(reason)
@@ -488,10 +489,13 @@ def write(stored, mutate: Callable[[dict[str, Any]], None], *, retry_conflicts: 
 
 
 def _end(kind: Kind, stored, status: str, line: str, text: str, *, waiting: bool = False,
-         next_attempt_at: str | None = None) -> str:
-    """Write the execution's new status (and line); an ended or waiting one tells its kind."""
+         next_attempt_at: str | None = None, end_reason: str | None = None) -> str:
+    """Write the execution's new status (and line, and why it failed); an ended or waiting one
+    tells its kind."""
     def mutate(new: dict[str, Any]) -> None:
         new['status'] = status
+        if end_reason is not None:
+            new['endReason'] = end_reason
         append(new, line, text)
         if next_attempt_at is not None:
             new['nextAttemptAt'] = next_attempt_at
@@ -564,9 +568,8 @@ def _after_failure(kind: Kind, stored, index: int, attempt: int, policy: dict[st
     status, line, ending = kind.exhausted(policy)
     if status is None:
         return _advance(kind, stored, index, None, line, f'{exhausted}; {ending}')
-    if status == FAILED and failure.timed_out:
-        status = TIMED_OUT
-    return _end(kind, stored, status, line, f'{exhausted}; {ending}')
+    reason = TIMED_OUT if status == FAILED and failure.timed_out else None
+    return _end(kind, stored, status, line, f'{exhausted}; {ending}', end_reason=reason)
 
 
 def _continue(kind: Kind, stored, index: int, attempt: int, policy: dict[str, Any], more: Continue) -> str:

@@ -1,9 +1,10 @@
 """Executions: status transitions and the activity's work count.
 
 * Through the generic PUT, a status may only move along the lifecycle (PENDING -> RUNNING ->
-  SUCCEEDED | FAILED | CANCELLED | TIMED_OUT, PENDING -> CANCELLED | FAILED, RUNNING -> PENDING
+  SUCCEEDED | FAILED | CANCELLED, PENDING -> CANCELLED | FAILED, RUNNING -> PENDING
   for a retry); a finished execution keeps its status: anything else is 409 (the write itself
-  is conditional on the stored changeSequence).
+  is conditional on the stored changeSequence). ``endReason`` (TIMED_OUT: the last attempt ran
+  out of its time) goes with FAILED only: written with another status it is 400.
 * Whoever ends an execution of an activity's plan (the worker, cancelExecution, an agent
   runtime's PUT, a DELETE of one not yet ended), the same transaction moves the activity's
   work count (features/work/store.py): one fewer ``remaining``, and one more ``failed`` when it failed
@@ -13,7 +14,7 @@
 """
 from __future__ import annotations
 
-from chalicelib.core.errors import Conflict
+from chalicelib.core.errors import BadRequest, Conflict
 from chalicelib.features.work import store as work_store
 from chalicelib.features.work.statuses import (
     CANCELLED,
@@ -23,14 +24,13 @@ from chalicelib.features.work.statuses import (
     RUNNING,
     SUCCEEDED,
     TERMINAL,
-    TIMED_OUT,
 )
 from chalicelib.features.work.step_shapes import policy_of
 from chalicelib.kernel.hooks import Hook
 
 ALLOWED = {
     PENDING: {RUNNING, CANCELLED, FAILED},
-    RUNNING: {PENDING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT},
+    RUNNING: {PENDING, SUCCEEDED, FAILED, CANCELLED},
 }
 
 
@@ -39,9 +39,19 @@ def check_transition(old: str, new: str) -> None:
         raise Conflict(f'Execution status cannot change from {old} to {new}')
 
 
+def check_end_reason(data: dict) -> None:
+    status = data.get('status', PENDING)
+    if data.get('endReason') is not None and status != FAILED:
+        raise BadRequest(f"endReason {data['endReason']} goes with status FAILED only, not {status}")
+
+
 class ExecutionHook(Hook):
+    def before_create(self, family, principal, data, body):
+        check_end_reason(data)
+
     def before_update(self, family, principal, new, stored):
         check_transition(stored.data.get('status', 'PENDING'), new.get('status', 'PENDING'))
+        check_end_reason(new)
 
     def audit_ops(self, family, principal, action, data, stored):
         if action == 'CREATE' or not data.get('activityId') or not isinstance(data.get('step'), dict):

@@ -11,7 +11,7 @@ activities stuck or miscounted, outbox items never published, schedule entries.
   again), and the worker claims it PENDING -> RUNNING at its first delivery; only a message that
   was lost or ended in the DLQ (5 receives x 30 s visibility) leaves an activity PENDING that long.
 * ``activity-work``: a RUNNING activity whose ``ACTWORK#{id}`` ``remaining`` count differs from
-  its executions not yet ended (status not SUCCEEDED / FAILED / CANCELLED / TIMED_OUT).
+  its executions not yet ended (statuses.py TERMINAL: SUCCEEDED, FAILED, CANCELLED, the retired TIMED_OUT).
 * ``outbox-published``: a domain event, in an outbox item (``EVT#{eventId}``) or carried on a
   record (``obx``: the record's last write's event), whose ``occurredOn`` is older
   than ``--outbox-minutes`` (5) and which has no ``events`` record of the same id (events the
