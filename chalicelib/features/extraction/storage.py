@@ -66,6 +66,34 @@ def get(family, id_: str) -> Stored | None:
     return table.get(family.path, id_)
 
 
+def get_many(family, ids: list[str]) -> dict[str, Stored]:
+    return table.batch_get((family.path, i) for i in ids)
+
+
+STORE_DEFINITION = 'dataStoreId+dataDefinitionId'   # the objects' pair index (declarations.py)
+DEFINITIONS_PER_ROUND = 50   # definitions counted in one round of Queries (16 each)
+
+
+def definitions_used(org: str, store_id: str) -> list[str]:
+    """Ids of the organization's data definitions that objects of the store name: the
+    organization's definition ids (by_created keys: as many as it has, never the objects), then
+    for each one the counter of the objects' (store, definition) pair (16 Queries per
+    definition, ``DEFINITIONS_PER_ROUND`` definitions a round, the request's budget checked
+    between rounds). Flat in the number of objects; an object counts from its create, as
+    ``totalElements`` does (docs/api/extraction.md "Reading")."""
+    from chalicelib.core import budget  # noqa: PLC0415 - lazy: only this read needs it
+    definitions = family_of('data-definitions')
+    total = table.count(definitions.path, org)
+    ids = table.walk_index(definitions.path, org, order='createdOn', descending=False, limit=max(total, 1))
+    used: list[str] = []
+    for start in range(0, len(ids), DEFINITIONS_PER_ROUND):
+        budget.check(f'counting the objects of {len(ids):,} data definitions in a store stopped after {start:,}')
+        chunk = ids[start:start + DEFINITIONS_PER_ROUND]
+        counts = table.value_counts(OBJECTS.path, org, STORE_DEFINITION, [f'{store_id}#{i}' for i in chunk])
+        used += [i for i, n in zip(chunk, counts, strict=True) if n > 0]
+    return used
+
+
 def _in_transactions(items: list[Any], ops_of) -> None:
     """Commit ``ops_of(chunk)`` for chunks of ``items`` as large as DynamoDB's 100 items per
     transaction allow (after merging: counter moves summed per shard)."""
