@@ -264,8 +264,10 @@ def _referenced_org(family: Family, plan: FilterPlan):
     """The organization of the record a top-level ``field == '<id>'`` on an indexed reference
     field names (the record the filter asks for the dependents of: a document family's
     executions, content objects, data objects, exceptions, deltas); None when no such conjunct
-    pins the list; ``_NOTHING`` when it names no record and the field is the family's
-    ``deleted_with`` (its records go with the record they name: none can hold it).
+    pins the list, or the record is not found (deleted: the records that go with it may not all
+    have gone yet, and are found in the caller's organizations' value indexes, ``_value_index``);
+    ``_NOTHING`` when the value is no id and the field is the family's ``deleted_with`` (a
+    reference holds an id: nothing can hold it).
 
     A reference names a record of the writer's own organization (kernel/crud.py
     ``reference_ops``: another organization's record is refused), so the records holding the
@@ -280,10 +282,9 @@ def _referenced_org(family: Family, plan: FilterPlan):
         return None
     name, value = found
     target = family_of(family.fields[name].ref)
-    org = table.org_of(target.path, value) if _is_id(value) else None
-    if org is not None:
-        return org
-    return _NOTHING if name == family.deleted_with else None
+    if not _is_id(value):
+        return _NOTHING if name == family.deleted_with else None
+    return table.org_of(target.path, value)
 
 
 def _reference_equality(family: Family, plan: FilterPlan) -> tuple[str, str] | None:
@@ -357,7 +358,9 @@ def _value_index(family: Family, tenants: list[str], plan: FilterPlan, req: List
     if not values:
         return envelope([], 0, req)
     parts = [(tenant, value) for tenant in tenants for value in values if value]
-    if len(parts) > MAX_VALUE_PARTITIONS:
+    if len(parts) > MAX_VALUE_PARTITIONS and name != family.deleted_with:
+        # (a deleted_with value names a record of one organization, ``_referenced_org``: more
+        # partitions only when that record is gone, and its last dependents are few or none)
         return None
     order, desc = req.sort[0] if req.sort else ('createdOn', False)
     exact = (req.query is None and len(req.sort) <= 1 and order == 'createdOn'

@@ -132,8 +132,8 @@ def test_a_caller_in_many_organizations_finds_a_familys_records_from_its_index(a
         assert records_read(calls, family) == len(families['made'][family][fam['id']]), what
         queried = {c['request'].get('IndexName') for c in calls if c['op'] == 'Query'}
         assert queried <= {None, 'x1_created', 'x2_created', 'x3_created'}, (what, queried)
-    # a documentFamilyId naming no family (deleted, or never one): none of the records that go
-    # with a family can hold it; nothing is read but the reference
+    # a documentFamilyId naming no family (deleted, or never one): its value indexes are read, no
+    # organization's records
     for value in (str(uuid.uuid4()), 'not-an-id'):
         with wire() as calls:
             r = api.as_key(key).get(f"/api/executions?filter=documentFamilyId == '{value}'")

@@ -8,8 +8,10 @@
   ``{dataStoreId}#{OPEN|CLOSED}``: the open exceptions of a store are one run of one value
   index, so listing them costs the same whether the store holds 10 or 10,000 objects (and
   however many closed ones), and by ``documentFamilyId``.
-* two equality indexes per family, no more: each costs every record two index entries (its
-  GSI pair) and a counter move. A run's records (``sourceKey``) and an object's children
+* equality indexes: an object's store, family, and the pair (store, definition) that tells
+  which definitions a store's objects name (``definitions_used``: the taxonomies); an
+  exception's store state and family. Each costs every record an index entry and a counter
+  move, so no more than these. A run's records (``sourceKey``) and an object's children
   (``parentId``) are found through the family's index and filtered: a family holds one
   document's objects, a few hundred at most.
 * a write holds only its own items: records of one extraction go in transactions of as many
