@@ -185,3 +185,30 @@ def test_a_stores_taxonomies_name_every_definition_past_the_first_hundred_object
     assert [api.delete(f"/api/data-objects/{o['id']}").status for o in last] == [204]
     r = api.get(f"/api/stores/{org['slug']}/{slug}/taxonomies")
     assert sorted(t['id'] for t in r.json) == sorted(d['id'] for d in defs[:3])
+
+
+def test_objects_written_before_the_pair_index_name_their_definition_once_backfilled(api, org_id):
+    """Objects written before the (store, definition) slot existed (keyed and counted, ``ixv``,
+    but no x3 key, no pair counter) are missing from the taxonomies until
+    ``python -m chalicelib.ops.backfill_indexes`` extends them (docs/operations/index-backfill.md)."""
+    from chalicelib.kernel.store import table
+    from chalicelib.kernel.store.model import configure
+    from chalicelib.ops.backfill_indexes import backfill
+    pid = create(api, 'projects', org_id)['id']
+    slug = f's-{uuid.uuid4().hex[:8]}'
+    store = create(api, 'data-stores', org_id, projectId=pid, name='Old', slug=slug)
+    definition = create(api, 'data-definitions', org_id, name='Old def', slug=f'd-{uuid.uuid4().hex[:6]}')
+    ids = [api.post('/api/data-objects', {'projectId': pid, 'dataStoreId': store['id'], 'path': 'row',
+                                          'dataDefinitionId': definition['id']}).json['id'] for _ in range(3)]
+    model = configure()
+    for id_ in ids:
+        model.get(table.entity_pk('data-objects', id_), '#').update(actions=[model.x3.remove()])
+    pair = f'CNT#data-objects#{org_id}#dataStoreId+dataDefinitionId='
+    for counter in model.scan(model.pk.startswith('CNT')):
+        if table.counter_base_pk(counter.pk).startswith(pair):
+            counter.delete()
+    org = api.get(f'/api/organizations/{org_id}').json
+    assert api.get(f"/api/stores/{org['slug']}/{slug}/taxonomies").json == []
+    assert backfill(page_size=50, out=lambda line: None)['extended'] == 3
+    assert [t['id'] for t in api.get(f"/api/stores/{org['slug']}/{slug}/taxonomies").json] == [definition['id']]
+    assert backfill(page_size=50, out=lambda line: None)['extended'] == 0
