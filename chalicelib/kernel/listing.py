@@ -236,6 +236,11 @@ def _tenants(family: Family, principal: Principal, plan: FilterPlan) -> tuple[li
     # condition (a partition key value is at most 2048 bytes: a long one would be a 500).
     if any(p is not None and not _is_id(p) for p in (pinned_org, pinned_project)):
         return None, None
+    if pinned_project is None:
+        referred = _referenced_org(family, plan)
+        if referred is _NOTHING or (referred is not None and pinned_org not in (None, referred)):
+            return None, None
+        pinned_org = referred if referred is not None else pinned_org
     if pinned_project is not None:
         project = table.get(PROJECTS, pinned_project, consistent=False)
         if project is not None:
@@ -250,6 +255,52 @@ def _tenants(family: Family, principal: Principal, plan: FilterPlan) -> tuple[li
         access.require_active(principal, pinned_org)
         return [pinned_org], None
     return access.usable_orgs(principal, principal.org_ids), None
+
+
+_NOTHING = object()   # "no record can match" (``_referenced_org``)
+
+
+def _referenced_org(family: Family, plan: FilterPlan):
+    """The organization of the record a top-level ``field == '<id>'`` on an indexed reference
+    field names (the record the filter asks for the dependents of: a document family's
+    executions, content objects, data objects, exceptions, deltas); None when no such conjunct
+    pins the list, or the record is not found (deleted: the records that go with it may not all
+    have gone yet, and are found in the caller's organizations' value indexes, ``_value_index``);
+    ``_NOTHING`` when the value is no id and the field is the family's ``deleted_with`` (a
+    reference holds an id: nothing can hold it).
+
+    A reference names a record of the writer's own organization (kernel/crud.py
+    ``reference_ops``: another organization's record is refused), so the records holding the
+    value all live in that record's organization: the list reads that one tenant's value index,
+    flat in the tenant's size *and* in the number of organizations the caller belongs to
+    (without the pin, a caller in more than MAX_VALUE_PARTITIONS organizations read every one
+    of them whole). One GetItem of the record's keys and organization. Where the pin leads is
+    decided as for an ``organizationId`` pin: an organization the caller cannot see matches
+    nothing, a suspended one is 403. docs/api/conventions.md "Lists"."""
+    found = _reference_equality(family, plan)
+    if found is None:
+        return None
+    name, value = found
+    target = family_of(family.fields[name].ref)
+    if not _is_id(value):
+        return _NOTHING if name == family.deleted_with else None
+    return table.org_of(target.path, value)
+
+
+def _reference_equality(family: Family, plan: FilterPlan) -> tuple[str, str] | None:
+    """(field, id) of the top-level ``==`` on an indexed reference field to an organization's or
+    a project's record, the family's ``deleted_with`` field first; None when there is none."""
+    if plan.is_empty or not family.indexed:
+        return None
+    found = []
+    for name in family.indexed:
+        spec = family.fields.get(name)
+        if spec is None or not spec.ref or family_of(spec.ref).scope == 'global':
+            continue
+        value = plan.pinned(name)
+        if value is not None:
+            found.append((name != family.deleted_with, name, value))
+    return min(found)[1:] if found else None
 
 
 def _index_walk(family: Family, tenant: str, req: ListRequest) -> dict[str, Any] | None:
@@ -274,12 +325,17 @@ def _index_walk(family: Family, tenant: str, req: ListRequest) -> dict[str, Any]
 
 
 def _indexed_equality(family: Family, plan: FilterPlan) -> tuple[int, str, tuple[str, ...], list] | None:
-    """(slot, field, values, the other top-level conjuncts) of the first top-level equality on
-    an indexed field, or None."""
+    """(slot, field, values, the other top-level conjuncts) of the top-level equality on an
+    indexed field the list reads, or None: the one on the family's ``deleted_with`` field if
+    there is one (it selects one record's dependents, a document family's few hundred at most,
+    where another, a store's open exceptions, may hold the whole tenant), else the first."""
     if plan.is_empty or not family.indexed:
         return None
     leaves = list(plan.node.items) if isinstance(plan.node, And) else [plan.node]
-    for position, leaf in enumerate(leaves):
+    order = sorted(range(len(leaves)), key=lambda n: not (
+        isinstance(leaves[n], Compare) and '.'.join(leaves[n].path) == family.deleted_with))
+    for position in order:
+        leaf = leaves[position]
         if not isinstance(leaf, Compare) or leaf.op not in ('==', '=in='):
             continue
         name = '.'.join(leaf.path)
@@ -302,7 +358,9 @@ def _value_index(family: Family, tenants: list[str], plan: FilterPlan, req: List
     if not values:
         return envelope([], 0, req)
     parts = [(tenant, value) for tenant in tenants for value in values if value]
-    if len(parts) > MAX_VALUE_PARTITIONS:
+    if len(parts) > MAX_VALUE_PARTITIONS and name != family.deleted_with:
+        # (a deleted_with value names a record of one organization, ``_referenced_org``: more
+        # partitions only when that record is gone, and its last dependents are few or none)
         return None
     order, desc = req.sort[0] if req.sort else ('createdOn', False)
     exact = (req.query is None and len(req.sort) <= 1 and order == 'createdOn'

@@ -62,9 +62,15 @@ def _parent(family: Family, data: dict[str, Any]) -> str | None:
 
 
 def indexed_values(family: Family, data: dict[str, Any]) -> dict[int, tuple[str, str]]:
-    """Equality-index slot -> (field, value) for the indexed fields holding a non-empty string."""
+    """Equality-index slot -> (field, value) for the indexed fields holding a non-empty string
+    (a pair of fields, ``a+b``: both non-empty, the value ``{a}#{b}``; kernel/registry.py)."""
     out: dict[int, tuple[str, str]] = {}
     for name, slot in family.indexed.items():   # the slot each field names (kernel/registry.py)
+        if '+' in name:
+            parts = [data.get(part) for part in name.split('+')]
+            if all(isinstance(v, str) and v for v in parts):
+                out[slot] = (name, '#'.join(parts))
+            continue
         value: Any = data
         for part in name.split('.'):
             value = value.get(part) if isinstance(value, dict) else None

@@ -59,6 +59,10 @@ class Family:
     # the x{slot} attribute and GSI pair its key is stored under; a dotted name is a path into an
     # object field): `field == 'v'` costs the same in any tenant size. Slots are named, never taken
     # from the order of the declaration: reordering it must not move stored keys to other indexes.
+    # A name joining fields with '+' (``'dataStoreId+dataDefinitionId'``) indexes the pair: its
+    # value is the fields' values joined by '#' (a record lacking one has no key); no filter names
+    # it, the feature reads it (table.walk_value, table.value_counts): "which definitions does a
+    # store's data hold" is then one counter per (store, definition), whatever the store's size.
     indexed: Mapping[str, int] = field(default_factory=dict)
     # declared fields only the server writes (shown in responses, ignored in request bodies)
     server: tuple[str, ...] = ()
@@ -282,6 +286,10 @@ def check_declaration(fam: Family) -> None:
         if spec is None or not spec.ref or fam.deleted_with not in fam.indexed:
             raise ValueError(f'{fam.path}: deleted_with must name an indexed reference field ({fam.deleted_with!r})')
     for name in fam.indexed:
+        if '+' in name:   # a pair of fields (the ``indexed`` comment above)
+            if any(fam.fields.get(part) is None or fam.fields[part].type != 'string' for part in name.split('+')):
+                raise ValueError(f'{fam.path}: cannot index {name!r}: each joined field must be a string field')
+            continue
         head = fam.fields.get(name.split('.')[0])
         if head is None or (head.type not in ('string', 'object') or ('.' in name) != (head.type == 'object')):
             raise ValueError(f'{fam.path}: cannot index {name!r}')

@@ -49,7 +49,8 @@ def plain(family: Family, values: dict[str, Any], nulls: set[str]) -> bool:
     guarded = hook_for(family).guarded(family) if family.hook is not None else frozenset()
     if guarded is None:
         return False
-    bound = set(family.unique) | {name.split('.')[0] for name in family.indexed} | set(family.slug_refs) | guarded
+    keyed = {part.split('.')[0] for name in family.indexed for part in name.split('+')}   # 'a+b': both
+    bound = set(family.unique) | keyed | set(family.slug_refs) | guarded
     for name in (*values, *nulls):
         spec = family.writable.get(name)
         if spec is None or name in bound or spec.ref or _embedded(spec):

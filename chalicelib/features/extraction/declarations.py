@@ -21,7 +21,10 @@ FAMILIES = (
         'dataStoreId!>data-stores documentFamilyId>document-families? dataDefinitionId>data-definitions? '
         'taxonomyRef path! parentId? rowNum:int sourceOrdering sourceKey attributes:array(DataAttribute) '
         'dataExceptions:array exceptionCount:int lineage:object', name_field='path', hook='data_objects',
-        indexed={'dataStoreId': 1, 'documentFamilyId': 2}, deleted_with='documentFamilyId',
+        # the pair (store, definition): which definitions a store's objects name, counted per pair
+        # (reads.py ``taxonomies``: one counter per definition, whatever the store's size)
+        indexed={'dataStoreId': 1, 'documentFamilyId': 2, 'dataStoreId+dataDefinitionId': 3},
+        deleted_with='documentFamilyId',
         server=('sourceKey', 'dataExceptions', 'exceptionCount')),
     declare('data-exceptions', 'DataException', 'project',
         'dataStoreId>data-stores? documentFamilyId>document-families? dataObjectId attributeId taxon message '

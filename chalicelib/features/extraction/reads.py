@@ -27,7 +27,6 @@ from typing import Any
 
 from chalicelib.core import budget
 from chalicelib.core.errors import ApiError, BadRequest, Conflict, NotFound
-from chalicelib.core.limits import MAX_PAGE_SIZE
 from chalicelib.core.principal import Principal
 from chalicelib.features.extraction import review, storage
 from chalicelib.features.extraction import taxons as taxon_rules
@@ -183,16 +182,14 @@ def list_attributes(org_slug: str, store_slug: str, params: dict[str, list[str]]
 
 
 def taxonomies(org_slug: str, store_slug: str, principal: Principal) -> list[dict[str, Any]]:
-    """The data definitions whose objects the store holds (found from its objects' definition ids)."""
+    """The data definitions whose objects the store holds, whatever their number: the
+    organization's definitions (their ids, from an index), each counted in the store by the
+    objects' (store, definition) index (storage.definitions_used), then the used ones read."""
     store = resolve_store(org_slug, store_slug, principal)
-    ids = sorted({o.data.get('dataDefinitionId') for o in storage.keyed(storage.OBJECTS, store.org, 'dataStoreId',
-                                                                         store.id, limit=MAX_PAGE_SIZE)} - {None})
-    out = []
-    for i in ids:
-        found = storage.get(family_of('data-definitions'), i)
-        if found is not None and found.org == store.org:
-            out.append(taxon_rules.taxonomy_view({**found.data, 'organizationSlug': org_slug}))
-    return out
+    ids = storage.definitions_used(store.org, store.id)
+    found = storage.get_many(family_of('data-definitions'), ids)
+    return [taxon_rules.taxonomy_view({**found[i].data, 'organizationSlug': org_slug})
+            for i in sorted(ids) if i in found and found[i].org == store.org]
 
 
 # ----------------------------------------------------------------------------- export

@@ -8,8 +8,10 @@
   ``{dataStoreId}#{OPEN|CLOSED}``: the open exceptions of a store are one run of one value
   index, so listing them costs the same whether the store holds 10 or 10,000 objects (and
   however many closed ones), and by ``documentFamilyId``.
-* two equality indexes per family, no more: each costs every record two index entries (its
-  GSI pair) and a counter move. A run's records (``sourceKey``) and an object's children
+* equality indexes: an object's store, family, and the pair (store, definition) that tells
+  which definitions a store's objects name (``definitions_used``: the taxonomies); an
+  exception's store state and family. Each costs every record an index entry and a counter
+  move, so no more than these. A run's records (``sourceKey``) and an object's children
   (``parentId``) are found through the family's index and filtered: a family holds one
   document's objects, a few hundred at most.
 * a write holds only its own items: records of one extraction go in transactions of as many
@@ -64,6 +66,34 @@ def exceptions_of_family(org: str, family_id: str) -> list[Stored]:
 
 def get(family, id_: str) -> Stored | None:
     return table.get(family.path, id_)
+
+
+def get_many(family, ids: list[str]) -> dict[str, Stored]:
+    return table.batch_get((family.path, i) for i in ids)
+
+
+STORE_DEFINITION = 'dataStoreId+dataDefinitionId'   # the objects' pair index (declarations.py)
+DEFINITIONS_PER_ROUND = 50   # definitions counted in one round of Queries (16 each)
+
+
+def definitions_used(org: str, store_id: str) -> list[str]:
+    """Ids of the organization's data definitions that objects of the store name: the
+    organization's definition ids (by_created keys: as many as it has, never the objects), then
+    for each one the counter of the objects' (store, definition) pair (16 Queries per
+    definition, ``DEFINITIONS_PER_ROUND`` definitions a round, the request's budget checked
+    between rounds). Flat in the number of objects; an object counts from its create, as
+    ``totalElements`` does (docs/api/extraction.md "Reading")."""
+    from chalicelib.core import budget  # noqa: PLC0415 - lazy: only this read needs it
+    definitions = family_of('data-definitions')
+    total = table.count(definitions.path, org)
+    ids = table.walk_index(definitions.path, org, order='createdOn', descending=False, limit=max(total, 1))
+    used: list[str] = []
+    for start in range(0, len(ids), DEFINITIONS_PER_ROUND):
+        budget.check(f'counting the objects of {len(ids):,} data definitions in a store stopped after {start:,}')
+        chunk = ids[start:start + DEFINITIONS_PER_ROUND]
+        counts = table.value_counts(OBJECTS.path, org, STORE_DEFINITION, [f'{store_id}#{i}' for i in chunk])
+        used += [i for i, n in zip(chunk, counts, strict=True) if n > 0]
+    return used
 
 
 def _in_transactions(items: list[Any], ops_of) -> None:
