@@ -12,7 +12,7 @@ STAGE ?= prod
 OUT := out/$(STAGE)
 
 .PHONY: run test check chaos bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk \
-	browser-test ocr-tools bench-tools ocr-image
+	browser-test ocr-tools bench-tools ocr-image ocr-base docker-tools
 
 $(STAMP): requirements.txt requirements-dev.txt infra/ocr/requirements.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -62,13 +62,25 @@ run: $(STAMP) ocr-tools
 # live-server group leaves idle while it waits on its servers; its output is shown when both are
 # done) and the live-server group (tests/integration: real local servers on free loopback ports).
 # Fails if either fails, or collects nothing (pytest's exit 5). docs/architecture.md "The test loop".
+# The OCR image (below) is built in the background meanwhile, when its tag is missing;
+# tests/integration/test_ocr_image.py waits for it (OCR_IMAGE_BUILD_EXIT) and runs it as Lambda
+# does. A Docker daemon is started when none answers and stopped at the end, whatever the outcome.
+# TEST_IN_PROCESS / TEST_LIVE narrow the groups (e.g. TEST_LIVE=tests/integration/test_ocr_image.py).
 TEST_LOG := .local/test-in-process.log
-test: $(STAMP) $(SDK_STAMP) ocr-tools
-	@mkdir -p .local; status=0; \
+OCR_BUILD := .local/docker/build
+TEST_IN_PROCESS ?= tests/unit tests/api
+TEST_LIVE ?= tests/integration
+test: $(STAMP) $(SDK_STAMP) ocr-tools docker-tools
+	@mkdir -p .local/docker; rm -f $(OCR_BUILD).exit; status=0; \
+	$(OCR) daemon-start || exit 1; trap '$(OCR) daemon-stop' EXIT; trap 'exit 130' INT TERM; \
+	{ $(OCR) build > $(OCR_BUILD).log 2>&1; echo $$? > $(OCR_BUILD).exit; } & build=$$!; \
 	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" -n 2 --dist loadfile \
-		tests/unit tests/api > $(TEST_LOG) 2>&1 & inproc=$$!; \
-	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" tests/integration || status=$$?; \
+		$(TEST_IN_PROCESS) > $(TEST_LOG) 2>&1 & inproc=$$!; \
+	OCR_IMAGE_BUILD_EXIT=$(OCR_BUILD).exit PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider \
+		-m "not quarantine" $(TEST_LIVE) || status=$$?; \
 	wait $$inproc; inproc_status=$$?; \
+	kill $$build 2>/dev/null; wait $$build 2>/dev/null; \
+	echo "---------------- OCR image: $$(tail -1 $(OCR_BUILD).log 2>/dev/null)"; \
 	echo "---------------- in-process group (tests/unit, tests/api): exit $$inproc_status"; \
 	cat $(TEST_LOG); \
 	if [ $$status -eq 0 ]; then status=$$inproc_status; fi; \
@@ -159,12 +171,24 @@ load: $(STAMP)
 package: $(STAMP)
 	PYTHONPATH=. $(PY) -m infra.package $(STAGE) $(OUT)
 
-# The OCR function's container image (infra/ocr/Dockerfile; docs/operations/parsing.md "The OCR
-# image"): needs docker and the network (the Lambda base image, Debian's source archive). Push it to
-# ECR and pass its URI as the app stack's OcrImageUri parameter.
-OCR_IMAGE ?= platform-ocr:latest
-ocr-image:
-	docker build -f infra/ocr/Dockerfile -t $(OCR_IMAGE) .
+# The OCR function's container image (infra/ocr/Dockerfile, built by infra/ocr/image.sh;
+# docs/operations/parsing.md "The OCR image"): Debian bookworm + Debian's Tesseract + the app, tagged
+# platform-ocr:<hash of its inputs> (and :latest), built only when they change. Its base
+# (debian:bookworm-slim, OCR_BASE=...) is made from Debian's packages with debootstrap where no
+# registry serves it. Starts a Docker daemon when none answers (as root), stops it afterwards.
+# Push it to ECR and pass its URI as the app stack's OcrImageUri parameter.
+OCR := PY=$(PY) infra/ocr/image.sh
+ocr-image: $(STAMP) docker-tools
+	@$(OCR) daemon-start || exit 1; trap '$(OCR) daemon-stop' EXIT; trap 'exit 130' INT TERM; $(OCR) build
+
+# Only the base image (what `ocr-image` makes first when it is missing): debian:bookworm-slim from
+# Debian's packages (debootstrap --variant=minbase bookworm, docker import) where no registry has it.
+ocr-base: docker-tools
+	@$(OCR) daemon-start || exit 1; trap '$(OCR) daemon-stop' EXIT; trap 'exit 130' INT TERM; $(OCR) base
+
+# Debian's docker.io (the daemon) and debootstrap (the base image), with apt-get as root, when missing.
+docker-tools:
+	@infra/ocr/image.sh tools
 
 # cfn-lint on every template of out/$(STAGE) (the SAM app also expanded); fails on any error.
 cfn-lint: package $(LINT_STAMP)

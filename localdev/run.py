@@ -254,12 +254,16 @@ def main() -> None:
         # the worker, the scheduler and the outbox publisher, as Lambda would run them (pollers.py)
         import app as handlers  # the module: its event handlers are module-level functions
         stream = next(s for s in app.event_sources if s.name == 'outbox_publisher')   # its batch settings
+        # LOCAL_OCR_WORKER=off: the OCR queue's messages wait for another consumer (the OCR image's
+        # rehearsal, tests/integration/test_ocr_image.py, hands them to the image as Lambda would)
+        ocr_off = os.environ.get('LOCAL_OCR_WORKER', 'on').lower() in ('0', 'off', 'false', 'no')
+        ocr_queue_name = None if ocr_off else cfg.ocr_queue_name or None
         pollers = Pollers(handlers, region=cfg.region, endpoint_url=cfg.endpoint_url,
                           queue_name=cfg.activity_queue_name, table_name=cfg.table_name,
                           tick_seconds=float(os.environ.get('SCHEDULER_TICK_SECONDS') or 60),
                           stream_batch_size=stream.batch_size,
                           stream_window_seconds=stream.maximum_batching_window_in_seconds,
-                          ocr_queue_name=cfg.ocr_queue_name or None)
+                          ocr_queue_name=ocr_queue_name)
         if os.environ.get('LOCAL_WORKERS', 'on').lower() in ('0', 'off', 'false', 'no'):
             pollers.threads = []   # LOCAL_WORKERS=off: starts stay PENDING (the fuzz run uses it)
         pollers.start()

@@ -48,9 +48,9 @@ class LiveStack:
         # no saved state unless asked (LOCAL_PERSIST='on'): a save holds the moto server's
         # request lock, which would skew what these runs measure (docs/operations/local-state.md)
         base_env.update(PORT=str(self.port), MOTO_PORT=str(self.moto_port), PYTHONPATH=str(ROOT),
-                        LOCAL_STATE_DIR=str(state_dir), TABLE_NAME='platform-live',
+                        LOCAL_STATE_DIR=str(state_dir),
                         RATE_LIMIT_PER_MINUTE='1000000', RATE_LIMIT_BURST_PER_SECOND='1000000',
-                        **{'LOCAL_PERSIST': 'off', **env})
+                        **{'LOCAL_PERSIST': 'off', 'TABLE_NAME': 'platform-live', **env})
         self.env = base_env
         self.output: list[str] = []
         self.proc = subprocess.Popen([sys.executable, '-m', 'localdev.run'], cwd=ROOT, env=base_env,
