@@ -27,9 +27,9 @@ deploy) and ``bench/bench_lambda_package.py`` times it. The steps:
    lays out the image's ``/var/task`` (the package's code and runtime libraries, plus the pinned
    distributions of infra/ocr/requirements.txt, copied from the test virtualenv, which must hold
    the pinned versions: nothing is downloaded), started like the others. The system's Tesseract
-   stands in for the image's (built from the same upstream version's sources); the image's
-   Amazon Linux userland, its Python build and its Tesseract build are not rehearsed here (``make
-   ocr-image`` smoke-tests those; docs/operations/parsing.md "The OCR image").
+   stands in for the image's (the same Debian package). The image itself, built and run under
+   docker as Lambda runs it, is rehearsed by tests/integration/test_ocr_image.py
+   (infra/image_rehearsal.py; docs/operations/parsing.md "The OCR image").
 
 Sizes are measured against Lambda's limits (``sizes``; docs/operations/deploy.md "Package size").
 """

@@ -138,6 +138,7 @@ wheels() {   # the pinned Python packages for the image: CPython 3.11, manylinux
 build() {
     image=$(tag)
     if docker image inspect "$image" >/dev/null 2>&1; then
+        docker tag "$image" "$NAME:latest"
         echo "$image: built already"
         return 0
     fi
@@ -149,6 +150,9 @@ build() {
     tar -c --exclude=__pycache__ --exclude='*.pyc' $(inputs) -C .local ocr-wheels \
         | docker build --build-arg BASE="$BASE" -f infra/ocr/Dockerfile -t "$image" -
     docker tag "$image" "$NAME:latest"
+    # the tags of earlier inputs go (their layers shared with this one stay): one image per checkout
+    docker images "$NAME" --format '{{.Tag}}' | grep -vx -e latest -e "${image#*:}" \
+        | while read -r old; do docker rmi -f "$NAME:$old" >/dev/null 2>&1 || true; done
     echo "$image built in $(( $(date +%s) - started )) s"
 }
 

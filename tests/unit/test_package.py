@@ -652,15 +652,24 @@ def test_the_ocr_function_is_a_container_image_on_its_own_queue_with_a_dead_lett
     assert len(mappings) == 1 and mappings[0]['BatchSize'] == 1
 
 
-def test_the_ocr_image_builds_tesseract_from_checksummed_sources_on_the_lambda_base_image():
+def test_the_ocr_image_is_debian_tesseract_and_the_runtime_api_client():
+    """The image's definition (tests/integration/test_ocr_image.py builds and runs it): Debian
+    bookworm, Debian's Tesseract with its English and OSD models, Python packages only from the
+    pinned wheelhouse, awslambdaric as the entrypoint and the template's handler as the CMD."""
     dockerfile = (ROOT / 'infra' / 'ocr' / 'Dockerfile').read_text()
-    assert 'public.ecr.aws/lambda/python:3.11' in dockerfile
-    assert dockerfile.count('sha256sum -c') == 4   # leptonica, tesseract, the English and the OSD models
+    assert re.search(r'^ARG BASE=debian:bookworm-slim$', dockerfile, re.M)
+    assert re.search(r'^FROM \$\{BASE\} AS runtime$', dockerfile, re.M)
+    assert 'public.ecr.aws' not in dockerfile and 'sha256sum' not in dockerfile   # no source build
+    for package in ('python3', 'python3-venv', 'tesseract-ocr', 'tesseract-ocr-eng', 'tesseract-ocr-osd'):
+        assert re.search(rf'\s{re.escape(package)}(\s|$)', dockerfile), package
+    assert '--no-index --find-links /tmp/wheels' in dockerfile
+    assert 'ENTRYPOINT ["/opt/venv/bin/python", "-m", "awslambdaric"]' in dockerfile
     assert f'CMD ["{ocr_function.HANDLER}"]' in dockerfile
-    ignored = (ROOT / 'infra' / 'ocr' / 'Dockerfile.dockerignore').read_text().split()
-    assert ignored[0] == '*' and {'!requirements.txt', '!app.py', '!chalicelib/'} <= set(ignored)
-    # OCR's own requirements (Pillow), kept out of the zip, are installed in the image
-    assert '!infra/ocr/requirements.txt' in ignored
-    assert '-r ${LAMBDA_TASK_ROOT}/requirements-ocr.txt' in dockerfile
+    # the requirements it installs: the app's, OCR's own (Pillow, kept out of the zip), the client's
+    for name in ('requirements.txt', 'infra/ocr/requirements.txt', 'infra/ocr/requirements-runtime-client.txt'):
+        assert f'COPY {name} ' in dockerfile, name
+        lines = [line.split('#')[0].strip() for line in (ROOT / name).read_text().splitlines()]
+        assert all('==' in line for line in lines if line), (name, lines)   # pinned
+    assert re.search(r'^awslambdaric==', (ROOT / 'infra/ocr/requirements-runtime-client.txt').read_text(), re.M)
     assert re.search(r'^pillow==', (ROOT / 'infra' / 'ocr' / 'requirements.txt').read_text(), re.M)
     assert not re.search(r'^pillow', (ROOT / 'requirements.txt').read_text(), re.M | re.I)
