@@ -94,7 +94,7 @@ daemon_stop() {
 
 base() {
     docker image inspect "$BASE" >/dev/null 2>&1 && return 0
-    docker pull -q "$BASE" >/dev/null 2>&1 && return 0
+    timeout 120 docker pull -q "$BASE" >/dev/null 2>&1 && return 0   # a registry that answers
     echo "$BASE: no registry answers; made from Debian's packages (debootstrap --variant=minbase bookworm)"
     command -v debootstrap >/dev/null 2>&1 || tools
     dir=$(mktemp -d /tmp/ocr-base.XXXXXX)
