@@ -1,5 +1,5 @@
 """The OCR image run as Lambda runs it, on this machine (issue 47; docs/operations/parsing.md
-"The OCR image"). tests/integration/test_ocr_image.py drives it; bench/bench_ocr_image.py times it.
+"The OCR image"). tests/integration/test_ocr_image.py drives it; its figures are in bench/README.md "The OCR image".
 
 * ``RuntimeApi``: a stand-in of the Lambda Runtime API on loopback, the four calls AWS documents
   (https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html): ``GET
