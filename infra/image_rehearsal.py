@@ -1,7 +1,8 @@
 """The OCR image run as Lambda runs it, on this machine (issue 47; docs/operations/parsing.md
 "The OCR image"). tests/integration/test_ocr_image.py drives it (and prints the figures of bench/README.md).
 
-* ``RuntimeApi``: a stand-in of the Lambda Runtime API on loopback, the four calls AWS documents
+* ``RuntimeApi``: a stand-in of the Lambda Runtime API (on loopback, or the rehearsal network's
+  gateway), the four calls AWS documents
   (https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html): ``GET
   /2018-06-01/runtime/invocation/next`` (long poll; the event, with ``Lambda-Runtime-Aws-Request-Id``,
   ``-Deadline-Ms``, ``-Invoked-Function-Arn``, ``-Trace-Id``), ``POST .../invocation/{id}/response``,
@@ -17,21 +18,21 @@
   (docs/operations/parsing.md "The OCR image"; the developers' guide: no test sends a packet
   beyond this machine, even when the code under test is broken). The container runs on a
   user-defined bridge network created ``--internal`` for the run (a unique name, removed at the
-  end): Docker gives its containers no default route and drops, in iptables, whatever crosses the
-  bridge from or to another subnet (Docker 20.10 still routes the container's other traffic to the
-  gateway: the host drops it in its FORWARD chain, ``Network.isolation_drops`` counts it; a network
-  without that rule is refused), so what the container reaches is this host, through the
-  bridge's gateway address. Names: Docker's embedded DNS (127.0.0.11 in the
+  end). Docker 20.10 still gives its containers a default route via the bridge's gateway (this
+  host), but for an internal network it adds a rule to the host's FORWARD chain
+  (DOCKER-ISOLATION-STAGE-1) dropping whatever comes in from the bridge for another subnet: a
+  packet for any address but the host's stops here (``Network.isolation_drops`` counts them; a
+  network without that rule is refused). Names: Docker's embedded DNS (127.0.0.11 in the
   container) answers the network's own names and forwards every other lookup to the servers of
-  ``--dns``; the run gives ``--dns 127.0.0.1``, which it dials from inside the container's network
-  namespace (Docker 20.10 dials the host's resolvers from the host only when they are taken from
-  the host's resolv.conf and are loopback ones; ``--dns`` servers are dialled in the container),
-  i.e. the container's own loopback, where nothing answers: the host's resolvers are never asked.
-  The stand-ins the image dials are bound on the gateway address: the Runtime API and the X-Ray
-  daemon directly, the moto server (on loopback) through ``Forwarder``, a bounded TCP relay from
-  the gateway address to one loopback port. tests/integration/test_ocr_image.py proves the guard
-  on the same image and settings (a connect to a documentation address and a lookup of a public
-  name both fail at once, the lookup reaching only the container's loopback).
+  ``--dns``, dialled from inside the container's network namespace (only the host's own loopback
+  resolvers, taken from its resolv.conf when no ``--dns`` is given, are dialled from the host);
+  the run gives ``--dns 127.0.0.1``, the container's own loopback, where nothing answers: the
+  host's resolvers are never asked. What the image dials is bound on the gateway address: the
+  Runtime API and X-Ray stand-ins directly, the moto server (on loopback) through ``Forwarder``, a
+  bounded TCP relay from the gateway address to one loopback port.
+  tests/integration/test_ocr_image.py proves the guard on the same image and settings (a connect
+  to a documentation address is dropped on this host, a lookup of a public name is heard only on
+  the container's loopback).
 """
 from __future__ import annotations
 
