@@ -317,12 +317,13 @@ def trace_id() -> str:
 
 
 class XRayDaemon:
-    """A UDP listener on loopback standing in for the X-Ray daemon: records what the functions'
-    X-Ray SDK emits (segment documents), so the rehearsal sees tracing work."""
+    """A UDP listener on loopback (or ``host``, another address of this machine: the OCR image's
+    rehearsal binds it on its network's gateway) standing in for the X-Ray daemon: records what the
+    functions' X-Ray SDK emits (segment documents), so the rehearsal sees tracing work."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = '127.0.0.1') -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(('127.0.0.1', 0))
+        self.sock.bind((host, 0))
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
         self.documents: list[dict[str, Any]] = []
