@@ -122,7 +122,19 @@ def sendable_fields(family: Family, *, creating: bool) -> frozenset[str]:
     fields, the references it takes as ``{"id"}`` objects, its ownership ids on create, and
     ``changeSequence`` on update: the properties of ``<Entity>CreateRequest`` /
     ``<Entity>UpdateRequest`` in /v3/api-docs (kernel/http/openapi.py). An unknown field's 400
-    lists these, never the server fields ``known_fields`` also accepts (docs/api/conventions.md)."""
+    lists these, never the server fields ``known_fields`` also accepts (docs/api/conventions.md).
+    Asked on every create and update: made once per family and kind of write."""
+    key = (family.path, creating)
+    made = _SENDABLE.get(key)
+    if made is None:
+        made = _SENDABLE[key] = _sendable(family, creating)
+    return made
+
+
+_SENDABLE: dict[tuple[str, bool], frozenset[str]] = {}
+
+
+def _sendable(family: Family, creating: bool) -> frozenset[str]:
     names = set(family.writable) | set(family.references)
     if creating:   # the owner named by its id: an organization's, or a project's (which implies its organization)
         names |= {'org': {'organizationId'}, 'project': {'projectId'}}.get(family.scope, set())
