@@ -138,7 +138,8 @@ def test_every_route_the_page_calls_answers_another_orgs_member_with_404(api, bu
     enc = f"documentFamilyId == '{fam['id']}'"
     reads = {
         'GET tasks': [f"/api/tasks/{task['id']}"],
-        'GET document-families': [f"/api/document-families/{fam['id']}", f"/api/document-families/{fam['id']}/pages/1/image?dpi=150",
+        'GET document-families': [f"/api/document-families/{fam['id']}",
+                                  f"/api/document-families/{fam['id']}/pages/1/image?dpi=150",
                                   f"/api/document-families/{fam['id']}/pages/1/words"],
         'GET data-definitions': [f"/api/data-definitions/{obj['dataDefinitionId']}"],
     }
