@@ -136,12 +136,26 @@ def test_the_caps_bad_pages_and_documents_without_pages(api, store, bucket, monk
     assert r.status == 409 and 'no pages to render' in r.json['message'] and 'Word document' in r.json['message']
     assert r.json['error'] == 'Conflict' and r.json['status'] == 409
     # a file that cannot be drawn is a 422 naming why, never a 500
-    broken = upload(api, store, body=(DOCS / 'hostile-truncated.pdf').read_bytes(), path='in/t.pdf')
-    r = api.get(f"/api/document-families/{broken['id']}/pages/1/image")
-    assert r.status in (404, 422), r.json
+    for name, words in (('hostile-truncated.pdf', 'cut short'), ('hostile-encrypted.pdf', 'encrypted'),
+                        ('hostile-page-tree-loop.pdf', 'page tree is broken')):
+        broken = upload(api, store, body=(DOCS / name).read_bytes(), path=f'in/{name}')
+        r = api.get(f"/api/document-families/{broken['id']}/pages/1/image")
+        assert r.status == 422 and words in r.json['message'], (name, r.json)
     bomb = upload(api, store, body=(DOCS / 'hostile-bomb.png').read_bytes(), path='in/b.png', content_type='image/png')
     r = api.get(f"/api/document-families/{bomb['id']}/pages/1/image")
     assert r.status == 422 and 'pixels' in r.json['message'], r.json
+
+
+def test_a_render_past_the_request_budget_is_a_422_naming_it_and_nothing_is_kept(api, store, bucket,  # noqa: F811
+                                                                                monkeypatch):
+    from tests.api.test_work_budget import _without_budget
+    family = _upload(api, store, 'upref.pdf', 'application/pdf')
+    r = _without_budget(api, monkeypatch, f"/api/document-families/{family['id']}/pages/1/image")
+    assert r.status == 422 and r.json['limit'] == 'workBudget', r.json
+    assert 'rendering page 1 at 150 dpi' in r.json['message']
+    assert not [o['Key'] for o in bucket.list_objects_v2(Bucket=_bucket()).get('Contents', [])
+                if '/pages/' in o['Key'] and family['id'] in o['Key']]
+    assert api.get(f"/api/document-families/{family['id']}/pages/1/image").status == 200
 
 
 def test_another_orgs_family_is_404_for_a_member_and_a_viewer_may_look(api, org_id, store, bucket, users):  # noqa: F811
