@@ -228,10 +228,15 @@ def test_a_reviewer_corrects_the_total_by_clicking_its_word_and_moves_on_with_th
             const nav = performance.getEntriesByType('navigation')[0];
             const paint = performance.getEntriesByName('first-contentful-paint')[0];
             const ready = performance.getEntriesByName('review-fields-ready')[0];
-            const assets = performance.getEntriesByType('resource').filter(r => r.name.includes('/review/'));
+            const resources = performance.getEntriesByType('resource');
+            const assets = resources.filter(r => r.name.includes('/review/'));
+            const calls = resources.filter(r => r.name.includes('/api/') && r.startTime < ready.startTime)
+              .map(r => ({path: new URL(r.name).pathname.split('/').slice(2, 4).join('/'),
+                          startMs: Math.round(r.startTime), ms: Math.round(r.duration)}));
             return {firstContentfulPaintMs: paint ? paint.startTime : null,
                     domContentLoadedMs: nav.domContentLoadedEventEnd, fieldsReadyMs: ready.startTime,
-                    assets: assets.map(r => ({name: r.name.split('/').pop(), bytes: r.encodedBodySize}))};""")
+                    assets: assets.map(r => ({name: r.name.split('/').pop(), bytes: r.encodedBodySize})),
+                    calls};""")
         page = browser.execute_script('return document.documentElement.outerHTML.length')
         timing['pageHtmlChars'] = page
         (ARTIFACTS / 'timing.json').write_text(json.dumps(timing, indent=2))

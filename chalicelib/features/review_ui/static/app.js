@@ -99,7 +99,7 @@
       const sep = path.includes('?') ? '&' : '?';
       const answer = await api('GET', `${path}${sep}pageSize=100&page=${page}`);
       out.push(...(answer.content || []));
-      if (answer.last !== false && (page + 1) * 100 >= (answer.totalElements || 0)) break;
+      if (answer.last === true || (page + 1) * 100 >= (answer.totalElements || 0)) break;
     }
     return out;
   }
@@ -135,6 +135,13 @@
     $('session').hidden = false;
     $('workspace').hidden = false;
     $('who').textContent = 'Signed in as ' + (state.me.email || state.me.id);
+    // the task this tab had open is read beside the projects and the queue (one round trip less)
+    const saved = place();
+    const opening = saved.taskId
+      ? api('GET', 'tasks/' + enc(saved.taskId)).then(openTask).then(() => true, () => {
+        remember({taskId: null});
+        return false;
+      }) : Promise.resolve(false);
     try {
       const [projects, statuses] = await Promise.all([
         pages('projects?sort=' + enc('name:asc'), 5), pages('task-statuses', 5)]);
@@ -147,18 +154,10 @@
     }
     const select = $('project');
     select.replaceChildren(...state.projects.map((p) => el('option', {value: p.id, textContent: p.name})));
-    const saved = place();
     if (saved.projectId && state.projects.some((p) => p.id === saved.projectId)) select.value = saved.projectId;
     remember({projectId: select.value || null});
     await refreshQueue();
-    if (saved.taskId) {
-      try {
-        await openTask(await api('GET', 'tasks/' + enc(saved.taskId)));
-        return;
-      } catch (error) {
-        remember({taskId: null});
-      }
-    }
+    if (await opening) return;
     say(state.queue.length ? 'Choose a task, or take the next one.' : 'Take the next task to start.');
   }
 
@@ -555,6 +554,7 @@
       return false;
     }
     state.picked.delete(id);
+    for (const w of document.querySelectorAll('.word.picked')) w.classList.remove('picked');
     try {
       await loadValues();
     } finally {
