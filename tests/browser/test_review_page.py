@@ -160,7 +160,8 @@ def test_a_reviewer_corrects_the_total_by_clicking_its_word_and_moves_on_with_th
         secret = wait.until(ec.visibility_of_element_located((By.ID, 'secret')))
         assert browser.switch_to.active_element == secret   # the page opens on the credential
         secret.send_keys(live.key, Keys.ENTER)
-        wait.until(ec.visibility_of_element_located((By.ID, 'session')))
+        wait.until(ec.presence_of_element_located(
+            (By.CSS_SELECTOR, f"#project option[value=\"{seeded['project']['id']}\"]")))
         Select(browser.find_element(By.ID, 'project')).select_by_value(seeded['project']['id'])
         browser.find_element(By.ID, 'take-next').click()
         ready(first['taskId'])
