@@ -10,7 +10,7 @@ browser a reviewer signs in with a key, takes the next task, sees the broken tot
 the right word into the total by clicking it on the page image (Esc undoes, a click again), saves
 with Enter: the check's exception closes (read back through the API, the correction pointing at
 the word's node id); Ctrl+Enter opens the next task, whose markup is drawn as text (no alert, no
-element made from it). Then the page is loaded again (the tab keeps the credential and the task)
+element made from it) and whose subtotal, left as read, Enter accepts (CONFIRMED). Then the page is loaded again (the tab keeps the credential and the task)
 and its first paint and readiness are measured with the Performance API.
 
 Screenshots and the figures are kept in .local/artifacts/review/. Run by `make test` (its live
@@ -120,11 +120,12 @@ def browser(tmp_path):
     driver.quit()
 
 
-def _total_attribute(live, family_id: str) -> tuple[dict, dict]:
+def _attribute(live, family_id: str, tag: str) -> dict:
+    """The invoice object's attribute ``tag``, as the API answers it now."""
     query = quote(f"documentFamilyId == '{family_id}' and path == 'invoice'")
     page = live.get(f'/api/data-objects?filter={query}').body
     [invoice] = page['content']
-    return invoice, next(a for a in invoice['attributes'] if a['tag'] == 'total')
+    return next(a for a in invoice['attributes'] if a['tag'] == tag)
 
 
 def _open_checks(live, family_id: str) -> list[str]:
@@ -143,7 +144,7 @@ def test_a_reviewer_corrects_the_total_by_clicking_its_word_and_moves_on_with_th
     seeded = _seed(live)
     first, second = seeded['total'], seeded['markup']
     assert _open_checks(live, first['familyId']) == ['INVALID_VALUE', 'REQUIRED_MISSING', 'VALIDATION_FAILED']
-    invoice, total = _total_attribute(live, first['familyId'])
+    total = _attribute(live, first['familyId'], 'total')
     wait = WebDriverWait(browser, 30)
     origin = f'http://127.0.0.1:{live.port}'
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -196,7 +197,7 @@ def test_a_reviewer_corrects_the_total_by_clicking_its_word_and_moves_on_with_th
 
         # the check's exception is closed (through the API too), the correction points at the word
         assert _open_checks(live, first['familyId']) == ['INVALID_VALUE', 'REQUIRED_MISSING']
-        _, corrected = _total_attribute(live, first['familyId'])
+        corrected = _attribute(live, first['familyId'], 'total')
         assert corrected['value'] == seeded['goodTotal'] and corrected['reviewStatus'] == 'CORRECTED'
         assert corrected['dataFeatures']['nodeIds'] == [word.get_attribute('data-node-id')]
         assert corrected['dataFeatures']['rule'] == 'reviewer'
@@ -219,7 +220,19 @@ def test_a_reviewer_corrects_the_total_by_clicking_its_word_and_moves_on_with_th
             "return {imgs: [...document.images].filter(i => !i.classList.contains('page-image')).length,"
             " scripts: document.scripts.length, onerror: document.querySelectorAll('[onerror]').length}")
         assert made == {'imgs': 0, 'scripts': 1, 'onerror': 0}, made
+        # the page images came from the bucket's origin the policy names (drawn, not refused)
+        wait.until(lambda d: d.execute_script(
+            "return [...document.querySelectorAll('.page-image')].every(i => i.complete && i.naturalWidth > 0)"))
         shot('4-markup-as-text')
+        # Enter on an open field left as it is accepts it (a confirmation, through the same review path)
+        subtotal = _attribute(live, second['familyId'], 'subtotal')
+        kept = browser.find_element(By.ID, f"field-{subtotal['id']}")
+        assert kept.get_attribute('tabindex') == '0'
+        kept.click()
+        kept.send_keys(Keys.ENTER)
+        wait.until(lambda d: 'Accepted' in d.find_element(By.ID, 'status').text)
+        after = _attribute(live, second['familyId'], 'subtotal')
+        assert after['reviewStatus'] == 'CONFIRMED' and after['value'] == subtotal['value']
         assert live.get(f"/api/tasks/{first['taskId']}").body['statusSlug'] == f"to-review-{seeded['tag']}"
 
         # the tab keeps the credential and the task: load the page again and time it
