@@ -161,8 +161,8 @@ def report(rows: list[dict[str, Any]], *, detail: bool) -> None:
              ('all scans and photos: line items F1', scans, 'items'),
              ('DOCX and XLSX: header fields', office, 'header'),
              ('DOCX and XLSX: line items F1', office, 'items'),
-             ('every document: header fields', every, 'header'),
-             ('every document: line items F1', every, 'items'),
+             ('every document (unknown suppliers): header fields', every, 'header'),
+             ('every document (unknown suppliers): line items F1', every, 'items'),
              ('every document: exceptions on well-formed documents', every, 'false'),
              ('silent errors (a wrong value with no exception)', every, 'silent'),
              ('broken documents caught (every expected exception)', every, 'broken')]
