@@ -21,6 +21,8 @@ from tests.api.test_parsing import store, upload  # noqa: F401 - fixture
 from tests.conftest import make_org, make_user
 
 DOCS = Path(__file__).resolve().parents[1] / 'fixtures' / 'documents'
+# the presigned URLs are fetched with requests, answered by the in-process moto: nothing leaves
+pytestmark = pytest.mark.usefixtures('net')
 
 
 def _upload(api, store, name, content_type):  # noqa: F811
