@@ -21,6 +21,8 @@ from tests.api.test_parsing import store, upload  # noqa: F401 - fixture
 from tests.conftest import make_org, make_user
 
 DOCS = Path(__file__).resolve().parents[1] / 'fixtures' / 'documents'
+# the presigned URLs are fetched with requests, answered by the in-process moto: nothing leaves
+pytestmark = pytest.mark.usefixtures('net')
 
 
 def _upload(api, store, name, content_type):  # noqa: F811
@@ -219,3 +221,15 @@ def _bucket():
 def _org_of(family):
     from chalicelib.kernel.store import table
     return table.get('document-families', family['id']).org
+
+
+def test_without_pillow_as_in_the_zip_an_image_page_is_a_501_and_a_pdf_page_is_drawn(api, store, bucket,  # noqa: F811
+                                                                                      monkeypatch):
+    import sys
+    png = _upload(api, store, 'scanned-page.png', 'image/png')
+    scan = _upload(api, store, 'scanned-page.pdf', 'application/pdf')
+    monkeypatch.setitem(sys.modules, 'PIL', None)        # `import PIL` raises ImportError, as in the zip
+    r = api.get(f"/api/document-families/{png['id']}/pages/1/image")
+    assert r.status == 501 and 'Pillow' in r.json['message'] and r.json['error'] == 'Not Implemented', r.json
+    drawn = api.get(f"/api/document-families/{scan['id']}/pages/1/image?dpi=72")
+    assert drawn.status == 200 and drawn.json['width'] == 596

@@ -184,7 +184,7 @@ def _image_page(data: bytes, number: int, dpi: int) -> PageImage:
         try:
             frame = image
             if frame.mode not in ('L', 'RGB'):
-                frame = frame.convert('RGB' if frame.mode not in ('1', 'I;16', 'I', 'F') else 'L')
+                frame = frame.convert('L' if frame.mode in ('1', 'I;16', 'I', 'F') or _grey_palette(frame) else 'RGB')
             if (width, height) != frame.size:
                 frame = frame.resize((width, height), Image.Resampling.LANCZOS, reducing_gap=3.0)
             pixels = frame.tobytes()
@@ -196,6 +196,15 @@ def _image_page(data: bytes, number: int, dpi: int) -> PageImage:
         return PageImage(png, width, height, used, count)
     finally:
         image.close()
+
+
+def _grey_palette(image) -> bool:
+    """A palette image whose every colour is a grey (scanners write grey scans so): scaled as grey,
+    a third of RGB's work (bench/README.md "Page images (issue 49)")."""
+    if image.mode != 'P' or 'transparency' in image.info:
+        return False
+    palette = image.getpalette() or []
+    return bool(palette) and palette[0::3] == palette[1::3] == palette[2::3]
 
 
 # ----------------------------------------------------------------------------- PNG
