@@ -10,8 +10,9 @@ browser a reviewer signs in with a key, takes the next task, sees the broken tot
 the right word into the total by clicking it on the page image (Esc undoes, a click again), saves
 with Enter: the check's exception closes (read back through the API, the correction pointing at
 the word's node id); Ctrl+Enter opens the next task, whose markup is drawn as text (no alert, no
-element made from it) and whose subtotal, left as read, Enter accepts (CONFIRMED). Then the page is loaded again (the tab keeps the credential and the task)
-and its first paint and readiness are measured with the Performance API.
+element made from it) and whose subtotal, left as read, Enter accepts (CONFIRMED). Then the page
+is loaded again (the tab keeps the credential and the task) and its first paint and readiness
+are measured with the Performance API.
 
 Screenshots and the figures are kept in .local/artifacts/review/. Run by `make test` (its live
 group) and `make browser-test`; Chromium resolves no host name but loopback and runs with its
