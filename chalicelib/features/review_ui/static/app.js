@@ -93,14 +93,17 @@
   const q = (value) => "'" + String(value).replace(/\\/g, '\\\\').replace(/'/g, "\\'") + "'";
   const enc = encodeURIComponent;
 
+  /* Every item of a list, 100 a page, at most ``cap`` pages: ``out.cut`` says the cap was hit. */
   async function pages(path, cap) {
     const out = [];
+    out.cut = false;
     for (let page = 0; page < cap; page++) {
       const sep = path.includes('?') ? '&' : '?';
       const answer = await api('GET', `${path}${sep}pageSize=100&page=${page}`);
       out.push(...(answer.content || []));
-      if (answer.last === true || (page + 1) * 100 >= (answer.totalElements || 0)) break;
+      if (answer.last === true || (page + 1) * 100 >= (answer.totalElements || 0)) return out;
     }
+    out.cut = true;
     return out;
   }
 
@@ -274,6 +277,7 @@
       (!review.dataStoreId || !record.dataStoreId || record.dataStoreId === review.dataStoreId);
     state.objects = objects.filter(ofRun);
     state.exceptions = exceptions.filter(ofRun);
+    state.cut = objects.cut || exceptions.cut;
   }
 
   async function loadDefinitions() {
@@ -288,8 +292,9 @@
 
   function summary() {
     const open = state.exceptions.length;
-    return open ? `${open} open exception(s). Tab to the next open field; Enter accepts or saves.`
-      : 'No open exception: the task is done. Ctrl+Enter opens the next task.';
+    const cut = state.cut ? ` Only the first ${MAX_OBJECT_PAGES * 100} objects and exceptions are shown.` : '';
+    return (open ? `${open} open exception(s). Tab to the next open field; Enter accepts or saves.`
+      : 'No open exception: the task is done. Ctrl+Enter opens the next task.') + cut;
   }
 
   // ------------------------------------------------------------------ which fields are open
