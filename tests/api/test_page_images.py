@@ -223,13 +223,43 @@ def _org_of(family):
     return table.get('document-families', family['id']).org
 
 
-def test_without_pillow_as_in_the_zip_an_image_page_is_a_501_and_a_pdf_page_is_drawn(api, store, bucket,  # noqa: F811
-                                                                                      monkeypatch):
+def test_the_asked_dpi_is_rounded_up_to_a_few_steps_so_a_page_holds_a_bounded_cache(api, store, bucket,  # noqa: F811
+                                                                                   renders):
+    """Each step of limits.PAGE_IMAGE_DPI_STEPS is drawn and cached once, whatever dpi is asked
+    between steps; the answer's dpi names the step (docs/api/documents.md "Page images and words")."""
+    assert limits.PAGE_IMAGE_DPI_STEPS == (36, 72, 100, 150, 200, 300)
+    family = _upload(api, store, 'upref.pdf', 'application/pdf')
+    base = f"/api/document-families/{family['id']}/pages/1/image"
+    answers = {asked: api.get(f'{base}?dpi={asked}') for asked in (101, 120, 149, 150)}
+    assert {r.status for r in answers.values()} == {200}
+    assert {(r.json['dpi'], r.json['width'], r.json['height']) for r in answers.values()} == {(150, 1275, 1650)}
+    assert len(renders) == 1 and renders[0]['dpi'] == 150
+    for asked, step in ((36, 36), (37, 72), (72, 72), (73, 100), (151, 200), (201, 300), (299, 300), (300, 300)):
+        got = api.get(f'{base}?dpi={asked}').json
+        assert got['dpi'] == step and got['width'] == -(-612 * step // 72), (asked, got)
+    folder = documents_folder(family)
+    names = sorted(o['Key'].rsplit('/', 1)[1] for o in
+                   bucket.list_objects_v2(Bucket=_bucket(), Prefix=f'{folder}pages/').get('Contents', []))
+    assert names == sorted(f'p000001-{step}.png' for step in limits.PAGE_IMAGE_DPI_STEPS)
+    assert len(renders) == len(limits.PAGE_IMAGE_DPI_STEPS)
+    # a scan is never enlarged past its own 200 dpi: the 300 step answers 200
+    png = _upload(api, store, 'scanned-page.png', 'image/png')
+    assert api.get(f"/api/document-families/{png['id']}/pages/1/image?dpi=250").json['dpi'] == 200
+
+
+def documents_folder(family):
+    from chalicelib.features.documents import service as documents
+    return documents.family_folder(_org_of(family), family['id'])
+
+
+def test_a_pdf_page_never_loads_pillow_and_an_image_page_is_drawn_with_it(api, store, bucket,  # noqa: F811
+                                                                           monkeypatch):
+    """Pillow is in every deployment (requirements.txt), imported for image files only: a PDF page,
+    a scan inside a PDF included, is drawn where importing it would fail."""
     import sys
     png = _upload(api, store, 'scanned-page.png', 'image/png')
     scan = _upload(api, store, 'scanned-page.pdf', 'application/pdf')
-    monkeypatch.setitem(sys.modules, 'PIL', None)        # `import PIL` raises ImportError, as in the zip
-    r = api.get(f"/api/document-families/{png['id']}/pages/1/image")
-    assert r.status == 501 and 'Pillow' in r.json['message'] and r.json['error'] == 'Not Implemented', r.json
+    assert api.get(f"/api/document-families/{png['id']}/pages/1/image?dpi=72").json['dpi'] == 72
+    monkeypatch.setitem(sys.modules, 'PIL', None)        # `import PIL` raises ImportError
     drawn = api.get(f"/api/document-families/{scan['id']}/pages/1/image?dpi=72")
     assert drawn.status == 200 and drawn.json['width'] == 596

@@ -5,8 +5,10 @@
   ``page_words``  GET /api/document-families/{id}/pages/{page}/words
 
 A page image is drawn from the family's ORIGINAL (render.py: PDFs by pypdfium2, image files by
-Pillow), so it exists before the parse finishes and whatever the parse did. It is drawn once per
-(family, original, page, asked dpi) and kept in S3 under the family's folder,
+Pillow, both in every deployment: requirements.txt), so it exists before the parse finishes and
+whatever the parse did. The asked dpi is rounded up to the next of ``limits.PAGE_IMAGE_DPI_STEPS``
+(``drawn_dpi``), so a page has at most that many cached images whatever dpi clients ask. It is
+drawn once per (family, original, page, dpi step) and kept in S3 under the family's folder,
 ``pages/{sha256(storageKey)[:16]}/p{page:06d}-{dpi}.png`` (a new original is a new storage key,
 hence new images), with what the answer says (page count, size, dpi used) as the object's
 metadata: a second GET is one HEAD and a presign, no download and no render. The family's delete
@@ -45,9 +47,17 @@ def _image_key(family: Stored, page: int, dpi: int) -> str:
     return f'{documents.family_folder(family.org, family.id)}pages/{source}/p{page:06d}-{dpi}.png'
 
 
+def drawn_dpi(asked: int) -> int:
+    """The dpi step a page image is drawn and cached at: the first of ``PAGE_IMAGE_DPI_STEPS`` at
+    or above ``asked`` (never less sharp than asked), the last step past them all."""
+    steps = limits.PAGE_IMAGE_DPI_STEPS
+    return next((step for step in steps if step >= asked), steps[-1])
+
+
 def page_image(family_id: str, page: int, dpi: int, principal: Principal) -> dict[str, Any]:
     """``{url, expiresIn, page, pageCount, dpi, width, height, contentType}`` (module docstring)."""
     family = crud.load_visible(FAMILIES, family_id, principal)
+    dpi = drawn_dpi(dpi)
     if not family.data.get('storageKey'):
         raise NotFound(f'Document family {family.id} has no uploaded content')
     key = _image_key(family, page, dpi)
@@ -64,8 +74,6 @@ def page_image(family_id: str, page: int, dpi: int, principal: Principal) -> dic
                            'document instead') from None
         except render.NoPage as error:
             raise NotFound(str(error), pageCount=error.count) from None
-        except render.NoRenderer as error:
-            raise ApiError(str(error), status=501) from None
         except render.Unreadable as error:
             raise ApiError(f'The page cannot be drawn from the uploaded file: {error}', status=422) from None
         finally:

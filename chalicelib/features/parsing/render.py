@@ -21,13 +21,14 @@ before the decode, the draw and the encode.
 Always PNG, never JPEG: a reviewer reads glyph edges and thin rules, which JPEG blurs; a page
 without colour is written as 8-bit grey (a third of RGB's bytes); see bench/README.md
 "Page images (issue 49)" for the sizes. The PNG encoder is written here (zlib and struct from the
-standard library, ~20 lines) rather than taken from Pillow: Pillow is not in the zip-packaged API
-function (docs/operations/deploy.md "The package"), and pypdfium2's bitmap is encoded without it;
-measured smaller and faster than Pillow's own PNG writer on the corpus (bench/README.md).
+standard library, ~20 lines) rather than taken from Pillow: pypdfium2's bitmap is encoded without
+converting it to a Pillow image, and it measured smaller and faster than Pillow's own PNG writer
+on the corpus (bench/README.md "Page images (issue 49)").
 
-Pillow is imported lazily, for image files only. The zip-packaged API carries none: there a PNG,
-JPEG or TIFF page answers ``NoRenderer`` (501) rather than failing obscurely; the OCR image, the
-tests and ``make run`` carry it.
+Pillow is imported lazily, for image files only (a PDF's page never loads it). Every deployment
+carries it: requirements.txt puts it in the zip-packaged API function (~8 MiB of the zip,
+bench/README.md "Package sizes"; docs/operations/deploy.md "The package"), so a scanned PNG,
+JPEG or TIFF is drawn on AWS as under ``make run`` and in the OCR image.
 """
 from __future__ import annotations
 
@@ -68,10 +69,6 @@ class NoPage(Exception):
     def __init__(self, page: int, count: int) -> None:
         super().__init__(f'Page {page} does not exist: the document has {count} page{"s" if count != 1 else ""}')
         self.page, self.count = page, count
-
-
-class NoRenderer(Exception):
-    """An image file where Pillow is not installed (the zip-packaged API function)."""
 
 
 class Unreadable(Exception):
@@ -152,11 +149,8 @@ def _pdf_page(data: bytes, number: int, dpi: int) -> PageImage:
 # ----------------------------------------------------------------------------- images
 
 def _image_page(data: bytes, number: int, dpi: int) -> PageImage:
-    try:
-        from PIL import Image  # noqa: PLC0415 - lazy: image files only; absent from the zip (module docstring)
-    except ImportError:
-        raise NoRenderer('a page image of a PNG, JPEG or TIFF file is drawn with Pillow, which this deployment '
-                         "of the API does not carry (docs/api/documents.md \"Page images and words\")") from None
+    from PIL import Image  # noqa: PLC0415 - lazy: image files only (module docstring)
+
     from chalicelib.features.parsing.readers import images  # noqa: PLC0415 - lazy: Pillow
     caps = DEFAULT_LIMITS
     try:

@@ -179,7 +179,9 @@ _PAGE_PATH = {'name': 'page', 'in': 'path', 'required': True,
 _DPI = {'name': 'dpi', 'in': 'query', 'required': False,
         'schema': {'type': 'integer', 'minimum': limits.PAGE_IMAGE_MIN_DPI, 'maximum': limits.PAGE_IMAGE_MAX_DPI,
                    'default': limits.PAGE_IMAGE_DEFAULT_DPI},
-        'description': 'dots per inch asked (the answer\'s dpi is the one used: lower when the page would pass '
+        'description': 'dots per inch asked, rounded up to the next of '
+                       f'{", ".join(map(str, limits.PAGE_IMAGE_DPI_STEPS))} (the answer\'s dpi is the one used: '
+                       'that step, or lower when the page would pass '
                        f'{limits.PAGE_IMAGE_MAX_PIXELS:,} pixels or {limits.PAGE_IMAGE_MAX_SIDE:,} pixels a side, '
                        "or an image file's own resolution)"}
 _PAGE_IMAGE = {'type': 'object', 'required': ['url', 'expiresIn', 'page', 'pageCount', 'dpi', 'width', 'height',
@@ -211,13 +213,15 @@ _PAGE_WORDS = {'type': 'object', 'required': ['page', 'pageCount', 'width', 'hei
 describe('getDocumentFamilyPageImage', summary="A document family's page as an image", tags=['document-families'],
          description='A presigned GET (valid expiresIn = 300 s) of page `page` drawn as a PNG from the uploaded '
                      'file: a PDF page by pdfium, a PNG/JPEG/TIFF page (a TIFF frame) scaled from the image, '
-                     'before or after the parse. Drawn once per page and dpi and kept in storage; later calls '
+                     'before or after the parse. The asked dpi is rounded up to the next of '
+                     f'{", ".join(map(str, limits.PAGE_IMAGE_DPI_STEPS))}; drawn once per page and step and kept '
+                     'in storage; later calls '
                      'sign the stored image. 409 for a document without pages (Word, Excel, HTML, text, CSV); '
                      '404 for a page past the last (the error carries pageCount); 400 for a dpi outside '
                      f'{limits.PAGE_IMAGE_MIN_DPI}-{limits.PAGE_IMAGE_MAX_DPI}; 422 when the file cannot be drawn '
                      '(docs/api/documents.md "Page images and words").',
          parameters=[_PAGE_PATH, _DPI], responses={200: _PAGE_IMAGE},
-         errors=[400, 401, 403, 404, 409, 422, 429, 501, 503])
+         errors=[400, 401, 403, 404, 409, 422, 429, 503])
 describe('getDocumentFamilyPageWords', summary="The words of a document family's page, with their boxes",
          tags=['document-families'],
          description='The words of page `page` of the family\'s parsed document in reading order, each with its '
