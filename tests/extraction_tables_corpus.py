@@ -5,8 +5,9 @@ without its header repeated on page 2; the same layout in German; an HTML invoic
 table whose first row is a section heading; a one-page scan at 200 dpi turned by 1.5 degrees.
 
 Every value written into a document is returned beside it (``Doc.items``), so a test compares
-what extraction found with what the generator wrote. Until the corpus branch (issue 48,
-tests/fixtures/invoices/) is merged these small generators stand in for it.
+what extraction found with what the generator wrote. ``corpus_doc`` reads a document of the
+issue-48 corpus (tests/fixtures/invoices/, made by LibreOffice, Chromium, reportlab, ...) with its
+truth the same way.
 """
 from __future__ import annotations
 
@@ -178,7 +179,7 @@ def skewed_scan(*, degrees: float = 1.5, dpi: int = 200, n: int = 5) -> Doc:
 def parse(doc: Doc) -> list[dict[str, Any]]:
     """The document's nodes as the parse stage writes them: the platform's readers, every chunk."""
     from chalicelib.features.parsing import readers
-    name = {'application/pdf': 'x.pdf', 'text/html': 'x.html', 'image/png': 'x.png'}[doc.media_type]
+    name = 'x.' + next(ext for ext, media in _MEDIA.items() if media == doc.media_type)
     nodes: list[dict[str, Any]] = []
     first = 1
     while True:
@@ -209,3 +210,37 @@ def line_item_definition(*, headers: dict[str, str | list[str]] | None = None, r
                           'ruleFormula': '$round(quantity * unitPrice, 2) = amount'}],
          'children': [{'name': name, 'type': kinds[name], 'locale': 'en-US', 'required': required,
                        'rules': [{'type': 'column', 'header': texts}]} for name, texts in headers.items()]}]}]
+
+
+# ----------------------------------------------------------------------------- the corpus (issue 48)
+
+CORPUS = 'tests/fixtures/invoices'
+CORPUS_HEADERS = {'description': ['Description', 'Particulars', 'Bezeichnung', 'Concepto', 'Désignation', 'Item',
+                                  'Artikel'],
+                  'quantity': ['Qty', 'Quantity', 'Menge', 'Cantidad', 'Qté'],
+                  'unitPrice': ['Unit Price', 'Rate', 'Einzelpreis', 'Precio unitario', 'Prix unitaire', 'Preis'],
+                  'amount': ['Amount', 'Betrag', 'Importe', 'Montant']}
+_MEDIA = {'pdf': 'application/pdf', 'png': 'image/png', 'html': 'text/html',
+          'docx': 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+          'xlsx': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'}
+
+
+def corpus_doc(file: str) -> tuple[Doc, str]:
+    """A corpus document (tests/fixtures/invoices/manifest.json) with its line items' truth as
+    ``items`` (quantity an int, prices Decimals), and its locale."""
+    import json
+    manifest = json.load(open(f'{CORPUS}/manifest.json', encoding='utf-8'))
+    entry = next(d for d in manifest['documents'] if d['file'] == file)
+    truth = [{'description': li['description'], 'quantity': int(li['quantity']),
+              'unitPrice': Decimal(li['unitPrice']), 'amount': Decimal(li['amount'])}
+             for li in entry['truth'].get('lineItems', [])]
+    with open(f'{CORPUS}/{file}', 'rb') as f:
+        return Doc(f.read(), _MEDIA[file.rsplit('.', 1)[1]], truth), entry['locale']
+
+
+def corpus_definition(locale: str) -> list[dict]:
+    """``line_item_definition`` with every layout's header texts and the document's locale."""
+    taxons = line_item_definition(headers=CORPUS_HEADERS)
+    for child in taxons[0]['children'][1]['children']:
+        child['locale'] = locale
+    return taxons

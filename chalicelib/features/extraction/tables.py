@@ -341,25 +341,41 @@ def _furniture(rows: list[_Row], heights: dict[int | None, float]) -> set[int]:
 
 # ----------------------------------------------------------------------------- laid out: the table
 
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by at most one substituted, inserted or deleted character."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(1 for x, y in zip(a, b, strict=True) if x != y) <= 1
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:k] + long_[k + 1:] == short for k in range(len(long_)))
+
+
 def _match(row: _Row, texts: list[str], used: set[int]) -> tuple[int, int] | None:
-    """Where one of ``texts`` stands in the row as consecutive words: (first, end) cells."""
+    """Where one of ``texts`` stands in the row as consecutive words: (first, end) cells. OCR
+    words (they carry a confidence) may differ from a text of 3 characters or more by one
+    character (``até`` for ``Qté``), tried after every exact reading."""
     gap_limit = 2 * row.height
-    for text in texts:
-        want = _compact(text)
-        if not want:
-            continue
-        for i in range(len(row.cells)):
-            if i in used or not want.startswith(row.compact[i]) or not row.compact[i]:
+    for fuzzy in (False, True):
+        for text in texts:
+            want = _compact(text)
+            if not want or (fuzzy and len(want) < 3):
                 continue
-            acc = ''
-            for j in range(i, len(row.cells)):
-                if j in used or (j > i and row.cells[j].x0 - row.cells[j - 1].x1 > gap_limit):
-                    break
-                acc += row.compact[j]
-                if acc == want:
-                    return i, j + 1
-                if not want.startswith(acc):
-                    break
+            for i in range(len(row.cells)):
+                if i in used or not row.compact[i]:
+                    continue
+                acc = ''
+                for j in range(i, len(row.cells)):
+                    if j in used or (j > i and row.cells[j].x0 - row.cells[j - 1].x1 > gap_limit):
+                        break
+                    acc += row.compact[j]
+                    if acc == want:
+                        return i, j + 1
+                    if fuzzy and _one_edit(acc, want) and all(c.word.confidence is not None
+                                                              for c in row.cells[i:j + 1]):
+                        return i, j + 1
+                    if len(acc) > len(want) + 1 or (not fuzzy and not want.startswith(acc)):
+                        break
     return None
 
 
@@ -376,7 +392,22 @@ def _header(row: _Row, columns: dict[str, list[str]], need: set[str]) -> dict[st
         ranges[name] = (min(c.x0 for c in cells), max(c.x1 for c in cells))
     if not need <= set(ranges) or len(ranges) < min(2, len(columns)):
         return None
+    other: list[_Cell] = []     # header words of columns the definition does not read ("Pos.")
+    for k, c in enumerate(row.cells):
+        if k in used:
+            continue
+        if other and c.x0 - other[-1].x1 <= row.height:
+            other.append(c)
+            continue
+        if other:
+            ranges[f'{_OTHER}{len(ranges)}'] = (other[0].x0, other[-1].x1)
+        other = [c]
+    if other:
+        ranges[f'{_OTHER}{len(ranges)}'] = (other[0].x0, other[-1].x1)
     return ranges
+
+
+_OTHER = '\x00other'   # the name of a header column no child reads: its words belong to no value
 
 
 def _laid_out(doc: Document, columns: dict[str, list[str]], need: set[str], stop,
@@ -391,7 +422,7 @@ def _laid_out(doc: Document, columns: dict[str, list[str]], need: set[str], stop
             found = _Body(rows, furniture, columns, need, stop, where).read(i, ranges)
             return [{name: Found(text=' '.join(c.word.text for c in cells), words=[c.word for c in cells],
                                  units=list({units_of[c.word.id].id: units_of[c.word.id] for c in cells}.values()))
-                     for name, cells in r.items()} for r in found]
+                     for name, cells in r.items() if not name.startswith(_OTHER)} for r in found]
     return None
 
 
@@ -407,14 +438,17 @@ class _Body:
     def _columns_at(self, ranges: dict[str, tuple[float, float]]) -> None:
         self.order = sorted(ranges, key=lambda n: ranges[n][0])
         self.cuts = [(ranges[a][1] + ranges[b][0]) / 2 for a, b in zip(self.order, self.order[1:], strict=False)]
-        self.need = min(2, len(self.order))
+        self.need = min(2, sum(1 for name in self.order if not name.startswith(_OTHER)))
+        self.first = next(name for name in self.order if not name.startswith(_OTHER))
         self.extent = {name: list(r) for name, r in ranges.items()}
 
     def split(self, row: _Row) -> dict[str, list[_Cell]]:
+        """The row's words by column: the columns no child reads are left out."""
         cells: dict[str, list[_Cell]] = {}
         for c in row.cells:
             k = sum(1 for cut in self.cuts if c.centre > cut)
-            cells.setdefault(self.order[k], []).append(c)
+            if not self.order[k].startswith(_OTHER):
+                cells.setdefault(self.order[k], []).append(c)
         return cells
 
     def lines_up(self, row: _Row, cells: dict[str, list[_Cell]]) -> bool:
@@ -455,12 +489,14 @@ class _Body:
         height = last.height
         fresh = True          # no row read yet under this header (a section heading may come first)
         pending: dict[str, list[_Cell]] = {}
+        pitches: list[float] = []   # top to top between consecutive rows read on one page
+        previous: _Row | None = None
         k = at + 1
         while k < len(rows):
             if k % 256 == 0:
                 budget.check(f'reading the table of {self.where}')
             row = rows[k]
-            if k in self.furniture:
+            if k in self.furniture or _noise(row, height):
                 k += 1
                 continue
             if row.page != last.page:
@@ -486,8 +522,8 @@ class _Body:
                         pending.setdefault(name, []).extend(cs)
                     last, k = row, k + 1
                     continue
-                first_only = set(cells) == {self.order[0]}
-                if first_only and nxt is not None and (fresh or self._nearer_below(k, row, last)):
+                first_only = set(cells) == {self.first}
+                if first_only and nxt is not None and (fresh or self._heading(k, row, last, pitches)):
                     last, k = row, k + 1      # a section heading: skipped
                     continue
                 if out and not fresh:
@@ -506,15 +542,28 @@ class _Body:
                 ext = self.extent.setdefault(name, [cs[0].x0, cs[0].x1])
                 ext[0], ext[1] = min(ext[0], min(c.x0 for c in cs)), max(ext[1], max(c.x1 for c in cs))
             out.append(cells)
-            last, fresh, k = row, False, k + 1
+            if previous is not None and previous.page == row.page and len(pitches) < 64:
+                pitches.append(row.top - previous.top)
+            previous = last = row
+            fresh, k = False, k + 1
         return out
 
-    def _nearer_below(self, k: int, row: _Row, last: _Row) -> bool:
-        """A first-column-only row nearer the row below than the row above: a heading."""
+    def _heading(self, k: int, row: _Row, last: _Row, pitches: list[float]) -> bool:
+        """A first-column-only row with a proper row below is a section heading when it stands a
+        row's pitch or more below the row above (a wrapped cell's lines are tighter than the
+        table's rows), or, before two rows give the pitch, when it is nearer the row below."""
+        if last.page == row.page and len(pitches) >= 2:
+            return row.top - last.top >= 0.85 * _median(pitches)
         below = next((self.rows[j] for j in range(k + 1, len(self.rows)) if j not in self.furniture), None)
         if below is None or below.page != row.page or last.page != row.page:
             return False
         return (row.top - last.bottom) > (below.top - row.bottom) + 0.25 * row.height
+
+
+def _noise(row: _Row, height: float) -> bool:
+    """A row of specks, rules or underlines as OCR reads them: no letter or digit, or under a
+    third of the header's height."""
+    return row.height < height / 3 or not any(ch.isalnum() for ch in row.text)
 
 
 def nxt_close(rows: list[_Row], k: int, furniture: set[int], row: _Row) -> bool:
