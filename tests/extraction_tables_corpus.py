@@ -2,7 +2,7 @@
 the platform's own readers (chalicelib/features/parsing/readers): a two-page invoice with page
 furniture (a running header, a repeated title, "Continued on next page", "Page 1 of 2"), with or
 without its header repeated on page 2; the same layout in German; an HTML invoice in French; a
-table whose first row is a section heading; a one-page scan at 200 dpi turned by 1.5 degrees.
+table whose first row is a section heading.
 
 Every value written into a document is returned beside it (``Doc.items``), so a test compares
 what extraction found with what the generator wrote. ``corpus_doc`` reads a document of the
@@ -135,47 +135,6 @@ def french_html(n: int = 4) -> Doc:
     return Doc(html.encode(), 'text/html', rows)
 
 
-def skewed_scan(*, degrees: float = 1.5, dpi: int = 200, n: int = 5) -> Doc:
-    """A one-page invoice rendered at ``dpi``, turned by ``degrees`` (counter-clockwise) as a
-    scanner feeding a sheet askew does, saved as a PNG with its dpi."""
-    import pypdfium2 as pdfium
-    from PIL import Image
-    from reportlab.lib.pagesizes import A4
-    from reportlab.pdfgen import canvas
-    rows = [{**li, 'quantity': 10 + li['quantity']} for li in items(n, start=3)]
-    for li in rows:
-        li['amount'] = li['unitPrice'] * li['quantity']
-    buf = io.BytesIO()
-    c = canvas.Canvas(buf, pagesize=A4)
-    w, h = A4
-    c.setFont('Helvetica-Bold', 16)
-    c.drawString(380, h - 70, 'INVOICE')
-    c.setFont('Helvetica', 11)
-    c.drawString(50, h - 110, 'Invoice No: INV-5120')
-    y = h - 170
-    c.setFont('Helvetica-Bold', 11)
-    for x, text in ((50, 'Description'), (290, 'Qty'), (360, 'Unit Price'), (480, 'Amount')):
-        c.drawString(x, y, text)
-    c.setFont('Helvetica', 11)
-    y -= 22
-    for li in rows:
-        c.drawString(50, y, li['description'])
-        c.drawRightString(315, y, str(li['quantity']))
-        c.drawRightString(420, y, f"{li['unitPrice']:.2f}")
-        c.drawRightString(530, y, f"{li['amount']:.2f}")
-        y -= 20
-    c.drawString(360, y - 10, 'Total')
-    c.drawRightString(530, y - 10, f"{sum(li['amount'] for li in rows):.2f}")
-    c.showPage()
-    c.save()
-    page = pdfium.PdfDocument(buf.getvalue())[0]
-    image = page.render(scale=dpi / 72).to_pil().convert('L')
-    image = image.rotate(degrees, resample=Image.BICUBIC, fillcolor=255)
-    png = io.BytesIO()
-    image.save(png, format='PNG', dpi=(dpi, dpi))
-    return Doc(png.getvalue(), 'image/png', rows)
-
-
 def parse(doc: Doc) -> list[dict[str, Any]]:
     """The document's nodes as the parse stage writes them: the platform's readers, every chunk."""
     from chalicelib.features.parsing import readers
@@ -238,9 +197,10 @@ def corpus_doc(file: str) -> tuple[Doc, str]:
         return Doc(f.read(), _MEDIA[file.rsplit('.', 1)[1]], truth), entry['locale']
 
 
-def corpus_definition(locale: str) -> list[dict]:
-    """``line_item_definition`` with every layout's header texts and the document's locale."""
-    taxons = line_item_definition(headers=CORPUS_HEADERS)
+def corpus_definition(locale: str, headers: dict[str, str | list[str]] | None = None) -> list[dict]:
+    """``line_item_definition`` with ``headers`` (default: every layout's header texts) and the
+    document's locale."""
+    taxons = line_item_definition(headers=headers or CORPUS_HEADERS)
     for child in taxons[0]['children'][1]['children']:
         child['locale'] = locale
     return taxons
