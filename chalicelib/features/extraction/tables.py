@@ -551,9 +551,10 @@ class _Body:
     def _heading(self, k: int, row: _Row, last: _Row, pitches: list[float]) -> bool:
         """A first-column-only row with a proper row below is a section heading when it stands a
         row's pitch or more below the row above (a wrapped cell's lines are tighter than the
-        table's rows), or, before two rows give the pitch, when it is nearer the row below."""
-        if last.page == row.page and len(pitches) >= 2:
-            return row.top - last.top >= 0.85 * _median(pitches)
+        table's rows: the pitch is the lower quartile of those read), or, before two rows give
+        the pitch, when it is nearer the row below."""
+        if last.page == row.page and len(pitches) >= 2:   # the lower quartile: rows with wrapped cells are taller
+            return row.top - last.top >= 0.85 * sorted(pitches)[len(pitches) // 4]
         below = next((self.rows[j] for j in range(k + 1, len(self.rows)) if j not in self.furniture), None)
         if below is None or below.page != row.page or last.page != row.page:
             return False
