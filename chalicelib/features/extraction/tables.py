@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -279,7 +280,7 @@ def _rows_of(doc: Document) -> tuple[list[_Row], dict[int | None, float]]:
 def _row(cells: list[_Cell], page: int | None) -> _Row:
     cells.sort(key=lambda c: c.x0)
     return _Row(page=page, cells=cells, top=min(c.y0 for c in cells), bottom=max(c.y1 for c in cells),
-                text=' '.join(c.word.text for c in cells), compact=[_compact(c.word.text) for c in cells])
+                text=' '.join(c.word.text for c in cells))
 
 
 def visual_rows(doc: Document) -> list[Unit]:
@@ -356,7 +357,10 @@ def _match(row: _Row, texts: list[str], used: set[int]) -> tuple[int, int] | Non
     words (they carry a confidence) may differ from a text of 3 characters or more by one
     character (``até`` for ``Qté``), tried after every exact reading."""
     gap_limit = 2 * row.height
-    for fuzzy in (False, True):
+    if not row.compact:
+        row.compact = [_compact(c.word.text) for c in row.cells]
+    ocr = any(c.word.confidence is not None for c in row.cells)
+    for fuzzy in (False, True) if ocr else (False,):
         for text in texts:
             want = _compact(text)
             if not want or (fuzzy and len(want) < 3):
@@ -371,8 +375,8 @@ def _match(row: _Row, texts: list[str], used: set[int]) -> tuple[int, int] | Non
                     acc += row.compact[j]
                     if acc == want:
                         return i, j + 1
-                    if fuzzy and _one_edit(acc, want) and all(c.word.confidence is not None
-                                                              for c in row.cells[i:j + 1]):
+                    if fuzzy and all(c.word.confidence is not None for c in row.cells[i:j + 1]) \
+                            and _one_edit(acc, want):
                         return i, j + 1
                     if len(acc) > len(want) + 1 or (not fuzzy and not want.startswith(acc)):
                         break
@@ -446,7 +450,7 @@ class _Body:
         """The row's words by column: the columns no child reads are left out."""
         cells: dict[str, list[_Cell]] = {}
         for c in row.cells:
-            k = sum(1 for cut in self.cuts if c.centre > cut)
+            k = bisect_left(self.cuts, c.centre)   # the cuts passed: the column's index
             if not self.order[k].startswith(_OTHER):
                 cells.setdefault(self.order[k], []).append(c)
         return cells
@@ -477,7 +481,7 @@ class _Body:
         for j in range(k, len(self.rows)):
             if self.rows[j].page != page:
                 return None
-            if j not in self.furniture and _header(self.rows[j], self.columns, self.need_cols) is not None:
+            if _header(self.rows[j], self.columns, self.need_cols) is not None:   # furniture too: it repeats
                 return j
         return None
 
@@ -489,6 +493,7 @@ class _Body:
         height = last.height
         fresh = True          # no row read yet under this header (a section heading may come first)
         pending: dict[str, list[_Cell]] = {}
+        looked: set[int | None] = {last.page}   # pages searched for the header repeated
         pitches: list[float] = []   # top to top between consecutive rows read on one page
         previous: _Row | None = None
         k = at + 1
@@ -496,18 +501,21 @@ class _Body:
             if k % 256 == 0:
                 budget.check(f'reading the table of {self.where}')
             row = rows[k]
-            if k in self.furniture or _noise(row, height):
-                k += 1
-                continue
-            if row.page != last.page:
+            if row.page != last.page and row.page not in looked:
+                looked.add(row.page)
                 again = self._header_ahead(k)
                 if again is not None:      # the header repeated on the next page: go on under it
+                    taught = self.extent
                     self._columns_at(_header(rows[again], self.columns, self.need_cols))
-                    for name, r in ranges.items():   # keep what the values taught about the columns
+                    for name, r in taught.items():   # keep what the values taught about the columns
                         if name in self.extent:
                             self.extent[name] = [min(self.extent[name][0], r[0]), max(self.extent[name][1], r[1])]
                     last, height, fresh, k = rows[again], rows[again].height, True, again + 1
                     continue
+            if k in self.furniture or _noise(row, height):
+                k += 1
+                continue
+            if row.page != last.page:
                 if not self.lines_up(row, self.split(row)) or self.stop.search(row.text):
                     break
             elif row.top - last.bottom > 2.5 * height:
