@@ -1,8 +1,8 @@
 """Documents for the table rule (docs/api/extraction.md "Tables"), made by reportlab and read by
 the platform's own readers (chalicelib/features/parsing/readers): a two-page invoice with page
 furniture (a running header, a repeated title, "Continued on next page", "Page 1 of 2"), with or
-without its header repeated on page 2; the same layout in German; an HTML invoice in French; a
-table whose first row is a section heading.
+without its header repeated on page 2; the same layout in German; a table whose first row is a
+section heading.
 
 Every value written into a document is returned beside it (``Doc.items``), so a test compares
 what extraction found with what the generator wrote. ``corpus_doc`` reads a document of the
@@ -119,20 +119,6 @@ def two_page_invoice(*, page1: int = 14, page2: int = 6, header_again: bool = Tr
     c.showPage()
     c.save()
     return Doc(buf.getvalue(), 'application/pdf', rows)
-
-
-def french_html(n: int = 4) -> Doc:
-    """A French invoice as HTML: a ``table`` whose columns are ordered Qté, Désignation, Montant,
-    Prix unitaire and named otherwise than in English."""
-    rows = items(n, start=40)
-    cells = ''.join(f"<tr><td>{li['quantity']}</td><td>{li['description']}</td><td>{li['amount']:.2f}</td>"
-                    f"<td>{li['unitPrice']:.2f}</td></tr>" for li in rows)
-    subtotal = sum((li['amount'] for li in rows), Decimal('0'))
-    html = ('<html><head><meta charset="utf-8"></head><body><h1>FACTURE</h1><p>Facture n° F-2026-11</p><table>'
-            '<tr><th>Qté</th><th>Désignation</th><th>Montant</th><th>Prix unitaire</th></tr>'
-            f'{cells}<tr><td></td><td>Total HT</td><td>{subtotal:.2f}</td><td></td></tr>'
-            '</table></body></html>')
-    return Doc(html.encode(), 'text/html', rows)
 
 
 def parse(doc: Doc) -> list[dict[str, Any]]:

@@ -2,16 +2,19 @@
 lists built here: skew estimated and taken out (a header 500 pt wide turned by 1 degree, each
 column an OCR line of its own, "Unit" and "Price" separate words), page furniture, the totals
 words of several languages, the columns a header must hold, section headings against wrapped
-cells, a vertically centred row, header columns no child reads, structured tables."""
+cells, a vertically centred row, header columns no child reads, structured tables; and every
+text PDF, DOCX and XLSX of the issue-48 corpus (tests/fixtures/invoices) read whole."""
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import pytest
 
 from chalicelib.features.extraction import rules, tables
 from chalicelib.features.extraction.document import Document
 from chalicelib.features.extraction.taxons import compile_regex
+from tests.extraction_tables_corpus import CORPUS, corpus_definition, corpus_doc, parse
 
 STOP = compile_regex(tables.DEFAULT_STOP, True)
 COLUMNS = {'description': ['Description'], 'quantity': ['Qty'], 'unitPrice': ['Unit Price'], 'amount': ['Amount']}
@@ -279,3 +282,26 @@ def test_structured_tables_take_header_lists_and_skip_a_section_heading():
                   ['Informe', '5,00'], ['Base imponible', '15,00']])
     assert read(doc, columns) == [{'description': 'Consultoría', 'amount': '10,00'},
                                   {'description': 'Informe', 'amount': '5,00'}]
+
+
+# ----------------------------------------------------------------------------- the corpus (issue 48)
+
+def _corpus_files() -> list[str]:
+    import json
+    with open(f'{CORPUS}/manifest.json', encoding='utf-8') as f:
+        documents = json.load(f)['documents']
+    return [d['file'] for d in documents if d['kind'] in ('text-pdf', 'docx', 'xlsx') and d['truth'].get('lineItems')]
+
+
+@pytest.mark.parametrize('file', _corpus_files())
+def test_every_text_document_of_the_corpus_has_its_line_items_read_exactly(file):
+    """One definition listing every layout's header texts (tests/extraction_tables_corpus.py),
+    the document's locale, the platform's readers: each row's four values as printed, nothing
+    more (furniture, headings, page 2, the 'Pos.' column of mueller, tata's drawing order)."""
+    from chalicelib.features.extraction import engine
+    doc, locale = corpus_doc(file)
+    objects = engine.extract(corpus_definition(locale), parse(doc)).objects
+    rows = [{a['tag']: a for a in o.attributes} for o in objects if o.path == 'invoice/lineItems']
+    assert [(r['description']['typedValue'], r['quantity']['typedValue'], Decimal(str(r['unitPrice']['typedValue'])),
+             Decimal(str(r['amount']['typedValue']))) for r in rows] == \
+        [(li['description'], li['quantity'], li['unitPrice'], li['amount']) for li in doc.items]

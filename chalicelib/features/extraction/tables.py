@@ -495,7 +495,7 @@ class _Body:
         pending: dict[str, list[_Cell]] = {}
         looked: set[int | None] = {last.page}   # pages searched for the header repeated
         pitches: list[float] = []   # top to top between consecutive rows read on one page
-        previous: _Row | None = None
+        previous = last       # the row above the next one read: the header, a heading or a row
         k = at + 1
         while k < len(rows):
             if k % 256 == 0:
@@ -511,6 +511,7 @@ class _Body:
                         if name in self.extent:
                             self.extent[name] = [min(self.extent[name][0], r[0]), max(self.extent[name][1], r[1])]
                     last, height, fresh, k = rows[again], rows[again].height, True, again + 1
+                    previous = last
                     continue
             if k in self.furniture or _noise(row, height):
                 k += 1
@@ -532,7 +533,8 @@ class _Body:
                     continue
                 first_only = set(cells) == {self.first}
                 if first_only and nxt is not None and (fresh or self._heading(k, row, last, pitches)):
-                    last, k = row, k + 1      # a section heading: skipped
+                    previous = last = row     # a section heading: skipped
+                    k += 1
                     continue
                 if out and not fresh:
                     for name, cs in cells.items():   # a wrapped cell: joins the row above
@@ -550,7 +552,7 @@ class _Body:
                 ext = self.extent.setdefault(name, [cs[0].x0, cs[0].x1])
                 ext[0], ext[1] = min(ext[0], min(c.x0 for c in cs)), max(ext[1], max(c.x1 for c in cs))
             out.append(cells)
-            if previous is not None and previous.page == row.page and len(pitches) < 64:
+            if previous.page == row.page and len(pitches) < 64:
                 pitches.append(row.top - previous.top)
             previous = last = row
             fresh, k = False, k + 1
@@ -559,9 +561,9 @@ class _Body:
     def _heading(self, k: int, row: _Row, last: _Row, pitches: list[float]) -> bool:
         """A first-column-only row with a proper row below is a section heading when it stands a
         row's pitch or more below the row above (a wrapped cell's lines are tighter than the
-        table's rows: the pitch is the lower quartile of those read), or, before two rows give
-        the pitch, when it is nearer the row below."""
-        if last.page == row.page and len(pitches) >= 2:   # the lower quartile: rows with wrapped cells are taller
+        table's rows: the pitch is the lower quartile of those read, the first from the header or
+        heading above the first row), or, with no pitch yet, when it is nearer the row below."""
+        if last.page == row.page and pitches:   # the lower quartile: rows with wrapped cells are taller
             return row.top - last.top >= 0.85 * sorted(pitches)[len(pitches) // 4]
         below = next((self.rows[j] for j in range(k + 1, len(self.rows)) if j not in self.furniture), None)
         if below is None or below.page != row.page or last.page != row.page:
