@@ -137,7 +137,7 @@ def test_corpus_tables_over_pages_with_headings_and_skew_are_read_whole(api, lin
     """Two-page tables from reportlab (acme-3) and LibreOffice (mueller-2, from DOCX), a table
     opening with a section heading (garcia-1, LibreOffice from HTML), a
     200-dpi scan turned by 1.5 degrees (OCR): every row, each value as printed, no exception.
-    Every other text document of the corpus: tests/unit/test_extraction_tables.py."""
+    Every other text document of the corpus: tests/unit/test_extraction_table_reading.py."""
     doc, locale = corpus_doc(file)
     _definition(api, lines, 'corpus', corpus_definition(locale, _LAYOUT_HEADERS[file]))
     got = _extract(api, lines, doc, 'corpus')
