@@ -46,16 +46,20 @@ def _money(language: dict, value: Decimal) -> str:
 
 
 def two_page_invoice(*, page1: int = 14, page2: int = 6, header_again: bool = True, language: dict = ENGLISH,
-                     broken: int | None = None, heading: str | None = None, pages: int = 2) -> Doc:
+                     broken: int | None = None, blank: int | None = None, heading: str | None = None,
+                     pages: int = 2) -> Doc:
     """An invoice whose line-item table runs over ``pages`` pages (``page1`` rows on the first,
     ``page2`` on each next one), with page furniture on every page. ``broken``: the index of a
-    row whose amount is not its quantity times its price. ``heading``: a section heading row
+    row whose amount is not its quantity times its price; ``blank``: the index of a row printed
+    without its amount (written as None in ``items``). ``heading``: a section heading row
     right under the header (filling only the description column)."""
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
     rows = items(page1 + page2 * (pages - 1))
     if broken is not None:
         rows[broken] = {**rows[broken], 'amount': rows[broken]['amount'] + Decimal('10.00')}
+    if blank is not None:
+        rows[blank] = {**rows[blank], 'amount': None}
     buf = io.BytesIO()
     c = canvas.Canvas(buf, pagesize=A4)
     w, h = A4
@@ -79,7 +83,8 @@ def two_page_invoice(*, page1: int = 14, page2: int = 6, header_again: bool = Tr
         c.drawString(50, y, li['description'])
         c.drawRightString(320, y, str(li['quantity']))
         c.drawRightString(420, y, _money(language, li['unitPrice']))
-        c.drawRightString(520, y, _money(language, li['amount']))
+        if li['amount'] is not None:
+            c.drawRightString(520, y, _money(language, li['amount']))
 
     furniture(1)
     c.setFont('Helvetica', 10)
@@ -111,7 +116,7 @@ def two_page_invoice(*, page1: int = 14, page2: int = 6, header_again: bool = Tr
             y -= 16
         at += count
     y -= 14
-    subtotal = sum((li['amount'] for li in rows), Decimal('0'))
+    subtotal = sum((li['amount'] or Decimal('0') for li in rows), Decimal('0'))
     for label, value in zip(language['totals'], (subtotal, subtotal / 5, subtotal * 6 / 5), strict=True):
         c.drawString(360, y, label)
         c.drawRightString(520, y, _money(language, value.quantize(Decimal('0.01'))))

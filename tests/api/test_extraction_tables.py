@@ -73,16 +73,20 @@ def test_a_two_page_table_without_its_header_repeated_and_with_furniture_reads_e
     assert got['exceptions'] == [] and got['summary']['status'] == 'CLEAN', got['exceptions']
 
 
-def test_a_broken_row_on_page_two_raises_its_exception(api, lines):
+def test_a_broken_row_and_a_row_missing_its_amount_on_page_two_raise_their_exceptions(api, lines):
     _definition(api, lines, 'lines', line_item_definition(headers=ONE_HEADER))
-    doc = two_page_invoice(broken=17)
+    doc = two_page_invoice(broken=17, blank=18)
     got = _extract(api, lines, doc)
-    assert len(got['rows']) == 20
-    assert [(e['exceptionType'], e['taxon']) for e in got['exceptions']] == \
-        [('VALIDATION_FAILED', 'invoice/lineItems')]
-    broken = next(o for o in got['objects'] if o['id'] == got['exceptions'][0]['dataObjectId'])
-    amount = next(a for a in broken['attributes'] if a['tag'] == 'amount')
-    assert Decimal(str(amount['typedValue'])) == doc.items[17]['amount'] and amount['dataFeatures']['page'] == 2
+    assert len(got['rows']) == 20      # the row without its amount is kept, not lost nor joined to another
+    row_of = {o['id']: o['rowNum'] for o in got['objects']}
+    assert sorted((row_of[e['dataObjectId']], e['exceptionType'], e['taxon']) for e in got['exceptions']) == \
+        [(17, 'VALIDATION_FAILED', 'invoice/lineItems'), (18, 'REQUIRED_MISSING', 'invoice/lineItems/amount'),
+         (18, 'VALIDATION_FAILED', 'invoice/lineItems')]
+    broken = next(r for r in got['rows'] if r['description']['typedValue'] == doc.items[17]['description'])
+    assert Decimal(str(broken['amount']['typedValue'])) == doc.items[17]['amount']
+    assert broken['amount']['dataFeatures']['page'] == 2
+    blank = next(r for r in got['rows'] if r['description']['typedValue'] == doc.items[18]['description'])
+    assert blank['amount']['value'] is None and blank['quantity']['typedValue'] == doc.items[18]['quantity']
 
 
 def test_one_general_definition_reads_the_corpus_layouts(api, lines):
