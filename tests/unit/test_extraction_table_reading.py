@@ -130,7 +130,7 @@ def test_header_words_9pt_apart_at_1_degree_over_500pt_form_one_row_with_ocr_wor
 
 @pytest.mark.parametrize('text', ['Page 1 of 2', '1/2', 'Seite 1 von 2', 'Página 2 de 3', 'Page 3', '- 2 -',
                                   'Continued on next page', '(continued)', 'Fortsetzung auf Seite 2',
-                                  'Suite page suivante', 'INVOICE INV-7 (continued)', 'Übertrag',
+                                  'Suite page suivante', 'INVOICE INV-7 (continued)', 'FACTURE (suite)', 'Übertrag',
                                   'Acme Ltd · Registered in England · Page 1 of 2'])
 def test_page_furniture_is_recognised(text):
     page = Page().page().line(820, (50, text)).page().line(30, (50, 'x'))
@@ -138,7 +138,8 @@ def test_page_furniture_is_recognised(text):
     assert 0 in tables._furniture(rows, heights)
 
 
-@pytest.mark.parametrize('text', ['Continued support contract', 'Page layout service 2 hours', 'Part 12 bracket 3'])
+@pytest.mark.parametrize('text', ['Continued support contract', 'Page layout service 2 hours', 'Part 12 bracket 3',
+                                  'Room type: Suite', 'Hotel - Suite', 'Suite', 'Seite'])
 def test_a_line_item_is_not_furniture(text):
     page = Page().page().line(400, (50, text))
     rows, heights = tables._rows_of(page.doc())

@@ -309,8 +309,9 @@ _PAGE_NUMBER = re.compile(
     r'|(^\W*(page|seite|pagina|página|feuille|blatt)\s*\d{1,4}\W*$)', re.IGNORECASE)
 _BARE_NUMBER = re.compile(r'^\W*\d{1,4}\W*$')
 _CONTINUED = re.compile(
-    r'(^\W*(continued|cont\'d|contd|fortsetzung|suite|continuación|continua|segue|vervolg|übertrag)\W*$)'
-    r'|([-–—(,:]\s*(continued|cont\'d|fortsetzung|fortgesetzt|suite|continuación|continua|vervolg)\W*$)'
+    r'(^\W*(continued|cont\'d|contd|fortsetzung|continuación|continua|segue|vervolg|übertrag)\W*$)'
+    r'|([-–—(,:]\s*(continued|cont\'d|fortsetzung|fortgesetzt|continuación)\W*$)'
+    r'|(\((suite|continua|segue|vervolg)\)\W*$)'
     r'|(\b(continued|continues) (on|from|overleaf)\b)|(\bsee next page\b)|(\bfortsetzung (auf|von|siehe)\b)'
     r'|(\b(übertrag|uebertrag)\b)|(\bsuite (au verso|page suivante|à la page|de la page)\b)'
     r'|(\bcontin[úu]a (en|de) la p[áa]gina\b)|(\bcontinua (nella|alla|dalla) pagina\b)', re.IGNORECASE)
