@@ -8,8 +8,10 @@ routes, in the order a person reads it, and its line and word ids follow that or
 from __future__ import annotations
 
 import io
+import json
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from reportlab.lib.pagesizes import A4
@@ -24,6 +26,7 @@ TABLE = [('Description', 'Qty', 'Unit price', 'Amount'), ('Widget A', '2', '10.0
          ('Gadget B', '5', '16.00', '80.00'), ('Service hour', '1', '20.00', '20.00')]
 TOTALS = [('Subtotal', '120.00'), ('VAT 19%', '22.80'), ('Total', '142.80')]
 FOOTER = 'Thank you for your business'
+INVOICES = Path(__file__).resolve().parents[1] / 'fixtures' / 'invoices'
 
 
 def _invoice_drawn_out_of_order() -> bytes:
@@ -94,3 +97,19 @@ def test_a_pdf_drawn_out_of_reading_order_is_read_in_reading_order(api, store):
                                                        (f"{total['id']}.w2", '142.80')]
     assert words[0]['features']['bbox'][0] < words[1]['features']['bbox'][0]
 
+
+
+def test_the_corpus_invoice_drawn_out_of_reading_order_reads_top_to_bottom(api, store):
+    """tests/fixtures/invoices/tata-1.pdf (README: totals first, the right column before the left,
+    addresses and items bottom-up): its text runs title, seller, buyer, the invoice's details, the
+    items in the order of its truth, the totals, the footer."""
+    truth = next(d for d in json.loads((INVOICES / 'manifest.json').read_text())['documents']
+                 if d['file'] == 'tata-1.pdf')['truth']
+    family_id = _parsed(api, store, (INVOICES / 'tata-1.pdf').read_bytes(), 'tata-1.pdf')
+    text = api.get(f'/api/document-families/{family_id}/text').body.decode()
+    items = [item['description'] for item in truth['lineItems']]
+    expected = (['TAX INVOICE', truth['vendorName'], 'Buyer (Bill to)', truth['customerName'],
+                 f"Invoice No. {truth['invoiceNumber']}", 'Dated', 'Sl Particulars Qty Rate Amount'] + items
+                + ['Taxable Value', 'Grand Total', 'Amounts in Indian Rupees'])
+    at = [text.index(part) for part in expected]
+    assert at == sorted(at), [part for part, _ in sorted(zip(expected, at, strict=True), key=lambda p: p[1])]
