@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from statistics import median
 
-Box = tuple[float, float, float, float]   # x0, y0, x1, y1: points from the top-left of the page
+Box = tuple[float, float, float, float] | list[float]   # x0, y0, x1, y1: points from the page's top-left
 
 _SUFFIXES = [f'.w{number}' for number in range(1, 257)]
 MAX_SKEW = 0.09          # tan(~5 degrees): a steeper median baseline is not a skew but a layout
@@ -130,20 +130,29 @@ def order(lines: list[list[Box]], way: tuple[int, int] | None = None) -> list[in
     if way != (1, 0):
         lines = [[_upright(w, way) for w in words] for words in lines]
     slope = skew(lines)
-    boxes: list[Box] = []
-    for words in lines:
-        x0 = min(w[0] for w in words)
-        x1 = max(w[2] for w in words)
-        if slope:
-            y0 = min(w[1] - slope * (w[0] + w[2]) / 2 for w in words)
-            y1 = max(w[3] - slope * (w[0] + w[2]) / 2 for w in words)
-        else:
-            y0 = min(w[1] for w in words)
-            y1 = max(w[3] for w in words)
-        boxes.append((x0, y0, x1, y1))
+    if slope:
+        boxes = [extent([(w[0], w[1] - slope * (w[0] + w[2]) / 2, w[2], w[3] - slope * (w[0] + w[2]) / 2)
+                         for w in words]) for words in lines]
+    else:
+        boxes = [extent(words) for words in lines]
     out: list[int] = []
     _cut(boxes, list(range(len(boxes))), out, 0)
     return out
+
+
+def extent(words) -> list[float]:
+    """The union of boxes: [x0, y0, x1, y1] (a loop: the hot path of every text page)."""
+    x0, y0, x1, y1 = words[0]
+    for a, b, c, d in words:
+        if a < x0:
+            x0 = a
+        if b < y0:
+            y0 = b
+        if c > x1:
+            x1 = c
+        if d > y1:
+            y1 = d
+    return [x0, y0, x1, y1]
 
 
 def _gaps(boxes: list[Box], region: list[int], lo: int, hi: int) -> tuple[list[int], list[tuple[float, int]]]:
@@ -274,9 +283,7 @@ def emit_lines(lines: list[tuple[list[str], list[list[float]]]], page: int,
         chars += len(joined)
         line_id = f'{page_id}.l{line_number}'
         append({'id': line_id, 'parentId': page_id, 'nodeType': 'line', 'content': joined,
-                'index': line_number - 1, 'features': {'page': page, 'bbox': [
-                    min(b[0] for b in boxes), min(b[1] for b in boxes),
-                    max(b[2] for b in boxes), max(b[3] for b in boxes)]}})
+                'index': line_number - 1, 'features': {'page': page, 'bbox': extent(boxes)}})
         scores = confidences[position] if confidences is not None else None
         for index, word in enumerate(contents):
             features = {'page': page, 'bbox': boxes[index]}
