@@ -1,9 +1,10 @@
 """PDFs with pypdfium2 (Apache-2.0/BSD-3; PyMuPDF's AGPL rules it out): a text layer read page
 by page, a page without one rendered and read by OCR (docs/operations/parsing.md).
 
-Text: pdfium's text page in its reading order (content order, with the line breaks pdfium
-generates between lines). Lines are the runs between those breaks, words the runs between
-whitespace. A word's box is the union of the loose boxes (font ascent to descent) of its first
+Text: pdfium's text page (content order, with the line breaks pdfium generates between lines).
+Lines are the runs between those breaks, cut where a word jumps back or off the baseline, and put
+in reading order by layout.py (the file's drawing order is not a reading order); words are the
+runs between whitespace. A word's box is the union of the loose boxes (font ascent to descent) of its first
 and last characters: two native calls a word rather than one a character, which keeps the reader
 within reach of raw text extraction (bench/bench_parsing.py); for text on a line the two agree
 with the union of every character's box. pdfium marks a word hyphenated across a line break with
