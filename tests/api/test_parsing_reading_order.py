@@ -113,3 +113,25 @@ def test_the_corpus_invoice_drawn_out_of_reading_order_reads_top_to_bottom(api, 
                 + ['Taxable Value', 'Grand Total', 'Amounts in Indian Rupees'])
     at = [text.index(part) for part in expected]
     assert at == sorted(at), [part for part, _ in sorted(zip(expected, at, strict=True), key=lambda p: p[1])]
+
+
+@pytest.mark.slow   # Tesseract reads a page (~1 CPU-second)
+def test_an_ocr_page_is_read_in_reading_order_too(api, store):
+    """tests/fixtures/invoices/photo-dupont-1-200dpi-2deg.png, a phone-like photo turned 2 degrees:
+    Tesseract's own block order gave the page's footer before the totals; read in reading order,
+    the items come in the order of the truth, then the totals, then the footer."""
+    truth = next(d for d in json.loads((INVOICES / 'manifest.json').read_text())['documents']
+                 if d['file'] == 'photo-dupont-1-200dpi-2deg.png')['truth']
+    r = api.post(f"/api/document-stores/{store['id']}/upload?path=order/photo.png",
+                 raw=(INVOICES / 'photo-dupont-1-200dpi-2deg.png').read_bytes(), headers={'content-type': 'image/png'})
+    assert r.status == 201, r.json
+    done = stage.run_slice(r.json['id'], stage.new_state(f'run-{uuid.uuid4().hex[:8]}'), principal=SERVICE,
+                           deadline=time.monotonic() + 120, ocr=True)
+    assert done.kind == 'done' and done.output['parser'] == 'image-ocr', done
+    lines = api.get(f"/api/document-families/{r.json['id']}/text").body.decode().split('\n')
+
+    def first(start: str) -> int:
+        return next(n for n, line in enumerate(lines) if line.lstrip('\f').startswith(start))
+    items = [first(item['description'].split()[0]) for item in truth['lineItems']]   # OCR drops accents
+    assert items == sorted(items), lines
+    assert items[-1] < first('Total HT') < first('TVA 20') < first('Total TTC') < first('Conditions de paiement'), lines
