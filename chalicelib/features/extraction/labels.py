@@ -69,15 +69,14 @@ def pattern(label: str) -> re.Pattern[str] | None:
 class Known:
     """Every label and column header of a definition: a value stops at one (docs "Labels")."""
 
-    def __init__(self, labels: Iterable[str]) -> None:
-        words = sorted({' '.join(t.split()) for t in labels if t and t.strip()}, key=len, reverse=True)
-        self.pattern = re.compile(r'(?<!\w)(?:' + '|'.join(r'\s+'.join(re.escape(w) for w in t.split())
-                                                             for t in words) + r')(?!\w)', re.IGNORECASE) \
-            if words else None
+    def __init__(self, labels: Iterable[str], headers: Iterable[str] = ()) -> None:
+        self.pattern = _alternation(labels)
+        self.headers = _alternation(headers)   # the column headers: a line holding 3 is a table's header
 
     @classmethod
     def of(cls, taxons: list[dict[str, Any]]) -> Known:
         found: list[str] = []
+        headers: list[str] = []
 
         def walk(items: list[dict[str, Any]]) -> None:
             for t in items or []:
@@ -85,10 +84,14 @@ class Known:
                     if rule.get('type') == 'label':
                         found.extend(texts(rule.get('label')))
                     elif rule.get('type') == 'column':
-                        found.extend(texts(rule.get('header')))
+                        headers.extend(texts(rule.get('header')))
                 walk(t.get('children') or [])
         walk(taxons)
-        return cls(found)
+        return cls(found + headers, headers)
+
+    def table_header(self, text: str) -> bool:
+        """``text`` (a visual line) is a table's header row: it holds 3 column headers."""
+        return bool(self.headers) and sum(1 for _ in zip(range(3), self.headers.finditer(text), strict=False)) >= 3
 
     def starts(self, text: str) -> bool:
         return bool(self.pattern and self.pattern.match(text))
@@ -114,6 +117,14 @@ class Known:
         if colon is not None:
             ends.append(colon.start())
         return min(ends)
+
+
+def _alternation(labels: Iterable[str]) -> re.Pattern[str] | None:
+    words = sorted({' '.join(t.split()) for t in labels if t and t.strip()}, key=len, reverse=True)
+    if not words:
+        return None
+    return re.compile(r'(?<!\w)(?:' + '|'.join(r'\s+'.join(re.escape(w) for w in t.split()) for t in words)
+                      + r')(?!\w)', re.IGNORECASE)
 
 
 def _label_like(words: list[Word], k: int, known: Known) -> bool:
@@ -162,7 +173,7 @@ def label(scope: Scope, rule: dict[str, Any], known: Known, accept: Accept | Non
                     continue
                 boxed = bool(unit.words and unit.words[0].bbox)
                 options = _boxed(scope, unit, span, direction, known) if boxed else \
-                    [_flowed(scope, i, unit, span, direction, known)]
+                    _flowed(scope, i, unit, span, direction, known)
                 for found in options:
                     if found is None or not found.text.strip():
                         continue
@@ -218,10 +229,22 @@ def _line_words(scope: Scope, page: int | None, top: float, bottom: float, skip:
     return out
 
 
+# between a label and its value: a rate (``VAT (20%)``, ``MwSt. 19%:``, ``TVA 20 % :``) or a short
+# qualifier in brackets with a letter (``Amount Due (USD):``; ``(100.00)`` is a negative value) is not the value
+_QUALIFIER = re.compile(r'\(?[-+]?\d{1,2}(?:[.,]\d{1,3})?\s*%\)?:?|\((?=[^()]*[^\W\d_])[^()]{1,24}\):?|%:?')
+
+
 def _leaders(words: list[Word]) -> tuple[list[Word], bool]:
     k = 0
-    while k < len(words) and words[k].text.strip(_LEADERS) == '':
-        k += 1
+    while k < len(words):
+        if words[k].text.strip(_LEADERS) == '':
+            k += 1
+            continue
+        n = next((n for n in (1, 2, 3) if k + n <= len(words)
+                  and _QUALIFIER.fullmatch(' '.join(w.text for w in words[k:k + n]))), None)
+        if n is None:
+            break
+        k += n
     words = words[k:]
     if words and words[0].text[:1] in ':#' and words[0].text.lstrip(':#').strip():
         w = words[0]
@@ -242,8 +265,10 @@ def _run(words: list[Word], gap: float, known: Known) -> list[Word]:
 
 def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str, known: Known) -> list[Found]:
     """The values this occurrence may have, in the order they are tried: the words right of it
-    (near: within 3 line heights or after leaders); else the line under it; a far word right of
-    it comes after a line directly under it (the label's own box) and before nothing."""
+    (near: within 3 line heights or after leaders); else the line under it. Between a far word
+    right of it and a line under it, the one that holds a figure comes first (``Invoice No. ...
+    TT/26-27/1`` over ``Dated``: the number; ``INVOICE NO ... INVOICE DATE`` over ``INV-1``: the
+    line under); else the line directly under it (its own box), else the far word."""
     label_words = span_words(unit, *span)
     if not label_words or not all(w.bbox for w in label_words):
         return []
@@ -253,6 +278,10 @@ def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str, know
     y1 = max(w.bbox[3] for w in label_words)
     height = max(y1 - y0, 1.0)
     gap = max(RIGHT_GAP * height, 6.0)
+    if known.headers is not None:
+        row = _line_words(scope, unit.page, y0 - 0.3 * height, y1 + 0.3 * height, [])
+        if known.table_header(' '.join(w.text for w in row)):
+            return []   # a column's header ("Total" over the amounts), not a label of a value
     right: list[Word] = []
     far = False
     if direction == 'right':
@@ -263,12 +292,20 @@ def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str, know
             right = _run(line, gap, known)
             far = not led and line[0].bbox[0] - x1 > gap
     below = [] if right and not far else _below(scope, unit, label_words, (x0, y0, x1, y1), height, gap, known)
-    if far and below and below[0].bbox[1] - y1 > UNDER_GAP * height:
+    if not far:
+        order = [right, below]
+    elif _digits(right) != _digits(below):   # a far word and a line under: the one that holds a figure first
+        order = [right, below] if _digits(right) else [below, right]
+    elif below and below[0].bbox[1] - y1 > UNDER_GAP * height:
         order = [right, below]   # nothing directly under the label: the far word is its value first
     else:
-        order = [below, right] if far else [right, below]
+        order = [below, right]
     return [Found(text=' '.join(w.text for w in words), words=words, units=scope.units_of_words(words))
             for words in order if words]
+
+
+def _digits(words: list[Word]) -> bool:
+    return any(ch.isdigit() for w in words for ch in w.text)
 
 
 def _below(scope: Scope, unit: Unit, label_words: list[Word], box: tuple[float, float, float, float],
@@ -296,24 +333,37 @@ def _below(scope: Scope, unit: Unit, label_words: list[Word], box: tuple[float, 
 
 # ----------------------------------------------------------------------------- without boxes
 
-def _flowed(scope: Scope, i: int, unit: Unit, span: tuple[int, int], direction: str, known: Known) -> Found | None:
+_LEAD = re.compile(r'(?:[\s' + re.escape(_LEADERS) + r']+|(?:' + _QUALIFIER.pattern + r')(?=\s|$))+')
+
+
+def _lead(text: str) -> int:
+    """How many characters of ``text`` are leaders and qualifiers before a value."""
+    m = _LEAD.match(text)
+    return m.end() if m else 0
+
+
+def _flowed(scope: Scope, i: int, unit: Unit, span: tuple[int, int], direction: str, known: Known) -> list[Found]:
+    """The values this occurrence may have, in the order they are tried: right, the rest of its
+    unit (cut at the next label-like text), then the next cell of the row; then below (the
+    cell under it, or the next paragraph)."""
+    out: list[Found] = []
     if direction == 'right':
         rest = unit.text[span[1]:]
-        lead = len(rest) - len(rest.lstrip(' \t:#-–'))
+        lead = _lead(rest)
         value = rest[lead:][:known.cut(rest[lead:])].strip()
         if value:
             start = span[1] + lead
-            return Found(text=value, words=span_words(unit, start, start + len(value)), units=[unit])
+            out.append(Found(text=value, words=span_words(unit, start, start + len(value)), units=[unit]))
         if unit.node_type == 'cell':
             nxt = next((u for u in scope.units if u.row_id == unit.row_id and u.column is not None
                         and unit.column is not None and u.column > unit.column and u.text.strip()), None)
             if nxt is not None and not known.starts(nxt.text.strip()) and not nxt.text.strip().endswith(':'):
-                return Found(text=nxt.text.strip(), units=[nxt])
+                out.append(Found(text=nxt.text.strip(), units=[nxt]))
     if unit.node_type == 'cell':
         nxt = next((u for u in scope.units if u.table == unit.table and u.column == unit.column
                     and u.row is not None and unit.row is not None and u.row > unit.row and u.text.strip()), None)
     else:
         nxt = next((u for u in scope.units[i + 1:] if u.text.strip()), None)
-    if nxt is None or known.starts(nxt.text.strip()):
-        return None
-    return Found(text=nxt.text.strip(), units=[nxt])
+    if nxt is not None and not known.starts(nxt.text.strip()) and (direction == 'below' or not out):
+        out.append(Found(text=nxt.text.strip(), units=[nxt]))
+    return out
