@@ -30,6 +30,7 @@ the words' boxes the readers give, offline and deterministically.
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -57,13 +58,35 @@ def texts(value: Any) -> list[str]:
     return [' '.join(t.split()) for t in items if isinstance(t, str) and t.strip()]
 
 
+def _base(ch: str) -> str:
+    """A letter without its accent (``é`` -> ``e``): OCR and typists drop accents."""
+    base = unicodedata.normalize('NFKD', ch)[0]
+    return base if base.isascii() and base.isalpha() else ch
+
+
+_ACCENTLESS = {cp: _base(chr(cp)) for cp in range(0xC0, 0x250) if _base(chr(cp)) != chr(cp)}
+
+
+def fold(text: str) -> str:
+    """``text`` in lower case without accents, one character for one (offsets stay)."""
+    out = text.lower()
+    if len(out) != len(text):   # a letter whose lower case is two ('İ'): keep it as it is
+        out = ''.join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    return out.translate(_ACCENTLESS)
+
+
+def _word(word: str) -> str:
+    return ''.join(f'[{re.escape(c)}{_base(c)}]' if _base(c) != c else re.escape(c) for c in word)
+
+
 @lru_cache(maxsize=512)
 def pattern(label: str) -> re.Pattern[str] | None:
-    """``label`` as whole words, ignoring case and runs of spaces ('Total' is not in 'Subtotal')."""
+    """``label`` as whole words, ignoring case, accents the document drops (``Fecha de emision``
+    for ``Fecha de emisión``) and runs of spaces ('Total' is not in 'Subtotal')."""
     words = label.split()
     if not words:
         return None
-    return re.compile(r'(?<!\w)' + r'\s+'.join(re.escape(w) for w in words) + r'(?!\w)', re.IGNORECASE)
+    return re.compile(r'(?<!\w)' + r'\s+'.join(_word(w) for w in words) + r'(?!\w)', re.IGNORECASE)
 
 
 class Known:
@@ -144,9 +167,12 @@ def _confidence(rule: dict[str, Any], found: Found, base: float | None = None) -
 
 
 def _candidates(scope: Scope, text: str) -> list[int]:
-    """Indexes of the units whose text holds ``text`` ignoring case, in order."""
-    folded = scope.folded()
-    needle = text.lower()
+    """Indexes of the units whose text holds ``text`` ignoring case and accents, in order."""
+    folded = getattr(scope, '_accentless', None)
+    if folded is None:
+        folded = fold(scope.text)
+        scope._accentless = folded   # once per scope: every label rule searches it
+    needle = fold(text)
     out: list[int] = []
     at = folded.find(needle)
     while at >= 0 and len(out) < MAX_OCCURRENCES:

@@ -42,6 +42,7 @@ CURRENCY_SYMBOLS = {'$': 'USD', 'US$': 'USD', '€': 'EUR', '£': 'GBP', '¥': '
                     '₴': 'UAH', '₪': 'ILS', '₱': 'PHP', '฿': 'THB', '₫': 'VND', 'RM': 'MYR', 'Rp': 'IDR',
                     '₦': 'NGN', 'R': 'ZAR', 'E£': 'EGP', 'AED': 'AED', 'د.إ': 'AED', '﷼': 'SAR', 'лв': 'BGN',
                     'lei': 'RON'}
+NO_MINOR_UNITS = frozenset({'JPY', 'KRW', 'VND', 'CLP', 'ISK', 'PYG', 'UGX', 'XOF', 'XAF'})   # ISO 4217: 0 decimals
 # a symbol stands apart from letters (``R`` is not the R of ``EUR``, ``Rs`` not in ``Rsvp``)
 _SYMBOL = re.compile('|'.join(rf'(?<![^\W\d_]){re.escape(s)}(?![^\W\d_])'
                               for s in sorted(CURRENCY_SYMBOLS, key=len, reverse=True)))
@@ -159,7 +160,7 @@ def detect(text: str) -> Conventions:
 _SPACE_GROUPED = re.compile(r'\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d+)?')
 
 
-def _decimal_auto(s: str, conv: Conventions, text: str, what: str) -> Decimal:
+def _decimal_auto(s: str, conv: Conventions, text: str, what: str, whole: bool = False) -> Decimal:
     """A number read as the document writes them: settled by itself where it can be
     (``1.234,56``, ``12,50``), else by the document's decimal separator, else ``Ambiguous``."""
     article = 'an' if what[0] in 'aeiou' else 'a'
@@ -186,6 +187,8 @@ def _decimal_auto(s: str, conv: Conventions, text: str, what: str) -> Decimal:
         dec = seps[0]   # 12,50 / 1234.567 / 0,125: only a decimal separator reads it
     elif conv.decimal:
         dec = conv.decimal
+    elif whole:   # a currency without minor units (¥ 12,000): a three-digit group is grouping
+        dec = ',' if seps[0] == '.' else '.'
     else:
         raise Ambiguous(f"'{text}' is ambiguous: {groups[0]}{seps[0]}{groups[1]} may be "
                         f"{groups[0]}{groups[1]} or {groups[0]}.{groups[1]} and the document's other numbers do not "
@@ -207,7 +210,7 @@ def _shape(dec: str, groups: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     return re.compile(rf'(\d{{1,3}}(?:{g}\d{{3}})+|\d+)(?:{re.escape(dec)}(\d+))?'), re.compile(g)
 
 
-def _decimal(text: str, locale: Locale, what: str) -> Decimal:
+def _decimal(text: str, locale: Locale, what: str, whole: bool = False) -> Decimal:
     """A number written the locale's way: digits grouped in threes by one of its grouping
     separators (or not grouped), then its decimal separator and the decimals. Anything else
     (``4.50`` in de-DE, ``12,50`` in en-US) is refused rather than guessed."""
@@ -221,7 +224,7 @@ def _decimal(text: str, locale: Locale, what: str) -> Decimal:
     if s.startswith(('-', '\u2212')):
         negative, s = True, s[1:].strip()
     if isinstance(locale, Conventions):
-        value = _decimal_auto(s, locale, text, what)
+        value = _decimal_auto(s, locale, text, what, whole)
         return -value if negative else value
     if dec == '.' and ',' in groups and _LAKH.fullmatch(s):
         return -Decimal(s.replace(',', '')) if negative else Decimal(s.replace(',', ''))
@@ -260,7 +263,7 @@ def _money(text: str, locale: Locale, taxon: dict[str, Any]) -> tuple[Any, dict[
     s = s.strip()
     if s.startswith(('-', '\u2212')) and len(s) > 1 and s[1] == ' ':   # "- € 5.00" -> "- 5.00"
         s = '-' + s[1:].strip()
-    value = _decimal(s.strip(), locale, 'amount')
+    value = _decimal(s.strip(), locale, 'amount', whole=(currency or taxon.get('currency')) in NO_MINOR_UNITS)
     extra: dict[str, Any] = {}
     if currency or taxon.get('currency'):
         extra['currency'] = currency or taxon.get('currency')
@@ -317,7 +320,8 @@ def _date(text: str, locale: Locale, taxon: dict[str, Any]) -> tuple[Any, dict[s
                 parts = (2000 + parts[0] if parts[0] < 70 else 1900 + parts[0], parts[1], parts[2])
     if parts is None:
         words = re.findall(r'[^\W\d_]+\.?|\d+', _joined_months(s).lower())
-        month = next((MONTHS[w.rstrip('.')] for w in words if w.rstrip('.') in MONTHS), None)
+        months = {MONTHS[w.rstrip('.')] for w in words if w.rstrip('.') in MONTHS}
+        month = months.pop() if len(months) == 1 else None   # two month names: not one date
         numbers = [int(w) for w in words if w.isdigit()]
         if month and len(numbers) == 2:
             year = next((n for n in numbers if n > 31), numbers[1])
