@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support import create
-from tests.unit.test_extraction_labels import corpus_nodes, general
+from tests.unit.test_label_rules import corpus_nodes, general
 
 
 @pytest.fixture

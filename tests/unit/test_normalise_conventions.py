@@ -10,7 +10,7 @@ import pytest
 
 from chalicelib.features.extraction import engine
 from chalicelib.features.extraction.normalise import Ambiguous, Conventions, NotNormalised, detect, normalise
-from tests.unit.test_extraction_labels import corpus_nodes
+from tests.unit.test_label_rules import corpus_nodes
 
 AUTO = Conventions()
 MONEY = {'type': 'currency'}
@@ -165,7 +165,7 @@ def test_an_ambiguous_value_is_an_ambiguous_value_exception_and_a_wrong_one_inva
 
 
 def test_the_same_definition_reads_a_german_and_an_english_invoice_with_locale_auto():
-    from tests.unit.test_extraction_labels import general
+    from tests.unit.test_label_rules import general
     definition = general()
     for name, subtotal in (('mueller-1.pdf', '18255.23'), ('acme-1.pdf', '8031.61')):
         result = engine.extract(definition['taxons'], list(corpus_nodes(name)), locale='auto')

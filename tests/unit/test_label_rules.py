@@ -3,7 +3,8 @@ label lists in several languages read by one definition over the invoice corpus
 (tests/fixtures/invoices, parsed by the parse stage's readers), a value kept to its own line,
 cell or box (never the next box's label), a value far right on its line, the box below, the
 "label: value" fallback, and the list's bounds when a definition is written. The HTTP side is
-tests/api/test_extraction_labels.py."""
+tests/api/test_extraction_labels.py (this file's name differs: pytest collects test modules by
+basename)."""
 from __future__ import annotations
 
 import copy
