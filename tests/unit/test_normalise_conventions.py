@@ -93,7 +93,7 @@ def test_an_amount_against_the_documents_decimal_separator_is_invalid_not_read()
     ('A$ 99.95', '99.95', 'AUD'), ('C$99.95', '99.95', 'CAD'), ('HK$ 1,000.50', '1000.5', 'HKD'),
     ('S$ 12.00', '12', 'SGD'), ('€1.234,56', '1234.56', 'EUR'), ('1.234,56 €', '1234.56', 'EUR'),
     ('EUR1.234,56', '1234.56', 'EUR'), ('£ 8,031.61', '8031.61', 'GBP'), ('$ 9,665.69', '9665.69', 'USD'),
-    ('- $ 5.00', '-5', 'USD'),
+    ('- $ 5.00', '-5', 'USD'), ('€ 1.640,94 €', '1640.94', 'EUR'),   # a table cell holding its neighbour's sign too
 ])
 def test_the_worlds_common_currencies_before_or_after_with_or_without_a_space(text, amount, code):
     assert _money(text) == (Decimal(amount), code)
@@ -103,6 +103,11 @@ def test_the_worlds_common_currencies_before_or_after_with_or_without_a_space(te
 def test_a_trailing_dot_after_a_currency_code_is_not_part_of_the_amount(text):
     assert _money(text) == (Decimal('1234.00'), 'GBP')
     assert _money(text, 'en-GB') == (Decimal('1234.00'), 'GBP')
+
+
+def test_an_amount_naming_two_currencies_is_not_read():
+    with pytest.raises(NotNormalised, match='names two currencies'):
+        normalise('€ 5.00 $', MONEY, AUTO)
 
 
 def test_indian_grouping_reads_under_en_in_too():

@@ -252,10 +252,12 @@ def _number(text: str, locale: Locale) -> tuple[Any, dict[str, Any]]:
 def _money(text: str, locale: Locale, taxon: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     s = text.strip()
     currency = None
-    symbol = _SYMBOL.search(s)
-    if symbol:
-        currency = CURRENCY_SYMBOLS[symbol.group(0)]
-        s = s[:symbol.start()] + ' ' + s[symbol.end():]
+    symbols = {CURRENCY_SYMBOLS[m.group(0)] for m in _SYMBOL.finditer(s)}
+    if len(symbols) > 1:
+        raise NotNormalised(f"'{text}' names two currencies ({', '.join(sorted(symbols))})")
+    if symbols:
+        currency = symbols.pop()
+        s = _SYMBOL.sub(' ', s)   # every one of them: a table cell may hold "€ 1.640,94 €"
     code = _CODE.search(s)
     if code:
         currency = code.group(1)
