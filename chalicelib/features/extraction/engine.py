@@ -147,7 +147,7 @@ class _Run:
             if found is not None and found.text.strip():
                 break
             found = None
-        if found is None and scope is self.whole:   # the "label: value" fallback (labels.py)
+        if found is None and scope is self.whole and row is None:   # the "label: value" fallback (labels.py)
             texts = [t for r in taxon.get('rules') or [] if r.get('type') == 'label' for t in labels.texts(r['label'])]
             texts += [t for t in labels.texts(taxon.get('label')) if t not in texts]
             found = labels.pairs(scope, texts, self.known, accept)

@@ -43,7 +43,7 @@ from chalicelib.features.extraction.rules import DEFAULT_CONFIDENCE, Scope
 MAX_LABELS = 20               # texts in one label rule's list (taxons.py checks it)
 MAX_LABEL_TEXT = 100          # characters of one text of a list
 MAX_OCCURRENCES = 100         # occurrences of one label text a rule tries (the rest are not read)
-PAIR_CONFIDENCE = 0.7
+PAIR_CONFIDENCE = DEFAULT_CONFIDENCE['labelPair']   # 0.7: under a usual threshold of 0.8, a warning
 RIGHT_GAP = 3.0               # label line heights: a gap wider than this ends a value; a first word farther is "far"
 BELOW_GAP = 2.5               # label line heights: the line below starts within this
 UNDER_GAP = 1.2               # label line heights: a line this close under the label is its box's (before a far word)
