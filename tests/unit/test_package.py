@@ -144,6 +144,8 @@ def test_make_package_writes_the_templates_without_aws_credentials_and_cfn_lint_
     with zipfile.ZipFile(OUT / 'deployment.zip') as z:
         names = set(z.namelist())
     assert {'app.py', 'chalicelib/features/identity/authorizer.py', 'chalicelib/kernel/store/table.py'} <= names
+    # the reviewer's page is package data (docs/api/review-page.md): served from the zip, no build step
+    assert {f'chalicelib/features/review_ui/static/{n}' for n in ('index.html', 'app.js', 'app.css')} <= names
     assert not any(n.startswith(('tests/', 'infra/', 'localdev/', 'out/')) for n in names)
     for lid, fn in of_type(templates['app'], 'AWS::Serverless::Function').items():
         if lid == ocr_function.LOGICAL_ID:   # a container image (infra/ocr/Dockerfile), no code zip

@@ -16,7 +16,7 @@ from typing import Any
 from chalicelib.core import clock
 from chalicelib.core.errors import ApiError, BadRequest, Conflict
 from chalicelib.core.principal import Principal
-from chalicelib.features.extraction import engine, storage
+from chalicelib.features.extraction import engine, pointing, storage
 from chalicelib.features.extraction import taxons as taxon_rules
 from chalicelib.features.extraction.normalise import AUTO, Conventions, Locale
 from chalicelib.features.extraction.review_task import follow_up
@@ -50,15 +50,34 @@ def _run_locale(obj, definition: dict[str, Any]) -> Locale:
     return locale
 
 
+def _pointed(obj, node_ids: list[str]) -> pointing.Pointed:
+    """The words ``node_ids`` name in the family's parsed document (read as an extraction run reads
+    it: features/documents/deltas.py ``load_nodes``, bounded by its node and byte caps)."""
+    from chalicelib.features.documents import deltas  # noqa: PLC0415 - lazy: S3 reads
+    from chalicelib.features.extraction.document import Document  # noqa: PLC0415 - the pointing path only
+    family = storage.family_record(obj.data.get('documentFamilyId') or '')
+    nodes = deltas.load_nodes(family) if family is not None and family.org == obj.org else []
+    if not nodes:
+        raise ApiError(f'data object {obj.id} has no parsed document to point at (nodeIds): send value instead',
+                       status=409)
+    try:
+        return pointing.point(Document(nodes), node_ids)
+    except pointing.PointingError as exc:
+        raise BadRequest(str(exc)) from None
+
+
 def update_attribute(obj, attribute_id: str, body: dict[str, Any],
                      principal: Principal) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A reviewer's PUT of one attribute: ``value`` (the corrected text) and/or ``confirmed``.
+    """A reviewer's PUT of one attribute: ``value`` (the corrected text), ``nodeIds`` (the words the
+    value is: its text when no ``value`` is sent, its place either way) and/or ``confirmed``.
     Answers the object as committed and the report of what followed (``follow_up``)."""
-    if not isinstance(body, dict) or not ({'value', 'confirmed'} & set(body)):
-        raise BadRequest('The body must be an object with value (text or null) and/or confirmed (true/false)')
-    unknown = sorted(set(body) - {'value', 'confirmed', 'comment', 'id', 'changeSequence'})
+    if not isinstance(body, dict) or not ({'value', 'confirmed', 'nodeIds'} & set(body)):
+        raise BadRequest('The body must be an object with value (text or null), nodeIds (the words the value is) '
+                         'and/or confirmed (true/false)')
+    unknown = sorted(set(body) - {'value', 'confirmed', 'comment', 'nodeIds', 'id', 'changeSequence'})
     if unknown:
-        raise BadRequest(f'{unknown[0]} is not a field a reviewer sets on an attribute (value, confirmed, comment)')
+        raise BadRequest(f'{unknown[0]} is not a field a reviewer sets on an attribute '
+                         '(value, nodeIds, confirmed, comment)')
     value = body.get('value')
     if 'value' in body and value is not None and (not isinstance(value, (str, int, float, bool)) or
                                                   len(str(value)) > MAX_VALUE_LENGTH):
@@ -67,6 +86,12 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
         raise BadRequest('confirmed must be true or false')
     if body.get('comment') is not None and (not isinstance(body['comment'], str) or len(body['comment']) > 2000):
         raise BadRequest('comment must be a text of at most 2000 characters')
+    node_ids = pointed = None
+    if 'nodeIds' in body:
+        try:
+            node_ids = pointing.check_node_ids(body['nodeIds'])
+        except pointing.PointingError as exc:
+            raise BadRequest(str(exc)) from None
     siblings = {s.id: s for s in _run_objects(obj)}
     siblings[obj.id] = obj
     new = {k: (list(v) if isinstance(v, list) else v) for k, v in obj.data.items()}
@@ -78,14 +103,23 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
     taxon_of = dict(taxon_rules.walk(definition.get('taxons') or []))
     taxon = taxon_of.get(attr.get('taxon') or '') or {'name': attr.get('tag'), 'type': attr.get('type', 'string')}
     change: dict[str, Any] = {'userId': principal.user_id, 'userEmail': principal.email, 'on': clock.now_iso()}
-    if 'value' in body:
-        text = None if value is None else (value if isinstance(value, str) else
-                                           ('true' if value is True else 'false' if value is False else str(value)))
+    if node_ids is not None:
+        pointed = _pointed(obj, node_ids)
+    if 'value' in body or pointed is not None:
+        if 'value' in body:
+            text = None if value is None else (value if isinstance(value, str) else
+                                               ('true' if value is True else 'false' if value is False else str(value)))
+        else:   # the words pointed at are the value
+            text = pointed.text[:MAX_VALUE_LENGTH] if pointed.text else None
         change.update(before=attr.get('value'), after=text)
         attr['value'] = text
         attr['confidence'] = 1.0
-        features = dict(attr.get('dataFeatures') or {})
-        features['rule'] = 'reviewer'
+        if pointed is not None:   # where the value stands on the page (with a value sent, too)
+            change['nodeIds'] = node_ids
+            features = pointed.features(node_ids)
+        else:
+            features = dict(attr.get('dataFeatures') or {})
+            features['rule'] = 'reviewer'
         attr['dataFeatures'] = features
         engine.renormalise(attr, taxon, _run_locale(obj, definition))
     if 'confirmed' in body:
@@ -93,7 +127,8 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
         attr['confirmed'] = body['confirmed']
     if body.get('comment'):
         change['comment'] = body['comment']
-    attr['reviewStatus'] = 'CONFIRMED' if attr.get('confirmed') else 'CORRECTED' if 'value' in body else \
+    corrected = 'value' in body or pointed is not None
+    attr['reviewStatus'] = 'CONFIRMED' if attr.get('confirmed') else 'CORRECTED' if corrected else \
         attr.get('reviewStatus')
     attr['history'] = [*(attr.get('history') or []), change][-MAX_HISTORY:]
     attrs = [attr if a.get('id') == attribute_id else a for a in attrs]

@@ -142,8 +142,11 @@ _SLUGS = [{'name': 'orgSlug', 'in': 'path', 'required': True, 'schema': {'type':
 _OBJ = {'name': 'objectId', 'in': 'path', 'required': True, 'schema': {'type': 'string'}}
 _ATTR = {'name': 'attributeId', 'in': 'path', 'required': True, 'schema': {'type': 'string'}}
 _R = [400, 401, 403, 404, 409, 429, 503]   # 422 (a cap reached) is in docs/api/extraction.md
-_REVIEW = {'type': 'object', 'properties': {'value': {'type': 'string', 'nullable': True},
-                                            'confirmed': {'type': 'boolean'}, 'comment': {'type': 'string'}}}
+_REVIEW = {'type': 'object', 'properties': {
+    'value': {'type': 'string', 'nullable': True}, 'confirmed': {'type': 'boolean'}, 'comment': {'type': 'string'},
+    'nodeIds': {'type': 'array', 'minItems': 1, 'maxItems': 50, 'items': {'type': 'string'},
+                'description': "word or line nodes of the family's parsed document: the value's words (its text "
+                               'when no value is sent) and where it stands (docs/api/extraction.md "Review")'}}}
 _T = ['extraction']
 _FOLLOWED = {   # what followed a committed change (docs/api/extraction.md "Review")
     'reviewTask': {'type': 'object', 'description': "the run's review task: closed, else why not (open exceptions "
@@ -178,7 +181,9 @@ describe('getStoreDataObject', summary='A data object with its attributes', tags
 describe('listDataObjectAttributes', summary="A data object's attributes", tags=_T,
          parameters=[*_SLUGS, _OBJ], responses={200: {'type': 'array', 'items': {'type': 'object'}}}, errors=_R)
 describe('reviewStoreDataAttribute', summary="A reviewer's change of an attribute", tags=_T,
-         description='value: the corrected text (normalised again, with the locale of the run); confirmed: the '
+         description='value: the corrected text (normalised again, with the locale of the run); nodeIds: the '
+                     'words the value is (1-50 word or line ids of the parsed document; its text when no value is '
+                     'sent; an unknown id is a 400 naming it); confirmed: the '
                      "value is right as read. The object's exceptions and those of the groups above it are decided "
                      'again, in one transaction with the object (a 409: nothing was written).' + _FOLLOWED_NOTE,
          parameters=[*_SLUGS, _OBJ, _ATTR], request=_REVIEW, responses={200: _REVIEWED}, errors=_R)
