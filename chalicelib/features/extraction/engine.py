@@ -34,6 +34,7 @@ from chalicelib.features.extraction.normalise import (
     typed_fields,
 )
 from chalicelib.features.extraction.rules import ExtractionLimit, Scope
+from chalicelib.features.extraction.tables import too_many
 
 MAX_OBJECTS = 2_500          # data objects one extraction of one family may write
 REQUIRED_MISSING, INVALID_VALUE, AMBIGUOUS_VALUE, LOW_CONFIDENCE, VALIDATION_FAILED = (
@@ -184,11 +185,10 @@ class _Run:
     def _instances(self, taxon: dict[str, Any], path: str, scope: Scope) -> list[tuple[Scope, dict[str, Found] | None]]:
         for rule in taxon.get('rules') or []:
             if rule.get('type') == 'table':
-                columns = {c['name']: r['header'] for c in taxon['children'] if not c.get('group')
-                           for r in c.get('rules') or [] if r.get('type') == 'column'}
+                columns, required = table_columns(taxon)
                 if not columns:
                     continue
-                rows = rules.table(self.doc, rule, columns, f"group '{path}'")
+                rows = rules.table(self.doc, rule, columns, f"group '{path}'", required)
                 if rows:
                     return [(Scope.of_units(list({u.id: u for f in r.values() for u in f.units}.values())), r)
                             for r in rows]
@@ -199,7 +199,7 @@ class _Run:
                     raise ApiError(f"group '{path}': its jsonata rule failed: {exc}", status=422) from None
                 items = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
                 if len(items) > rules.MAX_TABLE_ROWS:
-                    raise rules._too_many(f"group '{path}'")
+                    raise too_many(f"group '{path}'")
                 out = []
                 for item in items:
                     if not isinstance(item, dict):
@@ -210,6 +210,27 @@ class _Run:
                 if out:
                     return out
         return []
+
+
+def table_columns(taxon: dict[str, Any]) -> tuple[dict[str, list[str]], set[str]]:
+    """A many group's columns: each value child's header texts from all its ``column`` rules, in
+    order (a rule's ``header`` is a text or a list of texts), and the children that are
+    ``required`` (the columns a header must hold: features/extraction/tables.py)."""
+    columns: dict[str, list[str]] = {}
+    required: set[str] = set()
+    for child in taxon.get('children') or []:
+        if child.get('group'):
+            continue
+        texts: list[str] = []
+        for rule in child.get('rules') or []:
+            if rule.get('type') == 'column':
+                header = rule.get('header')
+                texts += [header] if isinstance(header, str) else [h for h in header or [] if isinstance(h, str)]
+        if texts:
+            columns[child['name']] = texts
+            if child.get('required'):
+                required.add(child['name'])
+    return columns, required
 
 
 def extract(taxons: list[dict[str, Any]], nodes: list[dict[str, Any]], *, locale: str | None = None) -> Result:
