@@ -22,15 +22,24 @@ from chalicelib.core import budget
 from chalicelib.core.errors import ApiError
 from chalicelib.core.expressions import ExpressionError, evaluate
 from chalicelib.features.documents.validation import run_formula
-from chalicelib.features.extraction import rules
+from chalicelib.features.extraction import labels, rules
 from chalicelib.features.extraction.document import Document, Found
-from chalicelib.features.extraction.normalise import NotNormalised, normalise, typed_fields
+from chalicelib.features.extraction.normalise import (
+    AUTO,
+    Conventions,
+    Locale,
+    NotNormalised,
+    detect,
+    normalise,
+    typed_fields,
+)
 from chalicelib.features.extraction.rules import ExtractionLimit, Scope
 from chalicelib.features.extraction.tables import too_many
 
 MAX_OBJECTS = 2_500          # data objects one extraction of one family may write
-REQUIRED_MISSING, INVALID_VALUE, LOW_CONFIDENCE, VALIDATION_FAILED = (
-    'REQUIRED_MISSING', 'INVALID_VALUE', 'LOW_CONFIDENCE', 'VALIDATION_FAILED')
+REQUIRED_MISSING, INVALID_VALUE, AMBIGUOUS_VALUE, LOW_CONFIDENCE, VALIDATION_FAILED = (
+    'REQUIRED_MISSING', 'INVALID_VALUE', 'AMBIGUOUS_VALUE', 'LOW_CONFIDENCE', 'VALIDATION_FAILED')
+EXCEPTION_TYPES = (REQUIRED_MISSING, INVALID_VALUE, AMBIGUOUS_VALUE, LOW_CONFIDENCE, VALIDATION_FAILED)
 
 
 @dataclass
@@ -47,13 +56,14 @@ class Obj:
 class Result:
     objects: list[Obj]
     seconds: float
+    conventions: Conventions | None = None   # what a run with locale "auto" read the document's values with
 
 
 def _label(taxon: dict[str, Any]) -> str:
     return str(taxon.get('label') or taxon.get('name'))
 
 
-def attribute(taxon: dict[str, Any], path: str, found: Found | None, locale: str | None) -> dict[str, Any]:
+def attribute(taxon: dict[str, Any], path: str, found: Found | None, locale: Locale) -> dict[str, Any]:
     """An attribute from what a rule found (or a placeholder)."""
     kind = taxon.get('type', 'string')
     attr: dict[str, Any] = {'tag': taxon['name'], 'taxon': path, 'path': path, 'label': _label(taxon),
@@ -66,10 +76,11 @@ def attribute(taxon: dict[str, Any], path: str, found: Found | None, locale: str
     return renormalise(attr, taxon, locale)
 
 
-def renormalise(attr: dict[str, Any], taxon: dict[str, Any], locale: str | None) -> dict[str, Any]:
-    """The typed value of the attribute's raw value (again); a failure is kept as its reason."""
-    for key in ('typedValue', 'normaliseError', 'stringValue', 'numberValue', 'decimalValue', 'floatValue',
-                'dateValue', 'booleanValue', 'currency'):
+def renormalise(attr: dict[str, Any], taxon: dict[str, Any], locale: Locale) -> dict[str, Any]:
+    """The typed value of the attribute's raw value (again); a failure is kept as its reason (and
+    its kind: ``normaliseErrorType`` AMBIGUOUS_VALUE when the document's conventions do not settle it)."""
+    for key in ('typedValue', 'normaliseError', 'normaliseErrorType', 'stringValue', 'numberValue', 'decimalValue',
+                'floatValue', 'dateValue', 'booleanValue', 'currency'):
         attr.pop(key, None)
     attr['typedValue'] = None
     if attr.get('value') is None:
@@ -78,6 +89,8 @@ def renormalise(attr: dict[str, Any], taxon: dict[str, Any], locale: str | None)
         typed, extra = normalise(str(attr['value']), taxon, locale)
     except NotNormalised as exc:
         attr['normaliseError'] = str(exc)
+        if exc.exception_type != INVALID_VALUE:
+            attr['normaliseErrorType'] = exc.exception_type
         return attr
     attr['typedValue'] = typed
     attr.update(extra)
@@ -87,12 +100,22 @@ def renormalise(attr: dict[str, Any], taxon: dict[str, Any], locale: str | None)
 
 # ----------------------------------------------------------------------------- extraction
 
+def _reads(text: str, taxon: dict[str, Any], locale: Locale) -> bool:
+    try:
+        normalise(text, taxon, locale)
+    except NotNormalised:
+        return False
+    return True
+
+
 class _Run:
-    def __init__(self, doc: Document, locale: str | None) -> None:
+    def __init__(self, doc: Document, locale: Locale, taxons: list[dict[str, Any]]) -> None:
         self.doc = doc
-        self.locale = locale
-        self.objects: list[Obj] = []
         self.whole = Scope.of_document(doc)
+        # "auto": the document's own conventions, detected once (normalise.detect)
+        self.locale: Locale = detect(doc.text) if locale == AUTO else locale
+        self.objects: list[Obj] = []
+        self.known = labels.Known.of(taxons)
         self._input: dict[str, Any] | None = None
 
     def jsonata_input(self) -> dict[str, Any]:
@@ -112,17 +135,23 @@ class _Run:
         if found is not None and found.text.strip():
             return attribute(taxon, path, found, self.locale)
         found = None
+        kind_of_value = taxon.get('type', 'string')
+        accept = None if kind_of_value == 'string' else (lambda text: _reads(text, taxon, self.locale))
         for rule in taxon.get('rules') or []:
             kind = rule.get('type')
             if kind == 'regex':
                 found = rules.regex(scope, rule)
             elif kind == 'label':
-                found = rules.label(scope, rule)
+                found = labels.label(scope, rule, self.known, accept)
             elif kind == 'jsonata':
                 found = self._jsonata(rule, path, scope)
             if found is not None and found.text.strip():
                 break
             found = None
+        if found is None and scope is self.whole and row is None:   # the "label: value" fallback (labels.py)
+            texts = [t for r in taxon.get('rules') or [] if r.get('type') == 'label' for t in labels.texts(r['label'])]
+            texts += [t for t in labels.texts(taxon.get('label')) if t not in texts]
+            found = labels.pairs(scope, texts, self.known, accept)
         return attribute(taxon, path, found, self.locale)
 
     def _jsonata(self, rule: dict[str, Any], path: str, scope: Scope) -> Found | None:
@@ -205,13 +234,15 @@ def table_columns(taxon: dict[str, Any]) -> tuple[dict[str, list[str]], set[str]
 
 
 def extract(taxons: list[dict[str, Any]], nodes: list[dict[str, Any]], *, locale: str | None = None) -> Result:
-    """The data objects of a document (before assessment)."""
+    """The data objects of a document (before assessment); ``locale`` a locale's name, "auto"
+    (the document's own conventions) or None (en-US)."""
     started = time.perf_counter()
     doc = Document(nodes)
-    run = _Run(doc, locale)
+    run = _Run(doc, locale, taxons)
     for k, taxon in enumerate(taxons):
         run.group(taxon, taxon['name'], run.whole, None, None, str(k))
-    return Result(run.objects, time.perf_counter() - started)
+    conventions = run.locale if isinstance(run.locale, Conventions) else None
+    return Result(run.objects, time.perf_counter() - started, conventions)
 
 
 # ----------------------------------------------------------------------------- assessment
@@ -280,7 +311,9 @@ def assess(objects: list[dict[str, Any]], taxon_of: dict[str, dict[str, Any]]) -
                                                     'document', attr=attr)
                 continue
             if attr.get('normaliseError'):
-                add(o, INVALID_VALUE, path, f"{label} ({path}): {attr['normaliseError']}: correct it", attr=attr)
+                kind = AMBIGUOUS_VALUE if attr.get('normaliseErrorType') == AMBIGUOUS_VALUE else INVALID_VALUE
+                add(o, kind, path, f"{label} ({path}): {attr['normaliseError']}" +
+                    ('' if kind == AMBIGUOUS_VALUE else ': correct it'), attr=attr)
                 continue
             threshold = taxon.get('threshold')
             conf = attr.get('confidence')

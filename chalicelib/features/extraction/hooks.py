@@ -21,7 +21,7 @@ MAX_ATTRIBUTES = 500
 _ATTRIBUTE_KEYS = {'id', 'tag', 'taxon', 'path', 'label', 'type', 'value', 'typedValue', 'confidence',
                    'dataFeatures', 'stringValue', 'numberValue', 'decimalValue', 'floatValue', 'dateValue',
                    'booleanValue', 'currency', 'confirmed', 'reviewStatus', 'attributeStatus', 'ownerUri', 'truncated',
-                   'normaliseError', 'history', 'dataExceptions', 'dataObjId', 'tagUuid'}
+                   'normaliseError', 'normaliseErrorType', 'history', 'dataExceptions', 'dataObjId', 'tagUuid'}
 
 
 class Definitions(Hook):
@@ -44,9 +44,9 @@ def _check_locale(metadata: Any) -> None:
     400 when written, never a run that fails later."""
     if not isinstance(metadata, dict) or metadata.get('locale') is None:
         return
-    from chalicelib.features.extraction.shapes import LOCALES  # noqa: PLC0415 - the write path only
-    if metadata['locale'] not in LOCALES:
-        raise BadRequest(f'metadata.locale must be one of {", ".join(LOCALES)}')
+    from chalicelib.features.extraction.shapes import LOCALE_CHOICES  # noqa: PLC0415 - the write path only
+    if metadata['locale'] not in LOCALE_CHOICES:
+        raise BadRequest(f'metadata.locale must be one of {", ".join(LOCALE_CHOICES)}')
 
 
 def check_attributes(data: dict[str, Any]) -> None:

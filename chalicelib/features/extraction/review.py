@@ -18,6 +18,7 @@ from chalicelib.core.errors import ApiError, BadRequest, Conflict
 from chalicelib.core.principal import Principal
 from chalicelib.features.extraction import engine, pointing, storage
 from chalicelib.features.extraction import taxons as taxon_rules
+from chalicelib.features.extraction.normalise import AUTO, Conventions, Locale
 from chalicelib.features.extraction.review_task import follow_up
 from chalicelib.kernel import records
 from chalicelib.kernel.store import table
@@ -37,13 +38,16 @@ def _definition(obj) -> dict[str, Any]:
     return found.data if found is not None else {}
 
 
-def _run_locale(obj, definition: dict[str, Any]) -> str | None:
+def _run_locale(obj, definition: dict[str, Any]) -> Locale:
     """The locale the object's run read with (its effective options on the family's summary,
     service.run), else the definition's ``metadata.locale``: a correction is read as the run read."""
     family = storage.family_record(obj.data.get('documentFamilyId') or '')
     runs = ((family.data.get('extraction') or {}).get('runs') or {}) if family is not None else {}
     options = (runs.get(obj.data.get('sourceKey') or '') or {}).get('options') or {}
-    return options.get('locale') or (definition.get('metadata') or {}).get('locale')
+    locale = options.get('locale') or (definition.get('metadata') or {}).get('locale')
+    if locale == AUTO:   # the document's conventions as the run detected them (normalise.detect)
+        return Conventions.of(options.get('conventions'))
+    return locale
 
 
 def _pointed(obj, node_ids: list[str]) -> pointing.Pointed:

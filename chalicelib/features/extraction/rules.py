@@ -3,9 +3,8 @@
 
   regex    the pattern (RE2, linear time) over the text of the scope; the capture group's span
            maps back to its units and words
-  label    the value to the right of, or below, a label text, on the same page, from the word
-           boxes (PDFs and images); for DOCX/HTML/sheets the rest of the paragraph or the next
-           cell (right) and the next paragraph or the cell below (below)
+  label    labels.py (its own module: label lists, the value's own line, cell or box, the
+           "label: value" fallback)
   table    (a many group) one instance per row of the table whose header row holds the columns
            it must: the entry point is ``table`` here, the reading is features/extraction/tables.py
            (deskewed visual rows, furniture, pages, header texts)
@@ -14,7 +13,6 @@
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -25,10 +23,10 @@ from chalicelib.features.extraction.document import Document, Found, Unit, Word,
 from chalicelib.features.extraction.tables import MAX_TABLE_ROWS, ExtractionLimit
 from chalicelib.features.extraction.taxons import compile_regex
 
-__all__ = ['MAX_TABLE_ROWS', 'ExtractionLimit', 'label', 'regex', 'table']
+__all__ = ['MAX_TABLE_ROWS', 'ExtractionLimit', 'regex', 'table']
 
 MAX_TEXT_CHARACTERS = 5_000_000   # characters of document text the rules read
-DEFAULT_CONFIDENCE = {'regex': 0.9, 'label': 0.85, 'column': 0.9, 'table': 0.9, 'jsonata': 0.8}
+DEFAULT_CONFIDENCE = {'regex': 0.9, 'label': 0.85, 'labelPair': 0.7, 'column': 0.9, 'table': 0.9, 'jsonata': 0.8}
 
 
 def _norm(text: str) -> str:
@@ -142,112 +140,6 @@ def _label_pattern(label: str) -> re.Pattern[str] | None:
     if not words:
         return None
     return re.compile(r'(?<!\w)' + r'\s+'.join(re.escape(w) for w in words) + r'(?!\w)', re.IGNORECASE)
-
-
-def _strip_lead(words: list[Word]) -> list[Word]:
-    while words and words[0].text.strip(':#.-–') == '':
-        words = words[1:]
-    if words and words[0].text.startswith(':'):
-        words[0] = Word(words[0].id, words[0].text.lstrip(':'), words[0].page, words[0].bbox, words[0].confidence,
-                        words[0].start + 1, words[0].end)
-    return words
-
-
-def _run(words: list[Word], gap: float) -> list[Word]:
-    """The leading words that follow each other with less than ``gap`` between them."""
-    out: list[Word] = []
-    for w in words:
-        if out and out[-1].bbox and w.bbox and w.bbox[0] - out[-1].bbox[2] > gap:
-            break
-        out.append(w)
-    return out
-
-
-def _candidates(scope: Scope, text: str) -> list[int]:
-    """Indexes of the units whose text holds ``text`` ignoring case (a substring search over the
-    scope's text, then the units at each hit), in order."""
-    folded = scope.folded()
-    needle = text.lower()
-    out: list[int] = []
-    at = folded.find(needle)
-    while at >= 0:
-        k = bisect_right(scope.starts, at) - 1
-        if k >= 0 and (not out or out[-1] != k):
-            out.append(k)
-        at = folded.find(needle, at + 1)
-    return out
-
-
-def label(scope: Scope, rule: dict[str, Any]) -> Found | None:
-    text = ' '.join(rule['label'].split())
-    direction = rule.get('direction', 'right')
-    for i in _candidates(scope, text):
-        unit = scope.units[i]
-        span = _label_span(unit, text)
-        if span is None:
-            continue
-        found = _boxed(scope, unit, span, direction) if unit.words and unit.words[0].bbox else \
-            _flowed(scope, i, unit, span, direction)
-        if found is not None and found.text.strip():
-            return _confidence(rule, found)
-    return None
-
-
-def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str) -> Found | None:
-    label_words = span_words(unit, *span)
-    if not label_words or not all(w.bbox for w in label_words):
-        return None
-    x0 = min(w.bbox[0] for w in label_words)
-    x1 = max(w.bbox[2] for w in label_words)
-    y0 = min(w.bbox[1] for w in label_words)
-    y1 = max(w.bbox[3] for w in label_words)
-    height = max(y1 - y0, 1.0)
-    gap = max(3 * height, 18.0)
-    page = unit.page
-    if direction == 'right':
-        mid = (y0 + y1) / 2
-        candidates = [w for u in scope.on_page(page) for w in u.words
-                      if w.bbox and w.bbox[0] >= x1 - 0.5 and w.bbox[1] <= mid <= w.bbox[3]
-                      and w not in label_words]
-        candidates.sort(key=lambda w: w.bbox[0])
-        words = _run(_strip_lead(candidates), gap)
-        if words and words[0].bbox[0] - x1 > 6 * gap:
-            return None
-    else:
-        below = [u for u in scope.on_page(page) if u.bbox and u.bbox[1] >= y1 - 0.5
-                 and u is not unit and any(w.bbox and w.bbox[2] >= x0 - 2 and w.bbox[0] <= x1 + 2 * gap
-                                           for w in u.words)]
-        if not below:
-            return None
-        nearest = min(below, key=lambda u: u.bbox[1])
-        if nearest.bbox[1] - y1 > 4 * height:
-            return None
-        row = sorted([w for w in nearest.words if w.bbox], key=lambda w: w.bbox[0])
-        first = next((k for k, w in enumerate(row) if w.bbox[2] >= x0 - 2), None)
-        words = _run(row[first:], gap) if first is not None else []
-    if not words:
-        return None
-    units = scope.units_of_words(words)
-    return Found(text=' '.join(w.text for w in words), words=words, units=units)
-
-
-def _flowed(scope: Scope, i: int, unit: Unit, span: tuple[int, int], direction: str) -> Found | None:
-    if direction == 'right':
-        rest = unit.text[span[1]:].lstrip(' \t:#-–')
-        if rest.strip():
-            start = len(unit.text) - len(rest)
-            return Found(text=rest.strip(), words=span_words(unit, start, len(unit.text)), units=[unit])
-        if unit.node_type == 'cell':
-            nxt = next((u for u in scope.units if u.row_id == unit.row_id and u.column is not None
-                        and unit.column is not None and u.column > unit.column and u.text.strip()), None)
-            return Found(text=nxt.text.strip(), units=[nxt]) if nxt else None
-        return None
-    if unit.node_type == 'cell':
-        nxt = next((u for u in scope.units if u.table == unit.table and u.column == unit.column
-                    and u.row is not None and unit.row is not None and u.row > unit.row and u.text.strip()), None)
-        return Found(text=nxt.text.strip(), units=[nxt]) if nxt else None
-    nxt = next((u for u in scope.units[i + 1:] if u.text.strip()), None)
-    return Found(text=nxt.text.strip(), units=[nxt]) if nxt else None
 
 
 # ----------------------------------------------------------------------------- table
