@@ -4,7 +4,9 @@ with typed, traced attributes, and the exceptions a reviewer must look at. Pure:
 
 One data object per group instance (a ``one`` group: one; a ``many`` group: one per table row
 or JSONata item), nested as the groups are; one attribute per leaf taxon of the group (a
-placeholder with no value when no rule found one, so a reviewer can fill it in).
+placeholder with no value when no rule found one, so a reviewer can fill it in). A value taxon
+of a ``one`` group is read first where a reviewer taught it for this kind of document (the layout
+memory, features/extraction/layout_memory.py), then by its rules.
 
 ``assess`` decides the open exceptions of a tree from its attributes alone (a required value
 missing, a value that does not normalise, a confidence under the threshold, a failed validation
@@ -46,6 +48,7 @@ class Obj:
 class Result:
     objects: list[Obj]
     seconds: float
+    memory: dict[str, Any] | None = None   # the layout memory's report: memoryIds, applied, fellBack
 
 
 def _label(taxon: dict[str, Any]) -> str:
@@ -87,9 +90,10 @@ def renormalise(attr: dict[str, Any], taxon: dict[str, Any], locale: str | None)
 # ----------------------------------------------------------------------------- extraction
 
 class _Run:
-    def __init__(self, doc: Document, locale: str | None) -> None:
+    def __init__(self, doc: Document, locale: str | None, recall=None) -> None:
         self.doc = doc
         self.locale = locale
+        self.recalled = recall(doc) if recall is not None else None   # the layout memory's places
         self.objects: list[Obj] = []
         self.whole = Scope.of_document(doc)
         self._input: dict[str, Any] | None = None
@@ -110,6 +114,10 @@ class _Run:
         found = (row or {}).get(taxon['name'])   # a table row's column, a JSONata item's field
         if found is not None and found.text.strip():
             return attribute(taxon, path, found, self.locale)
+        if row is None and self.recalled is not None:   # what a reviewer taught for this layout wins
+            found = self.recalled.read(path)                # (docs/api/extraction.md "Layout memory")
+            if found is not None:
+                return attribute(taxon, path, found, self.locale)
         found = None
         for rule in taxon.get('rules') or []:
             kind = rule.get('type')
@@ -183,14 +191,18 @@ class _Run:
         return []
 
 
-def extract(taxons: list[dict[str, Any]], nodes: list[dict[str, Any]], *, locale: str | None = None) -> Result:
-    """The data objects of a document (before assessment)."""
+def extract(taxons: list[dict[str, Any]], nodes: list[dict[str, Any]], *, locale: str | None = None,
+            recall=None) -> Result:
+    """The data objects of a document (before assessment). ``recall(doc)``: the places a layout
+    memory holds for the document (features/extraction/memories.py ``recall_for``), read before
+    a value taxon's rules; a place that stops matching falls back to the rules."""
     started = time.perf_counter()
     doc = Document(nodes)
-    run = _Run(doc, locale)
+    run = _Run(doc, locale, recall)
     for k, taxon in enumerate(taxons):
         run.group(taxon, taxon['name'], run.whole, None, None, str(k))
-    return Result(run.objects, time.perf_counter() - started)
+    return Result(run.objects, time.perf_counter() - started,
+                  run.recalled.report() if run.recalled is not None else None)
 
 
 # ----------------------------------------------------------------------------- assessment
