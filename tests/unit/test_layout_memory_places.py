@@ -48,12 +48,16 @@ def test_a_supplier_token_comes_first_and_its_check_digits_must_hold():
     assert [f.kind for f in good] == ['supplier', 'layout'] and good[0].hint == 'IBAN ...3000'
     other = lm.fingerprints(_invoice('INV-2', 'PO-2', iban='DE89 3704 0044 0532 0130 00'))
     assert other[0].key == good[0].key   # spaces as printed
+    bic = lm.fingerprints(_invoice('INV-3', 'PO-3', iban='DE89 3704 0044 0532 0130 00 BIC COBADEFFXXX'))
+    assert bic[0].key == good[0].key   # the BIC after it is not part of it
     bad = lm.fingerprints(_invoice('INV-1', 'PO-1', iban='DE00370400440532013000'))
     assert [f.kind for f in bad] == ['layout']
     vat = _doc([(40.0, [(50.0, 'Acme')]), (60.0, [(50.0, 'USt-IdNr.:'), (120.0, 'DE'), (136.0, '123'),
                                                   (160.0, '456'), (184.0, '789')])])
     [f] = lm.fingerprints(vat)
     assert f.kind == 'supplier' and f.hint == 'VAT ...6789'
+    amount = _doc([(40.0, [(50.0, 'Acme')]), (60.0, [(50.0, 'VAT'), (80.0, '12'), (100.0, '345.67')])])
+    assert lm.fingerprints(amount) == []   # an amount after "VAT" is no supplier's id
 
 
 def test_a_place_is_read_again_by_its_anchor_whatever_the_values_length():

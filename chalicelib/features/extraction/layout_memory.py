@@ -8,8 +8,9 @@ first; a memory is taught under the first the document has and found under eithe
 
 * ``supplier``: the supplier's identity from a token a supplier prints on every invoice and a
   customer does not: the first IBAN anywhere in the document whose ISO 13616 check digits hold
-  (the account to be paid is the supplier's), else the first VAT/tax id next to its label
-  (VAT, USt-IdNr, TVA, IVA, BTW, GST, ABN, Tax ID ...) on page 1. Exact, and stable across a
+  (the account to be paid is the supplier's; cut at its country's length, so a BIC printed
+  after it is not read into it), else the first VAT/tax id next to its label (VAT, USt-IdNr,
+  TVA, IVA, BTW, GST, ABN, Tax ID ...) on page 1, never an amount ("VAT 12 345.67"). Exact, and stable across a
   supplier's invoices whatever their values; the memory of one supplier never applies to
   another. Kept as a hash, with a hint showing only the token's last 4 characters.
 * ``layout``: when no such token is printed, the layout's own signature: the topmost line of
@@ -53,6 +54,11 @@ MAX_LAYOUT_LABELS = 60     # labels of page 1 a layout fingerprint reads
 LEFT_REACH = 0.25          # how far left of a value (a share of the page width) its label may stand
 
 _IBAN = re.compile(r'\b([A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30})\b')
+_MONEY = re.compile(r'[.,]\d{2}\s*$')
+# IBAN lengths of the countries whose invoices are common here (ISO 13616 registry); another
+# country's IBAN is read as printed, its check digits deciding
+IBAN_LENGTHS = {'AT': 20, 'BE': 16, 'CH': 21, 'CZ': 24, 'DE': 22, 'DK': 18, 'ES': 24, 'FI': 18, 'FR': 27, 'GB': 22,
+                'IE': 22, 'IT': 27, 'LU': 20, 'NL': 18, 'NO': 15, 'PL': 28, 'PT': 25, 'SE': 24}
 _TAX_LABEL = re.compile(r'(?i)\b(?:VAT|USt|UID|MwSt|TVA|IVA|BTW|GST|HST|ABN|NIF|CIF|P\.?\s?IVA|Steuer-?Nr|'
                         r'Tax\s*(?:ID|No|Number|Reg(?:istration)?))\b[^:\d]{0,30}[:#]?\s*'
                         r'([A-Z]{0,3}[ -]?\d[0-9A-Z .-]{5,20}[0-9A-Z])')
@@ -92,7 +98,8 @@ def fingerprints(doc: Document) -> list[Fingerprint]:
     token = None
     for u in doc.units:
         for m in _IBAN.finditer(u.text):
-            iban = m.group(1).replace(' ', '')
+            compact = m.group(1).replace(' ', '')
+            iban = compact[:IBAN_LENGTHS.get(compact[:2], len(compact))]   # "... 00 BIC X": not the BIC
             if _iban_ok(iban):
                 token = ('IBAN', iban)
                 break
@@ -104,7 +111,7 @@ def fingerprints(doc: Document) -> list[Fingerprint]:
             m = _TAX_LABEL.search(u.text)
             if m:
                 vat = re.sub(r'[\s.-]', '', m.group(1)).upper()
-                if sum(c.isdigit() for c in vat) >= 6:
+                if sum(c.isdigit() for c in vat) >= 6 and not _MONEY.search(m.group(1)):   # not "VAT 12 345.67"
                     token = ('VAT', vat)
                     break
     if token is not None:
