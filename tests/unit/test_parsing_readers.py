@@ -598,8 +598,9 @@ def test_boxes_of_a_rotated_page_are_in_the_displayed_page(rotation):
     assert [x0, y0, x1, y1] == pytest.approx(expected, abs=0.02)
 
 
-# The zip-packaged worker carries no Pillow (requirements.txt; infra/ocr/requirements.txt): run in a
-# fresh interpreter where importing PIL fails as it does there, and records that it was tried.
+# The zip-packaged worker never imports Pillow (it reads with ocr=False; the zip carries Pillow for the
+# API's page images only, render.py): run in a fresh interpreter where importing PIL fails, and
+# records that it was tried.
 _WITHOUT_PIL = '''
 import importlib.abc, json, sys, time
 tried = []
