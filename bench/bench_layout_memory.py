@@ -4,7 +4,8 @@ memory: the run reads no memory, the correction sends a value) and after (the ru
 BatchGetItem of its fingerprints; the correction's document read and memory write), and the
 CPU time of the fingerprint and of reading a taught place.
 
-    PYTHONPATH=. .venv/bin/python bench/bench_layout_memory.py     # ~20 s
+    PYTHONPATH=. .venv/bin/python bench/bench_layout_memory.py            # ~20 s
+    PYTHONPATH=. .venv/bin/python bench/bench_layout_memory.py --corpus   # the corpus target (~30 s)
 
 Through the app (chalice's test client, moto), calls counted with bench/counting.py and writes
 costed as bench/bench_extraction.py does (bench/bench_write_cost.py: 2 WCU per started KB of
@@ -177,7 +178,110 @@ def cpu() -> list[tuple[str, float]]:
     return out
 
 
+def corpus() -> list[dict[str, Any]]:
+    """Issue 48's target "after one correction per supplier, the next invoice of that supplier:
+    1.00 of the corrected fields", over the corpus (tests/fixtures/invoices): per supplier with
+    two well-formed text PDFs, the general definition reads the first; every header field it got
+    wrong is taught where the truth's words stand (the words a reviewer would point at: the
+    shortest run of a line's words whose typed value is the truth's); the second is read with
+    that memory (in process: the engine, the pure memory, the fingerprints as a run computes them)."""
+    from bench.bench_extraction_unseen import CORPUS, definition, manifest, parse
+    from bench.extraction_scoring import HEADER_FIELDS, same
+    from chalicelib.features.extraction import engine, layout_memory
+    from chalicelib.features.extraction.document import Document
+    from chalicelib.features.extraction.normalise import NotNormalised, normalise
+    body = definition('general')
+    taxons = body['taxons']
+    locale = (body.get('metadata') or {}).get('locale')
+    group = next(t for t in taxons if t['name'] == 'invoice')
+    leaf = {c['name']: c for c in group['children'] if not c.get('group')}
+    by_supplier: dict[str, list[dict[str, Any]]] = {}
+    for d in manifest()['documents']:
+        if d['kind'] == 'text-pdf' and d.get('wellFormed', True):
+            by_supplier.setdefault(d['supplier'], []).append(d)
+
+    def fields(nodes, recall=None):
+        result = engine.extract(taxons, nodes, locale=locale, recall=recall)
+        return {a['tag']: a for o in result.objects if o.path == 'invoice' for a in o.attributes}
+
+    def words_of(doc, name, truth, written):
+        """The words a reviewer points at: read with the definition's locale, else with the
+        locale the document is written in (the words are there; whether the definition reads
+        them is the run's business)."""
+        for size in range(1, 9):
+            for u in doc.units:
+                for i in range(len(u.words) - size + 1):
+                    run = u.words[i:i + size]
+                    for loc in dict.fromkeys((locale, written)):
+                        try:
+                            typed, _ = normalise(' '.join(w.text for w in run), leaf[name], loc)
+                        except NotNormalised:
+                            continue
+                        if same(name, truth, typed):
+                            return run
+        return None
+    rows = []
+    for supplier, docs in sorted(by_supplier.items()):
+        if len(docs) < 2:
+            continue
+        first, second = sorted(docs, key=lambda d: d['file'])[:2]
+        nodes1, _ = parse(CORPUS / first['file'])
+        nodes2, _ = parse(CORPUS / second['file'])
+        got1 = fields(nodes1)
+        doc1 = Document(nodes1)
+        pages1 = layout_memory.Pages(doc1)
+        wrong = [f for f in HEADER_FIELDS if f in leaf and f in first['truth'] and
+                 not same(f, first['truth'][f], got1.get(f, {}).get('typedValue'))]
+        taught = {}
+        for name in wrong:
+            run = words_of(doc1, name, first['truth'][name], first.get('locale'))
+            place = layout_memory.place_of(pages1, run[0].page, run) if run else None
+            if place:
+                taught[f'invoice/{name}'] = place
+        prints1 = layout_memory.fingerprints(doc1)
+        key = prints1[0].key if prints1 else None
+
+        def recall(doc, key=key, taught=taught):
+            keys = {f.key for f in layout_memory.fingerprints(doc)}
+            return layout_memory.Recalled(doc, taught, ['m']) if key in keys and taught else None
+        got2 = fields(nodes2, recall)
+        right = [p for p in taught if p.split('/')[-1] in second['truth'] and
+                 same(p.split('/')[-1], second['truth'][p.split('/')[-1]], got2[p.split('/')[-1]].get('typedValue'))]
+        before2 = fields(nodes2)
+
+        def read_right(p, second=second, got2=got2):   # the words read are the truth, in the document's locale
+            name = p.split('/')[-1]
+            a = got2[name]
+            if (a.get('dataFeatures') or {}).get('rule') != 'memory' or a.get('value') is None:
+                return False
+            try:
+                typed, _ = normalise(a['value'], leaf[name], second.get('locale'))
+            except NotNormalised:
+                return False
+            return same(name, second['truth'].get(name), typed)
+        if '--detail' in sys.argv:
+            for p in taught:
+                a = got2[p.split('/')[-1]]
+                rule = (a.get('dataFeatures') or {}).get('rule')
+                print(f"  {supplier} {p}: read {a.get('value')!r} ({rule}) -> {a.get('typedValue')!r} "
+                      f"{a.get('normaliseError') or ''} truth {second['truth'].get(p.split('/')[-1])!r}")
+        rows.append({'supplier': supplier, 'files': f"{first['file']} -> {second['file']}",
+                     'fingerprint': prints1[0].kind if prints1 else None, 'wrong': len(wrong), 'taught': len(taught),
+                     'right': len(right), 'wordsRight': sum(1 for p in taught if read_right(p)),
+                     'wrongBefore': sum(
+                         1 for f in taught if not same(f.split('/')[-1], second['truth'].get(f.split('/')[-1]),
+                                                       before2.get(f.split('/')[-1], {}).get('typedValue')))})
+    return rows
+
+
 def main() -> None:
+    if '--corpus' in sys.argv:
+        print(f"{'supplier':<12}{'invoices':<32}{'fingerprint':<12}{'wrong':>6}{'taught':>7}{'right after':>12}"
+              f"{'words right':>12}{'wrong without':>14}")
+        for r in corpus():
+            print(f"{r['supplier']:<12}{r['files']:<32}{str(r['fingerprint']):<12}{r['wrong']:>6}{r['taught']:>7}"
+                  f"{r['right']:>12}{r['wordsRight']:>12}{r['wrongBefore']:>14}", flush=True)
+        return
     print(f"{'':<58}{'calls (DynamoDB by op; S3)':<60}{'WCU':>5}")
     for label, calls, units in measure():
         shown = ', '.join(f'{k} {v}' for k, v in sorted(calls.items()) if v)

@@ -16,8 +16,10 @@ first; a memory is taught under the first the document has and found under eithe
 * ``layout``: when no such token is printed, the layout's own signature: the topmost line of
   page 1 when it holds no digit (most often the issuer's name) and page 1's labels, the text
   before each ``:`` (at most 4 words, letters only), each with the third of the page it
-  stands in, as a sorted set: values (numbers, dates, amounts, names after a label) change
-  from one invoice to the next, labels and their columns do not. At least 3 labels, else no
+  stands in, in the header (the top 40% of the page, above its first line item: a line with 3
+  numbers; totals and footers move with the number of line items), as a sorted set: values
+  (numbers, dates, amounts, names after a label) change from one invoice to the next, labels
+  and their columns do not. At least 3 labels, else no
   fingerprint (too little to tell layouts apart). A rough grid (thirds across, no vertical
   position) because a longer address or an extra line moves labels down, not across.
 
@@ -26,7 +28,8 @@ first; a memory is taught under the first the document has and found under eithe
 at most a quarter of the page width away, else the nearest row above it) with the value's
 offset from them. The anchor is found again by
 its text on the next document and the value read at the same offset: an anchor survives a
-value whose length changes and a block that moved down; a place with no anchor is read at its
+value whose length changes and a block that moved down (to the next page too: an anchor no
+longer on its page is looked for on the others); a place with no anchor is read at its
 relative box. A place stops matching when its anchor's text is not on the page any more or no
 word stands at the place: the taxon's rules read it then (the engine falls back).
 
@@ -51,15 +54,17 @@ CONFIDENCE = 0.95          # a recalled value's confidence (times its words' OCR
 MIN_LABELS = 3             # labels a layout fingerprint needs
 MAX_ANCHOR_WORDS = 4
 MAX_LAYOUT_LABELS = 60     # labels of page 1 a layout fingerprint reads
+HEADER_SHARE = 0.4         # the top share of page 1 whose labels make a layout fingerprint
 LEFT_REACH = 0.25          # how far left of a value (a share of the page width) its label may stand
 
 _IBAN = re.compile(r'\b([A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30})\b')
+_NUMBER = re.compile(r'(?<![\w/.-])\d[\d.,\']*(?![\w/-])')
 _MONEY = re.compile(r'[.,]\d{2}\s*$')
 # IBAN lengths of the countries whose invoices are common here (ISO 13616 registry); another
 # country's IBAN is read as printed, its check digits deciding
 IBAN_LENGTHS = {'AT': 20, 'BE': 16, 'CH': 21, 'CZ': 24, 'DE': 22, 'DK': 18, 'ES': 24, 'FI': 18, 'FR': 27, 'GB': 22,
                 'IE': 22, 'IT': 27, 'LU': 20, 'NL': 18, 'NO': 15, 'PL': 28, 'PT': 25, 'SE': 24}
-_TAX_LABEL = re.compile(r'(?i)\b(?:VAT|USt|UID|MwSt|TVA|IVA|BTW|GST|HST|ABN|NIF|CIF|P\.?\s?IVA|Steuer-?Nr|'
+_TAX_LABEL = re.compile(r'(?i)\b(?:VAT|USt|UID|MwSt|TVA|IVA|BTW|GSTIN|GST|HST|ABN|NIF|CIF|P\.?\s?IVA|Steuer-?Nr|'
                         r'Tax\s*(?:ID|No|Number|Reg(?:istration)?))\b[^:\d]{0,30}[:#]?\s*'
                         r'([A-Z]{0,3}[ -]?\d[0-9A-Z .-]{5,20}[0-9A-Z])')
 _LABEL = re.compile(r"([A-Za-z\u00C0-\u024F][A-Za-z\u00C0-\u024F .'/&()-]{0,40}):")
@@ -119,7 +124,13 @@ def fingerprints(doc: Document) -> list[Fingerprint]:
     size = doc.page_size(1)
     width = size[0] if size and size[0] > 0 else None
     labels: set[str] = set()
+    top = size[1] * HEADER_SHARE if size and size[1] > 0 else None
+    rows = [u.bbox[1] for u in first if u.bbox is not None and len(_NUMBER.findall(u.text)) >= 3]
+    if top is not None and rows:   # the first line item (3 numbers on a line) ends the header
+        top = min(top, min(rows))
     for u in first:
+        if top is not None and u.bbox is not None and u.bbox[1] > top:
+            continue   # totals and footers move with the number of line items: the header's labels only
         for m in _LABEL.finditer(u.text):
             words = _norm_words(m.group(1)).split()[-MAX_ANCHOR_WORDS:]
             if not words or any(any(c.isdigit() for c in w) for w in words):
@@ -131,8 +142,9 @@ def fingerprints(doc: Document) -> list[Fingerprint]:
             labels.add(' '.join(words) + third)
             if len(labels) >= MAX_LAYOUT_LABELS:
                 break
-    top = next((u for u in sorted(first, key=lambda u: (u.bbox[1] if u.bbox else 0.0)) if u.text.strip()), None)
-    head = _norm_words(top.text) if top is not None and not any(c.isdigit() for c in top.text) else ''
+    head_unit = next((u for u in sorted(first, key=lambda u: (u.bbox[1] if u.bbox else 0.0)) if u.text.strip()), None)
+    head = _norm_words(head_unit.text) if head_unit is not None and not any(c.isdigit() for c in head_unit.text) \
+        else ''
     if len(labels) >= MIN_LABELS:
         ordered = sorted(labels)
         shown = ', '.join(lb.split('@')[0] for lb in ordered[:6]) + (' ...' if len(ordered) > 6 else '')
@@ -201,7 +213,7 @@ def _anchor_of(pages: Pages, page: int, value: list[Word]) -> list[Word] | None:
     size = pages.size(page)
     reach = max(2.5 * h, LEFT_REACH * size[0]) if size else 2.5 * h   # a label column may stand apart
     for w in left:
-        if edge - w.bbox[2] > (reach if not run else 2.5 * h) or len(run) >= MAX_ANCHOR_WORDS:
+        if edge - w.bbox[2] > (reach if not _has_letters(run) else 2.5 * h) or len(run) >= MAX_ANCHOR_WORDS:
             break
         run.append(w)
         edge = w.bbox[0]
@@ -297,6 +309,14 @@ def read(pages: Pages, place: dict[str, Any]) -> Found | None:
     anchor = place.get('anchor')
     if isinstance(anchor, dict):
         found = _find_anchor(pages, page, anchor, size)
+        if found is None:   # totals move to the last page when the table grows: the anchor's other pages
+            for other in sorted(p for p in pages.pages if p != page):
+                size_other = pages.size(other)
+                found = _find_anchor(pages, other, anchor, size_other) if size_other else None
+                if found is not None:
+                    page, size = other, size_other
+                    width, height = size
+                    break
         if found is None:
             return None
         ab = _box(found)
@@ -320,11 +340,18 @@ def read(pages: Pages, place: dict[str, Any]) -> Found | None:
             i = at
             while 0 <= i + step < len(row):
                 a, b = (row[i][0], row[i + step][0]) if step == 1 else (row[i + step][0], row[i][0])
-                if b.bbox[0] - a.bbox[2] > line:
+                nxt = row[i + step][0].text
+                if b.bbox[0] - a.bbox[2] > line or not any(c.isalnum() for c in nxt) or nxt.endswith(':'):
+                    break   # a wide gap, a label's colon or a lone sign: not the value's
+                if step == -1 and any(c.isalnum() for c in nxt) and nxt.rstrip().endswith(('%', ')')):
                     break
                 i += step
                 chosen[id(row[i][0])] = row[i]
     ordered = sorted(chosen.values(), key=lambda t: t[2])
+    while ordered and (not any(c.isalnum() for c in ordered[0][0].text) or ordered[0][0].text.endswith(':')):
+        ordered.pop(0)   # a label's colon or a lone sign the box overlapped
+    while ordered and not any(c.isalnum() for c in ordered[-1][0].text):
+        ordered.pop()
     words = [w for w, _, _ in ordered]
     units = list({id(u): u for _, u, _ in ordered}.values())
     text = ' '.join(w.text for w in words if w.text)
