@@ -189,3 +189,46 @@ def test_memories_are_listed_removed_bounded_and_tenant_scoped(api, memo, users,
     # a deleted definition takes its memories with it
     assert api.delete(f"/api/data-definitions/{definition}").status == 204
     assert api.get(f'/api/layout-memories/{memory_id}').status == 404
+
+
+def _corpus_nodes(name: str) -> list[dict]:
+    """A corpus invoice (tests/fixtures/invoices) parsed by the parse stage's readers."""
+    import time
+    from pathlib import Path
+
+    from chalicelib.features.parsing import readers
+    path = Path(__file__).resolve().parents[1] / 'fixtures' / 'invoices' / name
+    return readers.read(path.read_bytes(), media_type='application/pdf', filename=name,
+                        deadline=time.monotonic() + 60).nodes
+
+
+def test_a_corpus_suppliers_next_invoice_is_read_where_the_reviewer_pointed(api, setup):  # noqa: F811
+    """tata-1 and tata-2 of the corpus (one supplier, its GSTIN; the second's table longer, its
+    totals lower): the general definition misreads tata-1's tax (its label rule reads the
+    title); the reviewer points at the tax's words; tata-2's tax is read there, right."""
+    import json
+    from pathlib import Path
+    general = json.loads((Path(__file__).resolve().parents[1] / 'fixtures' / 'invoices' / 'definitions' /
+                          'general.json').read_text(encoding='utf-8'))
+    r = api.post('/api/data-definitions', {'organizationId': setup['org']['id'], **general})
+    assert r.status == 201, r.json
+    families = {}
+    for name in ('tata-1.pdf', 'tata-2.pdf'):
+        fam = create(api, 'document-families', setup['org']['id'], projectId=setup['project'], path=f'corpus/{name}')
+        nodes = _corpus_nodes(name)
+        assert api.put(f"/api/document-families/{fam['id']}/document", {'version': 0, 'nodes': nodes}).status == 200
+        families[name] = (fam, nodes)
+    body = {'dataDefinition': general['slug'], 'dataStore': 'invoices', 'statusSlug': 'to-review'}
+    fam1, nodes1 = families['tata-1.pdf']
+    assert api.post(f"/api/document-families/{fam1['id']}/extract", body).status == 200
+    obj, by_tag = _invoice(api, setup, fam1)
+    assert by_tag['tax'].get('typedValue') != 2487.68   # what the rules read is not the tax
+    fixed = _point(api, obj, by_tag['tax'], [_word(nodes1, '2,487.68')['id']])
+    assert fixed['typedValue'] == 2487.68 and fixed['layoutMemory']['kept'] is True, fixed
+    assert fixed['layoutMemory']['fingerprint']['kind'] == 'supplier'
+    fam2, _ = families['tata-2.pdf']
+    summary = api.post(f"/api/document-families/{fam2['id']}/extract", body).json
+    _, by_tag2 = _invoice(api, setup, fam2)
+    tax = by_tag2['tax']
+    assert tax['typedValue'] == 4410.34 and tax['dataFeatures']['rule'] == 'memory', tax
+    assert not tax.get('dataExceptions') and summary['layoutMemory']['applied'] == ['invoice/tax']
