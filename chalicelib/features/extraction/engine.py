@@ -4,7 +4,9 @@ with typed, traced attributes, and the exceptions a reviewer must look at. Pure:
 
 One data object per group instance (a ``one`` group: one; a ``many`` group: one per table row
 or JSONata item), nested as the groups are; one attribute per leaf taxon of the group (a
-placeholder with no value when no rule found one, so a reviewer can fill it in).
+placeholder with no value when no rule found one, so a reviewer can fill it in). A value taxon
+of a ``one`` group is read first where a reviewer taught it for this kind of document (the layout
+memory, features/extraction/layout_memory.py), then by its rules.
 
 ``assess`` decides the open exceptions of a tree from its attributes alone (a required value
 missing, a value that does not normalise, a confidence under the threshold, a failed validation
@@ -57,6 +59,7 @@ class Result:
     objects: list[Obj]
     seconds: float
     conventions: Conventions | None = None   # what a run with locale "auto" read the document's values with
+    memory: dict[str, Any] | None = None   # the layout memory's report: memoryIds, applied, fellBack
 
 
 def _label(taxon: dict[str, Any]) -> str:
@@ -109,8 +112,9 @@ def _reads(text: str, taxon: dict[str, Any], locale: Locale) -> bool:
 
 
 class _Run:
-    def __init__(self, doc: Document, locale: Locale, taxons: list[dict[str, Any]]) -> None:
+    def __init__(self, doc: Document, locale: Locale, taxons: list[dict[str, Any]], recall=None) -> None:
         self.doc = doc
+        self.recalled = recall(doc) if recall is not None else None   # the layout memory's places
         self.whole = Scope.of_document(doc)
         # "auto": the document's own conventions, detected once (normalise.detect)
         self.locale: Locale = detect(doc.text) if locale == AUTO else locale
@@ -134,6 +138,10 @@ class _Run:
         found = (row or {}).get(taxon['name'])   # a table row's column, a JSONata item's field
         if found is not None and found.text.strip():
             return attribute(taxon, path, found, self.locale)
+        if row is None and self.recalled is not None:   # what a reviewer taught for this layout wins
+            found = self.recalled.read(path)                # (docs/api/extraction.md "Layout memory")
+            if found is not None:
+                return attribute(taxon, path, found, self.locale)
         found = None
         kind_of_value = taxon.get('type', 'string')
         accept = None if kind_of_value == 'string' else (lambda text: _reads(text, taxon, self.locale))
@@ -233,16 +241,20 @@ def table_columns(taxon: dict[str, Any]) -> tuple[dict[str, list[str]], set[str]
     return columns, required
 
 
-def extract(taxons: list[dict[str, Any]], nodes: list[dict[str, Any]], *, locale: str | None = None) -> Result:
+def extract(taxons: list[dict[str, Any]], nodes: list[dict[str, Any]], *, locale: str | None = None,
+            recall=None) -> Result:
     """The data objects of a document (before assessment); ``locale`` a locale's name, "auto"
-    (the document's own conventions) or None (en-US)."""
+    (the document's own conventions) or None (en-US). ``recall(doc)``: the places a layout
+    memory holds for the document (features/extraction/memories.py ``recall_for``), read before
+    a value taxon's rules; a place that stops matching falls back to the rules."""
     started = time.perf_counter()
     doc = Document(nodes)
-    run = _Run(doc, locale, taxons)
+    run = _Run(doc, locale, taxons, recall)
     for k, taxon in enumerate(taxons):
         run.group(taxon, taxon['name'], run.whole, None, None, str(k))
     conventions = run.locale if isinstance(run.locale, Conventions) else None
-    return Result(run.objects, time.perf_counter() - started, conventions)
+    return Result(run.objects, time.perf_counter() - started, conventions,
+                  run.recalled.report() if run.recalled is not None else None)
 
 
 # ----------------------------------------------------------------------------- assessment

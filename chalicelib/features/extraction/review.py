@@ -7,7 +7,8 @@ records who changed what; a reviewer may also close an exception by hand.
 A change is one transaction of the object and its exceptions (its own items only); what follows
 it, the family's summary, the review task and the family's document status, is part two,
 features/extraction/review_task.py (``follow_up``), which runs after the commit and never turns a
-committed change into an error.
+committed change into an error. A correction by ``nodeIds`` then teaches the definition's
+layout memory (features/extraction/memories.py), reported as ``layoutMemory``, never an error.
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def _run_locale(obj, definition: dict[str, Any]) -> Locale:
     return locale
 
 
-def _pointed(obj, node_ids: list[str]) -> pointing.Pointed:
+def _pointed(obj, node_ids: list[str]):
     """The words ``node_ids`` name in the family's parsed document (read as an extraction run reads
     it: features/documents/deltas.py ``load_nodes``, bounded by its node and byte caps)."""
     from chalicelib.features.documents import deltas  # noqa: PLC0415 - lazy: S3 reads
@@ -60,8 +61,9 @@ def _pointed(obj, node_ids: list[str]) -> pointing.Pointed:
     if not nodes:
         raise ApiError(f'data object {obj.id} has no parsed document to point at (nodeIds): send value instead',
                        status=409)
+    doc = Document(nodes)
     try:
-        return pointing.point(Document(nodes), node_ids)
+        return doc, pointing.point(doc, node_ids)
     except pointing.PointingError as exc:
         raise BadRequest(str(exc)) from None
 
@@ -86,7 +88,7 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
         raise BadRequest('confirmed must be true or false')
     if body.get('comment') is not None and (not isinstance(body['comment'], str) or len(body['comment']) > 2000):
         raise BadRequest('comment must be a text of at most 2000 characters')
-    node_ids = pointed = None
+    node_ids = pointed = doc = None
     if 'nodeIds' in body:
         try:
             node_ids = pointing.check_node_ids(body['nodeIds'])
@@ -104,7 +106,7 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
     taxon = taxon_of.get(attr.get('taxon') or '') or {'name': attr.get('tag'), 'type': attr.get('type', 'string')}
     change: dict[str, Any] = {'userId': principal.user_id, 'userEmail': principal.email, 'on': clock.now_iso()}
     if node_ids is not None:
-        pointed = _pointed(obj, node_ids)
+        doc, pointed = _pointed(obj, node_ids)
     if 'value' in body or pointed is not None:
         if 'value' in body:
             text = None if value is None else (value if isinstance(value, str) else
@@ -134,7 +136,22 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
     attrs = [attr if a.get('id') == attribute_id else a for a in attrs]
     new['attributes'] = attrs
     tree = [dict(s.data) for s in siblings.values() if s.id != obj.id] + [new]
-    return _reassess(obj, new, tree, taxon_of, principal)
+    new, followed = _reassess(obj, new, tree, taxon_of, principal)
+    if pointed is not None:   # committed: the layout memory learns where the value stands
+        followed['layoutMemory'] = _teach(obj, attr, taxon_of, doc, pointed, principal)
+    return new, followed
+
+
+def _teach(obj, attr, taxon_of, doc, pointed, principal: Principal) -> dict[str, Any]:
+    """The layout memory's write (features/extraction/memories.py) after the correction committed:
+    what could not be kept is reported, never raised (the correction stands)."""
+    from chalicelib.features.extraction import memories  # noqa: PLC0415 - lazy: the pointing path only
+    try:
+        return memories.learn(obj, attr, taxon_of, doc, pointed, principal)
+    except Exception as exc:   # noqa: BLE001 - the correction committed: report, never raise
+        memories.log.warning('layout memory not kept', extra={'dataObjectId': obj.id, 'error': type(exc).__name__})
+        return {'kept': False, 'reason': f'the layout memory could not be written ({type(exc).__name__}): '
+                                         'correct the value again to teach it'}
 
 
 def _reassess(obj, new: dict[str, Any], tree: list[dict[str, Any]], taxon_of,

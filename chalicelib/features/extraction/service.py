@@ -90,7 +90,8 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
     if locale is not None and locale not in LOCALE_CHOICES:   # the options' locale is checked with them (shapes.py)
         raise BadRequest(f"data definition '{definition.get('slug')}': metadata.locale must be one of "
                          f"{', '.join(LOCALE_CHOICES)}")
-    result = engine.extract(taxons, nodes, locale=locale)
+    from chalicelib.features.extraction import memories  # noqa: PLC0415 - lazy: the run path only
+    result = engine.extract(taxons, nodes, locale=locale, recall=memories.recall_for(family.org, definition['id']))
     key = source_key(family_id, origin, step)
     objects = _records(result, family, definition, store, key, run_id)
     open_ = engine.assess(objects, taxon_index(taxons))
@@ -103,6 +104,8 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
                'objects': len(objects), 'openExceptions': len(exceptions),
                'options': _effective_options(options, locale, result.conventions),
                'extractedOn': clock.now_iso(), 'extractSeconds': round(result.seconds, 4)}
+    if result.memory is not None:   # what reviewers taught for this layout, read (docs/api/extraction.md)
+        summary['layoutMemory'] = result.memory
     fresh = storage.family_record(family_id)   # as it is now: deleted while this run wrote?
     if fresh is not None:
         summary.update(review_task.after_run(family, summary, exceptions))
