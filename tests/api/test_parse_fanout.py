@@ -7,6 +7,7 @@ compared with the same file read without a split (a family of its own, through t
 and with the readers' single read of the file in process."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 import uuid
@@ -35,13 +36,14 @@ def store(api, org_id, bucket):
 
 @pytest.fixture
 def sent(monkeypatch):
-    """Every range message is delivered twice and each batch of them in reverse order; the
-    bodies of the range messages sent are recorded."""
+    """Every range message is delivered twice and each batch of them in reverse order, the last
+    range's 3 s late (the stage looks at its ranges in between); the bodies of the range messages
+    sent are recorded."""
     seen: list[dict] = []
     real = work_store.send_messages
 
     def send(messages, **kwargs):
-        ranges = [(b, d) for b, d in messages if b.get('type') == 'parse.range']
+        ranges = [(b, 3 if b.get('range') == 3 else d) for b, d in messages if b.get('type') == 'parse.range']
         seen.extend(b for b, _ in ranges)
         others = [(b, d) for b, d in messages if b.get('type') != 'parse.range']
         return real(others + [m for m in reversed(ranges) for _ in range(2)], **kwargs)
@@ -123,7 +125,7 @@ def test_a_split_document_is_the_single_read_under_duplicates_reordering_and_a_r
     lines = [m['message'] for m in run['statusMessages']]
     assert any('8 pages split into 4 ranges of 2 pages (2 queued)' in line for line in lines), lines
     read = [int(n) for line in lines for n in re.findall(r'(\d+) of 8 pages read', line)]
-    assert read == sorted(read) and all(0 <= n < 8 for n in read), lines
+    assert read == sorted(read) and any(0 < n < 8 for n in read) and all(n < 8 for n in read), lines
     assert output['nodeCount'] == len(many['nodes'])
     # one event when reading ended, for each family
     [event] = parsed_events(api, split['id'])
@@ -134,7 +136,7 @@ def test_a_split_document_is_the_single_read_under_duplicates_reordering_and_a_r
 
 
 def test_a_range_failing_for_good_fails_the_stage_with_its_reason(api, store, work, monkeypatch):
-    monkeypatch.setattr(limits, 'FANOUT', SMALL)
+    monkeypatch.setattr(limits, 'FANOUT', dataclasses.replace(SMALL, retry_seconds=0))
     family = upload(api, store, 'big/broken.pdf')
     with faults.inject(lambda op, params: faults.error('InternalError') if part_of(3)(op, params) else None,
                        clients=[blobs.client()], service='s3') as answered:
