@@ -30,6 +30,7 @@ of ``ranges``) on the execution's ``metadata.progress``, updated on each look.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -105,6 +106,7 @@ def read_range(body: dict[str, Any], *, deadline: float, send: Send) -> str:
     _, limits = settings()
     first, last, start = int(body['first']), int(body['last']), int(body['from'])
     ocr = site.ocr_here()
+    started = time.monotonic()
     data = blobs.read(family.data['storageKey'])
     try:
         result = readers.read(data, media_type=str(family.data.get('contentType') or documents.DEFAULT_MIME),
@@ -125,7 +127,7 @@ def read_range(body: dict[str, Any], *, deadline: float, send: Send) -> str:
     stop = (int(result.next_page) - 1) if result.next_page and int(result.next_page) <= last else last
     size = deltas.put_part(deltas.part_key(family, run, start), nodes)
     parts = [*body.get('parts', []), [start, stop, len(nodes), size, int(result.text_chars or 0),
-                                      1 if result.parser == 'pdf-ocr' else 0]]
+                                      1 if result.parser == 'pdf-ocr' else 0, round(time.monotonic() - started, 2)]]
     warnings = [*body.get('warnings', []), *(str(w)[:300] for w in result.warnings)][:20]
     if stop < last:   # the time box cut it short: the rest in a new message
         send([({**body, 'from': stop + 1, 'parts': parts, 'warnings': warnings}, _queue(body['plan']), 0)])

@@ -7,7 +7,7 @@ fan-out: the only place of the parsing feature that names the table's keys.
 | range done   | ``PARSE#{run}`` | ``r{0000}`` | ``kind`` ``parse-range``, ``rd`` (JSON), ``ttl`` |
 | run closed   | ``PARSE#{run}`` | ``closed``  | ``kind`` ``parse-range``, ``rd`` (why), ``ttl``  |
 
-``rd`` of a range: ``{first, last, parts: [[from, to, nodes, bytes, textChars, ocr]], warnings}``
+``rd`` of a range: ``{first, last, parts: [[from, to, nodes, bytes, textChars, ocr, seconds]], warnings}``
 or ``{first, last, failed: reason}``.
 
 * A range's item is put once, ``attribute_not_exists(pk)``: the delivery that puts it is the
