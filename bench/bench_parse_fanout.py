@@ -69,15 +69,17 @@ def wall(pages: int, workers: int) -> dict[str, Any]:
     spawned: list[subprocess.Popen] = []
     try:
         localrun.create_resources()
-        import app as handlers
         from chalice.test import Client
 
+        import app as handlers
         from chalicelib.core.config import get_config
         from chalicelib.features.identity.bootstrap import bootstrap
         from chalicelib.features.parsing import ranges_store
         from localdev import workers as local_workers
         from localdev.pollers import StreamReader
         cfg = get_config()
+        # loopback only: the moto server this run started, never AWS
+        assert str(cfg.endpoint_url).startswith('http://127.0.0.1:'), cfg.endpoint_url
         platform = bootstrap(api_key=ADMIN)
         stream = StreamReader(handlers.outbox_publisher, cfg.table_name, region=cfg.region,
                               endpoint_url=cfg.endpoint_url)
@@ -122,8 +124,6 @@ def wall(pages: int, workers: int) -> dict[str, Any]:
             moto.terminate()
             moto.wait(timeout=60)
         os.environ.pop('AWS_ENDPOINT_URL', None)
-        for module in [m for m in sys.modules if m == 'app' or m.startswith(('chalicelib', 'localdev'))]:
-            del sys.modules[module]   # the next stack: a fresh config, clients and table
 
 
 # ----------------------------------------------------------------------------- 2. costs
@@ -215,7 +215,11 @@ def main() -> None:
     parser.add_argument('--pages', type=int, default=40)
     parser.add_argument('--workers', default='1,2,4')
     parser.add_argument('--costs-only', action='store_true')
+    parser.add_argument('--wall', type=int, help='one wall-time run with this many workers (JSON out)')
     args = parser.parse_args()
+    if args.wall:
+        print('WALL ' + json.dumps(wall(args.pages, args.wall)), flush=True)
+        return
     print(f'cores: {os.cpu_count()}', flush=True)
     result = costs()
     print(f"\n2. costs: {result['pages']}-page text PDF, ranges of {result['size']} pages (in-process moto)")
@@ -232,7 +236,14 @@ def main() -> None:
         return
     print(f'\n1. wall time: a {args.pages}-page scan, default FanOut (10 pages a range, 8 in flight)')
     for workers in (int(w) for w in args.workers.split(',')):
-        row = wall(args.pages, workers)
+        # a process of its own per stack: a fresh config and clients (part 2's point at in-process moto)
+        out = subprocess.run([sys.executable, __file__, '--pages', str(args.pages), '--wall', str(workers)],
+                             capture_output=True, text=True, env={**os.environ, 'PYTHONPATH': str(ROOT)}, check=False)
+        line = next((x for x in out.stdout.splitlines() if x.startswith('WALL ')), None)
+        if line is None:
+            print(out.stdout[-2000:], out.stderr[-3000:])
+            raise SystemExit(f'the run with {workers} worker(s) failed')
+        row = json.loads(line[5:])
         print(f"  {workers} worker(s): {row['seconds']:6.1f} s upload->parsed; {row['ranges']} ranges, slowest range "
               f"{row['slowest']:5.1f} s, sum of range reads {row['sumOfReads']:6.1f} s; "
               f"{row['output']['nodeCount']} nodes", flush=True)

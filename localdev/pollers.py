@@ -86,9 +86,10 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
 
 class QueuePoller:
     def __init__(self, handler: Callable, queue_name: str, *, region: str, endpoint_url: str | None,
-                 wait_seconds: int = 0, max_messages: int = 10) -> None:
+                 wait_seconds: int = 0, max_messages: int = 10, timeout: float | None = None) -> None:
         self.handler = handler
         self.max_messages = max_messages
+        self.timeout = timeout   # the function's timeout, when not the zip functions' (function_timeout)
         self.sqs = _client('sqs', region, endpoint_url)
         self.region = region
         self.url = self.sqs.get_queue_url(QueueName=queue_name)['QueueUrl']
@@ -104,7 +105,7 @@ class QueuePoller:
         messages = answer.get('Messages') or []
         if not messages:
             return {'received': 0, 'failed': 0}
-        invocation = context()
+        invocation = _Context(self.timeout)
         try:
             result = self.handler(sqs_event(messages, self.arn, self.region), invocation) or {}
             failed = {f['itemIdentifier'] for f in result.get('batchItemFailures') or []}

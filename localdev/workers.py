@@ -3,7 +3,8 @@ workers"): N - 1 processes besides the in-process pollers (pollers.py), each rec
 at a time from the activity queue and the OCR queue in turn and handing it to the same handlers
 Lambda runs (``activity_start_worker``, front/handlers.py ``ocr_batch``), so a big document's page
 ranges (features/parsing/fanout.py) are read in parallel as on AWS, where each range is an
-invocation of its own.
+invocation of its own. An OCR-queue message gets the OCR function's clock (300 s, as its
+container-image Lambda has), an activity-queue message the zip functions' (pollers.py).
 
 Processes, not threads: pdfium (the PDF reader) is not thread-safe, and the GIL would serialise
 the readers anyway. Each worker talks to the same moto server (``AWS_ENDPOINT_URL``, inherited)
@@ -21,6 +22,7 @@ import threading
 from pathlib import Path
 
 IDLE_SECONDS = 0.2   # an empty receive on both queues waits this long (no long poll: pollers.py)
+OCR_TIMEOUT_SECONDS = 300   # the OCR function's timeout (infra/ocr_function.py TIMEOUT_SECONDS): its invocations' clock
 
 
 def spawn(queue_name: str, ocr_queue_name: str | None) -> subprocess.Popen:
@@ -40,7 +42,7 @@ def main(argv: list[str]) -> None:
                            endpoint_url=cfg.endpoint_url, max_messages=1)]
     if len(argv) > 1:
         pollers.append(QueuePoller(front.ocr_batch, argv[1], region=cfg.region, endpoint_url=cfg.endpoint_url,
-                                   max_messages=1))
+                                   max_messages=1, timeout=OCR_TIMEOUT_SECONDS))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

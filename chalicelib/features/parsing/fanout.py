@@ -120,7 +120,10 @@ def read_range(body: dict[str, Any], *, deadline: float, send: Send) -> str:
         send([({**body, 'from': page}, 'ocr', 0)])
         return f'range {index + 1}: page {page} needs OCR: continued on the OCR queue'
     except readers.ParseFailure as exc:
-        return _fail(body, f"{getattr(exc, 'cause', None) or 'unreadable'}: {exc}"[:600], send)
+        cause = getattr(exc, 'cause', None) or 'unreadable'
+        if cause == 'time-budget':   # a busy machine, not the file: the range's next try (``retry``)
+            raise
+        return _fail(body, f'{cause}: {exc}'[:600], send)
     finally:
         del data
     nodes = [n for n in result.nodes if not (n.get('parentId') is None and n.get('nodeType') == 'document')]

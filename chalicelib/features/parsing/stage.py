@@ -186,7 +186,7 @@ def _plan(family: Stored, state: dict[str, Any], data: bytes, media_type: str, w
                                                         'ranges': plan['ranges'], 'size': plan['size']})
     return Slice('continue', f"{plan['pageCount']} pages split into {plan['ranges']} ranges of {plan['size']} "
                              f"pages ({len(messages)} queued)", state, send=messages,
-                 delay=fanout.settings()[0].check_seconds)
+                 delay=fanout.settings()[0].look_after(0))
 
 
 def _look(family: Stored, state: dict[str, Any], principal: Principal) -> Slice:
@@ -197,7 +197,8 @@ def _look(family: Stored, state: dict[str, Any], principal: Principal) -> Slice:
         _discard(family, state)
         return Slice('failed', str(found)[:900], state)
     if what == 'waiting':
-        return Slice('continue', str(found), state, delay=fanout.settings()[0].check_seconds)
+        looks = int(state.get('looks') or 0) + 1
+        return Slice('continue', str(found), {**state, 'looks': looks}, delay=fanout.settings()[0].look_after(looks))
     return _finish(family, state, found, principal)
 
 

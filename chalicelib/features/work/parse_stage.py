@@ -67,14 +67,18 @@ def _send(messages: list[tuple[dict[str, Any], str | None, int]]) -> None:
 def run_range(body: dict[str, Any], *, deadline: float | None) -> str:
     """One ``parse.range`` message (features/parsing/fanout.py): its pages read and stored; a
     storage or table failure retries the range alone (its own ``try``), never the document."""
-    from chalicelib.features.parsing import fanout  # noqa: PLC0415 - lazy: the readers load in the worker only
-    seconds = min(float(engine.MAX_ATTEMPT_SECONDS), engine.seconds_left(deadline))
+    from chalicelib.features.parsing import fanout, site  # noqa: PLC0415 - lazy: the readers load in the worker only
+    # the OCR function takes one message an invocation and has 300 s (infra/ocr_function.py): a
+    # scan's range gets most of it; the zip worker's messages share a 29 s invocation
+    cap = fanout.settings()[0].ocr_range_seconds if site.in_ocr_function() else engine.MAX_ATTEMPT_SECONDS
+    seconds = min(float(cap), engine.seconds_left(deadline))
     ends = time.monotonic() + seconds
     try:
         return fanout.read_range(body, deadline=ends, send=_send)
     except Exception as exc:  # noqa: BLE001 - any failure of a range is a failed try of that range (fanout.retry)
-        reason = engine.failure_of(exc).reason
-        return fanout.retry(body, reason, _send)
+        cause = getattr(exc, 'cause', None)   # the readers' time-budget on a busy machine
+        reason = f'{cause}: {exc}' if isinstance(cause, str) else engine.failure_of(exc).reason
+        return fanout.retry(body, reason[:400], _send)
 
 
 RUNNER = engine.Runner(run)

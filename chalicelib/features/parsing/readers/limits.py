@@ -37,7 +37,13 @@ class FanOut:
     in_flight: int = 8               # range messages of one document queued at once (the next on each finish)
     range_attempts: int = 3          # attempts of one range (a storage or table failure) before the stage fails
     retry_seconds: int = 5           # a range's second try waits this long, its third twice as long (at most 60)
-    check_seconds: int = 5           # the stage looks at its ranges this often (its progress), besides the wake-up
+    check_seconds: int = 5           # the stage's first look at its ranges (its progress), besides the wake-up;
+    max_check_seconds: int = 60      # each next look waits twice as long, up to this (a look costs ~44 WCU)
+    ocr_range_seconds: int = 240     # a range's time box in the OCR function (300 s timeout, one message each)
+
+    def look_after(self, looks: int) -> int:
+        """Seconds before the stage's look number ``looks`` + 1 (0 = the first)."""
+        return min(self.max_check_seconds, self.check_seconds * 2 ** min(looks, 16))
 
     def range_pages(self, ocr: bool) -> int:
         return self.ocr_range_pages if ocr else self.text_range_pages
