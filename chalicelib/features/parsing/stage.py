@@ -19,7 +19,12 @@ once per message. Storage: big content in S3 only (parts, manifest, the KDDB ren
 table holds the family's pointer, the content object and the execution's small state.
 
 Scans: ``ocr_here`` says whether this process reads pages without a text layer (the OCR
-function, ``ocr_function``), else the run continues on the OCR function's queue.
+function, ``ocr_function``; site.py), else the run continues on the OCR function's queue.
+
+Big PDFs (issue 50): given ``wake``, the first message surveys a PDF and, when it holds more than
+one range of its reader, queues its page ranges (fanout.py) instead of reading; the step then
+looks at its ranges (``_look``) until they are all read and assembles them with ``_finish``, as
+the chain's last message does. ``_finish`` also publishes ``document-families.parsed``.
 """
 from __future__ import annotations
 
@@ -35,6 +40,15 @@ from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, deltas
 from chalicelib.features.documents import service as documents
+from chalicelib.features.parsing.site import (  # where the stage runs, shared with fanout.py
+    _in_ocr_function,
+    _ocr_queue,
+    _readers,
+    in_ocr_function,
+    ocr_function,
+    ocr_here,
+    ocr_queue,
+)
 from chalicelib.kernel import records
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
@@ -75,16 +89,6 @@ def new_state(run: str) -> dict[str, Any]:
     bytes: pages done of pages); the list of parts is in S3 (``_index``)."""
     return {'run': run, 'nextPage': 1, 'pagesDone': 0, 'pagesRead': 0, 'pageCount': None}
 
-
-from chalicelib.features.parsing.site import (  # noqa: E402 - the OCR site, shared with fanout.py
-    _in_ocr_function,
-    _ocr_queue,
-    _readers,
-    in_ocr_function,
-    ocr_function,
-    ocr_here,
-    ocr_queue,
-)
 
 __all__ = ['Slice', 'derived_id', 'in_ocr_function', 'new_state', 'ocr_function', 'ocr_here', 'ocr_queue',
            'run_slice']
