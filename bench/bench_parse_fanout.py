@@ -118,8 +118,11 @@ def wall(pages: int, workers: int) -> dict[str, Any]:
     finally:
         for process in spawned:
             process.terminate()
-        for process in spawned:
-            process.wait(timeout=10)
+        for process in spawned:   # a worker inside a range's OCR stops when it ends: not waited for
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
         if moto is not None:
             moto.terminate()
             moto.wait(timeout=60)

@@ -105,6 +105,13 @@ class QueuePoller:
         messages = answer.get('Messages') or []
         if not messages:
             return {'received': 0, 'failed': 0}
+        if self.timeout is not None and self.timeout > 30:
+            # a function with a long timeout (the OCR function's 300 s) has a queue whose visibility
+            # outlasts it (infra/ocr_function.py: 6 x); the local queues have 30 s, so a message
+            # still being read would be handed to a second worker: hidden for as long as it may run
+            for message in messages:
+                self.sqs.change_message_visibility(QueueUrl=self.url, ReceiptHandle=message['ReceiptHandle'],
+                                                   VisibilityTimeout=int(self.timeout) + 30)
         invocation = _Context(self.timeout)
         try:
             result = self.handler(sqs_event(messages, self.arn, self.region), invocation) or {}
