@@ -1,4 +1,4 @@
-"""The page ranges of a big document and the pacing of the stage's looks (readers/limits.py
+"""The page ranges of a big document and the pacing of the stage's looks (chalicelib/features/parsing/readers/limits.py
 ``FanOut``; docs/operations/parsing.md "Big documents")."""
 from __future__ import annotations
 
