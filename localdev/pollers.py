@@ -86,8 +86,10 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
 
 class QueuePoller:
     def __init__(self, handler: Callable, queue_name: str, *, region: str, endpoint_url: str | None,
-                 wait_seconds: int = 0) -> None:
+                 wait_seconds: int = 0, max_messages: int = 10, timeout: float | None = None) -> None:
         self.handler = handler
+        self.max_messages = max_messages
+        self.timeout = timeout   # the function's timeout, when not the zip functions' (function_timeout)
         self.sqs = _client('sqs', region, endpoint_url)
         self.region = region
         self.url = self.sqs.get_queue_url(QueueName=queue_name)['QueueUrl']
@@ -97,13 +99,20 @@ class QueuePoller:
 
     def poll_once(self, wait_seconds: int | None = None) -> dict[str, int]:
         """One receive, one handler call, the deletes: {'received', 'failed'}."""
-        answer = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10,
+        answer = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=self.max_messages,
                                           WaitTimeSeconds=self.wait_seconds if wait_seconds is None else wait_seconds,
                                           AttributeNames=['All'], MessageAttributeNames=['All'])
         messages = answer.get('Messages') or []
         if not messages:
             return {'received': 0, 'failed': 0}
-        invocation = context()
+        if self.timeout is not None and self.timeout > 30:
+            # a function with a long timeout (the OCR function's 300 s) has a queue whose visibility
+            # outlasts it (infra/ocr_function.py: 6 x); the local queues have 30 s, so a message
+            # still being read would be handed to a second worker: hidden for as long as it may run
+            for message in messages:
+                self.sqs.change_message_visibility(QueueUrl=self.url, ReceiptHandle=message['ReceiptHandle'],
+                                                   VisibilityTimeout=int(self.timeout) + 30)
+        invocation = _Context(self.timeout)
         try:
             result = self.handler(sqs_event(messages, self.arn, self.region), invocation) or {}
             failed = {f['itemIdentifier'] for f in result.get('batchItemFailures') or []}
@@ -225,7 +234,12 @@ class Pollers:
 
     def __init__(self, app, *, region: str, endpoint_url: str | None, queue_name: str, table_name: str,
                  tick_seconds: float, drain_seconds: float = 0.5, stream_batch_size: int = 100,
-                 stream_window_seconds: float = 0.0, ocr_queue_name: str | None = None) -> None:
+                 stream_window_seconds: float = 0.0, ocr_queue_name: str | None = None, workers: int = 1) -> None:
+        # workers - 1 more queue workers, each a process of its own (workers.py): pdfium reads one
+        # PDF at a time per process, so parallel page ranges need processes, not threads
+        self.workers = max(1, workers)
+        self.processes: list = []
+        self.ocr_queue_name = ocr_queue_name
         self.queue = QueuePoller(app.activity_start_worker, queue_name, region=region, endpoint_url=endpoint_url)
         # the OCR function's queue, through its handler (front/handlers.py ocr_batch), as its
         # container-image Lambda runs it on AWS
@@ -272,8 +286,22 @@ class Pollers:
     def start(self) -> None:
         for thread in self.threads:
             thread.start()
+        if self.threads:
+            from localdev import workers
+            self.processes = [workers.spawn(self.queue_name_of(), self.ocr_queue_name)
+                              for _ in range(self.workers - 1)]
+
+    def queue_name_of(self) -> str:
+        return self.queue.url.rsplit('/', 1)[-1]
 
     def stop(self) -> None:
         self._stop.set()
+        for process in self.processes:
+            process.terminate()
         for thread in self.threads:
             thread.join(timeout=3)
+        for process in self.processes:
+            try:
+                process.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - a worker that does not stop is killed
+                process.kill()

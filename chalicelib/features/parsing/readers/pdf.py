@@ -316,3 +316,29 @@ def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, oc
     finally:
         document.close()
     return outcome
+
+
+def survey_pdf(data: bytes, *, limits: Limits) -> tuple[int, bool]:
+    """(pages, whether the first page needs OCR) of a PDF, its page limit checked: what the parse
+    stage plans page ranges from (features/parsing/fanout.py). One page is loaded."""
+    document = open_pdf(data)
+    try:
+        count = len(document)
+        if count == 0:
+            raise ParseFailure('corrupt', 'the PDF has no pages')
+        check_page_count(count, limits, 'the PDF')
+        try:
+            page = document[0]
+        except pdfium.PdfiumError as error:
+            raise ParseFailure('corrupt', 'page 1 of the PDF cannot be loaded', page=1) from error
+        try:
+            text_page = page.get_textpage()
+            try:
+                scan = text_page.count_chars() == 0 and _needs_ocr(page)
+            finally:
+                text_page.close()
+        finally:
+            page.close()
+        return count, scan
+    finally:
+        document.close()
