@@ -111,8 +111,12 @@ EXPECTED: dict[tuple[str, str, str], set[int] | str] = {
        for method, tail in (('GET', '{id}'), ('GET', '{id}/objects/{coId}/content'),
                             ('POST', '{id}/objects/{coId}/content'))
        for case in ('right credential', 'right JWT', 'viewer', 'member', 'manager', 'other organization')},
-    # the world's document family has no uploaded file
-    **{('GET', '/api/document-families/{id}/content', case): {404}
+    # the world's document family has no uploaded file (so no page to draw) and no parsed document
+    # (so no words); tests/api/test_page_images.py reads real ones and another organization's 404
+    **{('GET', f'/api/document-families/{{id}}{tail}', case): {404}
+       for tail in ('/content', '/pages/{page}/image')
+       for case in ('right credential', 'right JWT', 'viewer', 'member', 'manager')},
+    **{('GET', '/api/document-families/{id}/pages/{page}/words', case): {409}
        for case in ('right credential', 'right JWT', 'viewer', 'member', 'manager')},
 }
 
@@ -228,6 +232,8 @@ class World:
                 out.append(self.fresh_key_id() if fresh else self.admin_key_id)
             elif part == '{endpointName}':
                 out.append(self.endpoint_name)
+            elif part == '{page}':   # a family's page (features/parsing/pages.py)
+                out.append('1')
             elif part == '{memoryId}':   # a memory of the definition the path names, its own: callers delete it
                 out.append(_seed_layout_memory({'id': out[-2]}, self.org_id, f'layout:{uuid.uuid4().hex}'))
             elif family is not None and fresh and family.path == 'organizations':

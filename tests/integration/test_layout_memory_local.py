@@ -38,7 +38,7 @@ def _setup(live) -> dict:
     live.created('/api/data-stores', {'projectId': project['id'], 'name': 'Invoices', 'slug': f'invoices-{tag}'})
     taxons = copy.deepcopy(invoice_definition())
     po = next(c for c in taxons[0]['children'] if c['name'] == 'poNumber')
-    po.update(required=True, rules=[{'type': 'label', 'label': 'Order Ref'}])
+    po.update(required=True, label='Order Ref', rules=[{'type': 'label', 'label': 'Order Ref'}])
     definition = live.created('/api/data-definitions', {'organizationId': org['id'], 'name': 'Invoice',
                                                         'slug': f'invoice-{tag}', 'taxons': taxons})
     live.created('/api/assistants', {
