@@ -8,7 +8,9 @@ writes
     out/prod/deployment.zip   the functions' code, referenced by app.json (CodeUri), botocore's
                               models pruned to the services the app calls
                               (infra/botocore_models.py), Pillow without its AVIF codec
-                              (infra/pillow_trim.py), with its bytecode (infra/bytecode.py)
+                              (infra/pillow_trim.py), with its bytecode (infra/bytecode.py);
+                              every requirement of requirements.txt in it, or no package
+                              (infra/zip_requirements.py)
     out/prod/chalice/sam.json what chalice package emitted, untouched (for review and tests)
 
 ``chalice package`` imports app.py; it runs with the stage's environment variables from
@@ -26,7 +28,7 @@ import sys
 from pathlib import Path
 
 from infra import app as app_stack
-from infra import botocore_models, bytecode, iam, pillow_trim, stack
+from infra import botocore_models, bytecode, iam, pillow_trim, stack, zip_requirements
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,8 +50,17 @@ def chalice_package(stage: str, out: Path) -> Path:
     env.setdefault('AWS_DEFAULT_REGION', 'us-east-1')   # chalice wants one; nothing regional is emitted
     env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), env.get('PYTHONPATH')]))
     chalice = Path(sys.executable).with_name('chalice')
-    subprocess.run([str(chalice), '--project-dir', str(ROOT), 'package', '--pkg-format', 'cloudformation',
-                    '--stage', stage, str(raw)], check=True, env=env, cwd=ROOT)
+    run = subprocess.run([str(chalice), '--project-dir', str(ROOT), 'package', '--pkg-format', 'cloudformation',
+                          '--stage', stage, str(raw)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    sys.stdout.write(run.stdout)
+    if run.returncode:
+        raise SystemExit(f'chalice package exited {run.returncode}')
+    # chalice leaves out a requirement it has no Lambda wheel for and still exits 0 (infra/zip_requirements.py)
+    try:
+        zip_requirements.refuse_missing_dependencies(run.stdout)
+    except zip_requirements.MissingDependencies as exc:
+        raise SystemExit(f'package: {exc}') from None
     return raw
 
 
@@ -77,6 +88,10 @@ def main(stage: str, out_dir: str) -> None:
     botocore_models.prune_zip(out / 'deployment.zip')
     pillow_trim.trim_zip(out / 'deployment.zip')   # Pillow without its AVIF codec (infra/pillow_trim.py)
     bytecode.add_to_zip(out / 'deployment.zip')   # no compiling on a cold start (infra/bytecode.py)
+    try:   # every runtime requirement in the zip, at its pin, or no package (infra/zip_requirements.py)
+        zip_requirements.check(out / 'deployment.zip', ROOT / 'requirements.txt')
+    except zip_requirements.MissingDependencies as exc:
+        raise SystemExit(f'package: {exc}') from None
     write(out / 'app.json', patched)
     write(out / 'data.json', stack.template(stage))
     print(f'wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}/: data.json app.json deployment.zip')

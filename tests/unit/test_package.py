@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from infra import app as app_stack
-from infra import botocore_models, iam, ocr_function, pillow_trim, stack, usage_plan
+from infra import botocore_models, iam, ocr_function, pillow_trim, stack, usage_plan, zip_requirements
 from infra.names import Names
 
 pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
@@ -152,6 +152,41 @@ def test_make_package_writes_the_templates_without_aws_credentials_and_cfn_lint_
             assert fn['Properties']['PackageType'] == 'Image' and 'CodeUri' not in fn['Properties']
             continue
         assert fn['Properties']['CodeUri'] == './deployment.zip'
+
+
+def test_every_runtime_requirement_is_in_the_zip_at_its_pin(lint_run, templates):
+    """chalice package leaves out a requirement it has no Lambda wheel for and exits 0; make
+    package refuses both its warning and a zip without a requirement (infra/zip_requirements.py;
+    docs/operations/deploy.md "The package"). google-re2 1.1.20251105 shipped missing that way."""
+    assert zip_requirements.CHALICE_MISSING not in lint_run.stdout + lint_run.stderr
+    requirements = zip_requirements.requirements(ROOT / 'requirements.txt')
+    assert zip_requirements.missing(OUT / 'deployment.zip', requirements) == []
+    with zipfile.ZipFile(OUT / 'deployment.zip') as z:
+        names = set(z.namelist())
+    # RE2 as the regex code imports it (chalicelib/core/expression_regex.py, features/extraction/taxons.py)
+    assert {'re2.py', '_re2.cpython-311-x86_64-linux-gnu.so'} <= names
+
+
+LAMBDA_GLIBC = (2, 26)   # python3.11 runs on Amazon Linux 2 (chalice/deploy/packager.py _RUNTIME_GLIBC)
+
+
+def test_no_shared_object_in_the_zip_needs_a_newer_glibc_than_lambdas(templates, tmp_path):
+    """A manylinux_2_28 wheel installed by another route would not load on Amazon Linux 2: every
+    ELF file's GLIBC_x.y symbol versions (objdump -p, "Version References") stay at 2.26 or below."""
+    newest: dict[str, tuple[int, int]] = {}
+    with zipfile.ZipFile(OUT / 'deployment.zip') as z:
+        elves = [i for i in z.infolist() if not i.is_dir() and re.search(r'\.so(\.|$)', i.filename)]
+        assert len(elves) > 10
+        for info in elves:
+            path = tmp_path / 'elf'
+            path.write_bytes(z.read(info))
+            out = subprocess.run(['objdump', '-p', str(path)], capture_output=True, text=True, check=True).stdout
+            versions = [tuple(map(int, v)) for v in re.findall(r'GLIBC_(\d+)\.(\d+)', out)]
+            if versions:
+                newest[info.filename] = max(versions)
+    assert newest, 'no shared object names a glibc version'
+    assert {name: v for name, v in newest.items() if v > LAMBDA_GLIBC} == {}
+    assert newest['_re2.cpython-311-x86_64-linux-gnu.so'] <= LAMBDA_GLIBC
 
 
 def test_the_deployment_package_carries_the_bytecode_of_its_modules(templates):
