@@ -58,3 +58,29 @@ def test_no_other_module_spells_the_execution_statuses():
     spelled = sorted(str(p.relative_to(root)) for p in root.rglob('*.py')
                      if "'TIMED_OUT'" in p.read_text() or '"TIMED_OUT"' in p.read_text())
     assert spelled == ['features/work/declarations.py']   # ExecutionEndReason (and the retired status)
+
+
+def test_a_missing_regex_engine_is_the_servers_fault_not_the_clients_pattern(monkeypatch):
+    """With RE2 not importable (a package built without it, docs/operations/deploy.md), writing a
+    regex rule must not answer a 400 blaming the client's pattern: the ImportError goes on to the
+    one error mapping (a 500 with no stack trace), where the operators see it."""
+    import builtins
+
+    import pytest
+
+    from chalicelib.features.extraction import taxons
+    real = builtins.__import__
+
+    def no_re2(name, *args, **kwargs):
+        if name == 're2':
+            raise ImportError("No module named 're2'")
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, '__import__', no_re2)
+    rule = [{'name': 'g', 'group': True, 'children': [{'name': 'v', 'rules': [{'type': 'regex', 'pattern': 'a(b)'}]}]}]
+    with pytest.raises(ImportError):
+        taxons.check(rule)
+    table = [{'name': 'g', 'group': True, 'children': [
+        {'name': 'rows', 'group': True, 'cardinality': 'many', 'rules': [{'type': 'table', 'stopAt': 'Total'}],
+         'children': [{'name': 'c', 'rules': [{'type': 'column', 'header': 'C'}]}]}]}]
+    with pytest.raises(ImportError):
+        taxons.check(table)

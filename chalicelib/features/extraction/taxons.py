@@ -101,6 +101,8 @@ def _rule(rule: Any, where: str, taxon: dict[str, Any], parent: dict[str, Any] |
             raise DefinitionError(f'{where}: ignoreCase must be true or false')
         try:
             compiled = compile_regex(pattern, bool(rule.get('ignoreCase')))
+        except ImportError:   # the engine missing is the deployment's fault, never the client's pattern
+            raise
         except Exception as exc:  # noqa: BLE001 - re2 raises its own error type
             reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
             raise DefinitionError(f'{where}: the pattern is not a regular expression the linear-time engine (RE2) '
@@ -136,6 +138,8 @@ def _rule(rule: Any, where: str, taxon: dict[str, Any], parent: dict[str, Any] |
                 raise DefinitionError(f'{where}: stopAt must be a regular expression')
             try:
                 compile_regex(stop, True)
+            except ImportError:   # the deployment's fault, never the client's pattern
+                raise
             except Exception:  # noqa: BLE001
                 raise DefinitionError(f'{where}: stopAt is not a regular expression RE2 runs') from None
     elif kind == 'jsonata':
