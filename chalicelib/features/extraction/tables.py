@@ -399,7 +399,7 @@ def _header(row: _Row, columns: dict[str, list[str]], need: set[str]) -> dict[st
         return None
     other: list[_Cell] = []     # header words of columns the definition does not read ("Pos.")
     for k, c in enumerate(row.cells):
-        if k in used:
+        if k in used or _ruling(c):   # a ruling OCR read as `|` is no column (its range would cut the one beside)
             continue
         if other and c.x0 - other[-1].x1 <= row.height:
             other.append(c)
@@ -410,6 +410,15 @@ def _header(row: _Row, columns: dict[str, list[str]], need: set[str]) -> dict[st
     if other:
         ranges[f'{_OTHER}{len(ranges)}'] = (other[0].x0, other[-1].x1)
     return ranges
+
+
+_RULING = frozenset('|¦[]{}')
+
+
+def _ruling(cell: _Cell) -> bool:
+    """An OCR word that is only a table's ruling read as text (``|``, ``[``): no value's word. A
+    text PDF's ``|`` is the document's own character and stays."""
+    return cell.word.confidence is not None and all(ch in _RULING for ch in cell.word.text)
 
 
 _OTHER = '\x00other'   # the name of a header column no child reads: its words belong to no value
@@ -451,6 +460,8 @@ class _Body:
         """The row's words by column: the columns no child reads are left out."""
         cells: dict[str, list[_Cell]] = {}
         for c in row.cells:
+            if _ruling(c):
+                continue
             k = bisect_left(self.cuts, c.centre)   # the cuts passed: the column's index
             if not self.order[k].startswith(_OTHER):
                 cells.setdefault(self.order[k], []).append(c)
