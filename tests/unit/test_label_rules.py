@@ -228,6 +228,44 @@ def test_the_fallback_takes_no_pair_whose_value_is_the_next_label():
 
 # ----------------------------------------------------------------------------- never a silent wrong value
 
+def test_the_supplier_named_in_the_letterhead_needs_no_review_one_further_down_does():
+    """A company name in the first three lines of the document (its letterhead: `Dupont
+    Fournitures SARL`, `TAX INVOICE` then `Tata Textiles Pvt. Ltd.`) is the supplier at 0.85;
+    the same name further down was a 0.75 guess, a LOW_CONFIDENCE warning on every invoice. When
+    the top lines name no company, the first one further down (here the customer's) is still only
+    a guess a reviewer checks, never a silent supplier."""
+    for name in ('acme-1.pdf', 'dupont-1.pdf', 'garcia-2.pdf', 'tata-1.pdf', 'mueller-1.pdf'):
+        attrs = _header(corpus_nodes(name))
+        assert attrs['vendorName']['value'] == _truth(name)['vendorName'], name
+        assert attrs['vendorName']['confidence'] >= 0.8, name
+        assert 'invoice/vendorName' not in _exceptions(corpus_nodes(name)), name
+
+    def draw(c, h):
+        for k, text in enumerate(('INVOICE', 'Invoice No: 77', 'Date: 14.03.2026', 'Bill To', 'Initech GmbH')):
+            c.drawString(50, h - 60 - 16 * k, text)
+    nodes = pdf_nodes(draw)
+    assert _header(nodes)['vendorName']['value'] == 'Initech GmbH'
+    assert _exceptions(nodes)['invoice/vendorName'] == 'LOW_CONFIDENCE'
+
+
+def test_the_general_definition_flags_a_line_whose_amount_is_not_quantity_times_price_or_has_none():
+    """Its line items' validation (`amount is quantity x unit price`) and required columns: an
+    OCR-misread figure in a row is an exception on that row, never a silent line item."""
+    from tests.extraction_tables_corpus import parse, two_page_invoice
+    doc = two_page_invoice(page1=4, page2=2, broken=1, blank=4)
+    body = json.loads((CORPUS / 'definitions' / 'general.json').read_text())
+    result = engine.extract(body['taxons'], parse(doc), locale=body['metadata']['locale'])
+    tree = [{'id': o.key, 'parentId': o.parent, 'path': o.path, 'rowNum': o.row,
+             'attributes': [{**a, 'id': f"{o.key}/{a['tag']}"} for a in o.attributes]} for o in result.objects]
+    description = {o['id']: next(a['value'] for a in o['attributes'] if a['tag'] == 'description') for o in tree
+                   if o['path'] == 'invoice/lineItems'}
+    assert len(description) == 6
+    found = {(description[e['dataObjectId']], e['exceptionType'], e['taxon'])
+             for e in engine.assess(tree, dict(taxons.walk(body['taxons']))).values() if e['dataObjectId'] in description}
+    assert found == {(doc.items[1]['description'], 'VALIDATION_FAILED', 'invoice/lineItems'),
+                     (doc.items[4]['description'], 'REQUIRED_MISSING', 'invoice/lineItems/amount')}
+
+
 def test_dates_the_document_does_not_settle_are_exceptions_not_guesses():
     """stellar writes 08/05/2026 and 09/04/2026 and no date that says which part is the day:
     ``AMBIGUOUS_VALUE``, no typed value."""
