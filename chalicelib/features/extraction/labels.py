@@ -12,7 +12,8 @@ the words' boxes the readers give, offline and deterministically.
            whose value the taxon's type reads wins, else the first value found (so it is an
            exception, not skipped). An occurrence inside a longer label of any taxon (``Date``
            inside ``Due Date``) is not that label.
-           right: the words to the right on the same visual line, after leaders (``....``,
+           right: the words to the right on the same visual line (not those of another line
+           node whose middle is off the label's line: a skewed scan's next line), after leaders (``....``,
            ``:``), up to the next label-like text (a word ending with ``:`` or a label of any
            taxon of the definition) or a gap wider than 2 label line heights. A first word
            farther than that is taken only when nothing follows it on the line (an amount
@@ -247,9 +248,16 @@ def pairs(scope: Scope, labels: list[str], known: Known, accept: Accept | None =
 
 # ----------------------------------------------------------------------------- with boxes
 
-def _line_words(scope: Scope, page: int | None, top: float, bottom: float, skip: list[Word]) -> list[Word]:
-    """The page's words whose vertical middle lies in [top, bottom], left to right."""
-    out = [w for u in scope.on_page(page) for w in u.words
+def _line_words(scope: Scope, page: int | None, top: float, bottom: float, skip: list[Word],
+                own: Unit | None = None) -> list[Word]:
+    """The page's words whose vertical middle lies in [top, bottom], left to right. With ``own``
+    (the label's unit): not the words of another line node whose own middle lies outside [top,
+    bottom] - on a skewed scan the next line's last word rises into the label's band, and the
+    reader's line (Tesseract follows the skew) says it is not on the label's line."""
+    def elsewhere(u: Unit) -> bool:
+        return own is not None and u is not own and u.node_type == 'line' and bool(u.bbox) and \
+            not top <= (u.bbox[1] + u.bbox[3]) / 2 <= bottom
+    out = [w for u in scope.on_page(page) if not elsewhere(u) for w in u.words
            if w.bbox and top <= (w.bbox[1] + w.bbox[3]) / 2 <= bottom and not any(w is s for s in skip)]
     out.sort(key=lambda w: w.bbox[0])
     return out
@@ -311,7 +319,7 @@ def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str, know
     right: list[Word] = []
     far = False
     if direction == 'right':
-        line = [w for w in _line_words(scope, unit.page, y0 - 0.3 * height, y1 + 0.3 * height, label_words)
+        line = [w for w in _line_words(scope, unit.page, y0 - 0.3 * height, y1 + 0.3 * height, label_words, unit)
                 if w.bbox[0] >= x1 - 0.5]
         line, led = _leaders(line)
         if line and not _label_like(line, 0, known):
