@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib.features.extraction import engine, taxons
+from chalicelib.features.extraction import engine, labels, taxons
 
 CORPUS = Path(__file__).resolve().parents[1] / 'fixtures' / 'invoices'
 
@@ -163,6 +163,16 @@ def test_on_a_skewed_scan_the_next_lines_last_word_is_not_the_labels_value():
                                        _leaf('due', 'date', "Date d'échéance")))
     assert attrs['date']['value'] == '15/05/2026' and attrs['date']['typedValue'] == '2026-05-15'
     assert attrs['due']['typedValue'] == '2026-06-14'
+
+
+def test_a_label_whose_accent_ocr_misread_is_still_the_label():
+    """A 150-dpi photo reads `Fecha de emisión` as `Fecha de emisiön`: the label `Fecha` (later in
+    the list) matched instead and read `de` as the date (INVALID_VALUE)."""
+    nodes = _ocr_lines([('Fecha', [60.0, 143.0, 88.8, 152.2]), ('de', [93.1, 144.0, 105.1, 152.6]),
+                        ('emisiön:', [109.4, 145.0, 151.7, 154.1]), ('14/07/2026', [156.5, 145.9, 215.0, 156.0])])
+    attrs = _header(nodes, _definition(_leaf('date', 'date', 'Fecha de emisión', 'Fecha')))
+    assert attrs['date']['typedValue'] == '2026-07-14', attrs['date']
+    assert labels.pattern('Total').search('Tötal') is None    # an unaccented letter of a label is only itself
 
 
 def test_a_right_value_is_never_the_next_boxs_label_and_the_box_below_is_read_instead():

@@ -76,14 +76,23 @@ def fold(text: str) -> str:
     return out.translate(_ACCENTLESS)
 
 
+_VARIANTS: dict[str, str] = {}   # a base letter -> every accented letter of it (OCR reads `emisión` as `emisiön`)
+for _cp, _b in _ACCENTLESS.items():
+    _VARIANTS[_b] = _VARIANTS.get(_b, '') + chr(_cp)
+
+
 def _word(word: str) -> str:
-    return ''.join(f'[{re.escape(c)}{_base(c)}]' if _base(c) != c else re.escape(c) for c in word)
+    """An accented letter of a label matches the letter without an accent or with any other
+    accent (a typist drops it, OCR misreads it); an unaccented one only itself."""
+    return ''.join(f'[{re.escape(_base(c))}{re.escape(_VARIANTS.get(_base(c), ""))}]' if _base(c) != c
+                   else re.escape(c) for c in word)
 
 
 @lru_cache(maxsize=512)
 def pattern(label: str) -> re.Pattern[str] | None:
-    """``label`` as whole words, ignoring case, accents the document drops (``Fecha de emision``
-    for ``Fecha de emisión``) and runs of spaces ('Total' is not in 'Subtotal')."""
+    """``label`` as whole words, ignoring case, accents the document drops or OCR misreads
+    (``Fecha de emision``, ``Fecha de emisiön`` for ``Fecha de emisión``) and runs of spaces
+    ('Total' is not in 'Subtotal')."""
     words = label.split()
     if not words:
         return None
