@@ -84,7 +84,7 @@ for _cp, _b in _ACCENTLESS.items():
 def _word(word: str) -> str:
     """An accented letter of a label matches the letter without an accent or with any other
     accent (a typist drops it, OCR misreads it); an unaccented one only itself."""
-    return ''.join(f'[{re.escape(_base(c))}{re.escape(_VARIANTS.get(_base(c), ""))}]' if _base(c) != c
+    return ''.join(f'[{re.escape(c)}{re.escape(_base(c))}{re.escape(_VARIANTS.get(_base(c), ""))}]' if _base(c) != c
                    else re.escape(c) for c in word)
 
 
