@@ -175,6 +175,18 @@ def test_a_label_whose_accent_ocr_misread_is_still_the_label():
     assert labels.pattern('Total').search('Tötal') is None    # an unaccented letter of a label is only itself
 
 
+def test_a_ruling_or_an_underline_ocr_reads_between_a_label_and_its_value_is_not_the_value():
+    """A photo's `IGST 18% |. +2,487.68` and `Invoice No. _TT/26-27/28616`: the `|` of a
+    ruling and the `_` of an underline made the tax unreadable and the number wrong."""
+    nodes = _ocr_lines([('IGST', [361.0, 378.0, 385.0, 388.0]), ('18%', [389.0, 378.0, 408.0, 388.0]),
+                        ('|.', [412.0, 377.0, 416.0, 390.0]), ('+2,487.68', [490.0, 378.0, 544.0, 388.0])],
+                       [('Invoice', [300.0, 100.0, 335.0, 110.0]), ('No.', [338.0, 100.0, 352.0, 110.0]),
+                        ('_TT/26-27/28616', [400.0, 100.0, 480.0, 110.0])])
+    attrs = _header(nodes, _definition(_leaf('tax', 'currency', 'IGST'), _leaf('number', 'string', 'Invoice No')))
+    assert attrs['tax']['typedValue'] == 2487.68, attrs['tax']
+    assert attrs['number']['value'] == 'TT/26-27/28616'
+
+
 def test_a_right_value_is_never_the_next_boxs_label_and_the_box_below_is_read_instead():
     """The issue's case: ``INVOICE DATE`` ~58 pt right of ``INVOICE NO`` on the same line is the
     next box's label; the value is under the label. The date's value is under its own label,

@@ -48,7 +48,7 @@ PAIR_CONFIDENCE = DEFAULT_CONFIDENCE['labelPair']   # 0.7: under a usual thresho
 RIGHT_GAP = 3.0               # label line heights: a gap wider than this ends a value; a first word farther is "far"
 BELOW_GAP = 2.5               # label line heights: the line below starts within this
 UNDER_GAP = 1.2               # label line heights: a line this close under the label is its box's (before a far word)
-_LEADERS = '.:#-–—_…·'
+_LEADERS = '.:#-–—_…·|'   # `|`: a ruling between a label and its value, as OCR reads it
 
 Accept = Callable[[str], bool]
 
@@ -289,9 +289,9 @@ def _leaders(words: list[Word]) -> tuple[list[Word], bool]:
             break
         k += n
     words = words[k:]
-    if words and words[0].text[:1] in ':#' and words[0].text.lstrip(':#').strip():
+    if words and words[0].text[:1] in ':#_|' and words[0].text.lstrip(':#_|').strip():   # ":INV-1", OCR's "_TT/1"
         w = words[0]
-        cut = len(w.text) - len(w.text.lstrip(':#'))
+        cut = len(w.text) - len(w.text.lstrip(':#_|'))
         words = [Word(w.id, w.text[cut:], w.page, w.bbox, w.confidence, w.start + cut, w.end), *words[1:]]
     return words, k > 0
 
