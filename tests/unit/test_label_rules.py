@@ -321,6 +321,27 @@ def test_the_general_definition_flags_a_line_whose_amount_is_not_quantity_times_
                      (doc.items[4]['description'], 'REQUIRED_MISSING', 'invoice/lineItems/amount')}
 
 
+def test_the_general_definition_flags_lines_that_do_not_add_up_to_the_subtotal():
+    """A photo dropped a row's decimal points in both its price and its amount (3 x 39455 =
+    118365): the row checks itself, the invoice's totals too; only the sum of the lines tells."""
+    body = json.loads((CORPUS / 'definitions' / 'general.json').read_text())
+
+    def tree(amounts):
+        head = {'id': 'i', 'parentId': None, 'path': 'invoice', 'rowNum': 0, 'attributes': [
+            {'id': f'i/{k}', 'tag': k, 'taxon': f'invoice/{k}', 'value': str(v), 'typedValue': v, 'confidence': 0.9}
+            for k, v in (('subtotal', 1500.0), ('tax', 300.0), ('total', 1800.0))]}
+        rows = [{'id': f'r{n}', 'parentId': 'i', 'path': 'invoice/lineItems', 'rowNum': n, 'attributes': [
+            {'id': f'r{n}/{k}', 'tag': k, 'taxon': f'invoice/lineItems/{k}', 'value': str(v), 'typedValue': v,
+             'confidence': 0.9} for k, v in (('description', f'Part {n}'), ('quantity', q), ('unitPrice', p),
+                                             ('amount', q * p))]} for n, (q, p) in enumerate(amounts)]
+        return [head, *rows]
+    walk = dict(taxons.walk(body['taxons']))
+    assert engine.assess(tree([(2, 500.0), (1, 500.0)]), walk) == {}
+    found = engine.assess(tree([(2, 500.0), (1, 50000.0)]), walk).values()
+    assert [(e['exceptionType'], e['taxon'], e['validation']) for e in found] == [
+        ('VALIDATION_FAILED', 'invoice', 'the lines add up to the subtotal')]
+
+
 def test_dates_the_document_does_not_settle_are_exceptions_not_guesses():
     """stellar writes 08/05/2026 and 09/04/2026 and no date that says which part is the day:
     ``AMBIGUOUS_VALUE``, no typed value."""
