@@ -421,6 +421,19 @@ def _ruling(cell: _Cell) -> bool:
     return cell.word.confidence is not None and all(ch in _RULING for ch in cell.word.text)
 
 
+def _value_text(cells: list[_Cell]) -> str:
+    """A cell's text; from OCR without a ruling stuck to its edge (``[Auditoría``, ``total|``):
+    a ``[`` or ``]`` the cell holds more of than of its partner, a ``|`` or ``¦`` at either end."""
+    text = ' '.join(c.word.text for c in cells)
+    if not cells or cells[0].word.confidence is None:
+        return text
+    while text and (text[0] in '|¦' or (text[0] == '[' and text.count('[') > text.count(']'))):
+        text = text[1:].lstrip()
+    while text and (text[-1] in '|¦' or (text[-1] == ']' and text.count(']') > text.count('['))):
+        text = text[:-1].rstrip()
+    return text
+
+
 _OTHER = '\x00other'   # the name of a header column no child reads: its words belong to no value
 
 
@@ -434,7 +447,7 @@ def _laid_out(doc: Document, columns: dict[str, list[str]], need: set[str], stop
         if ranges is not None:
             furniture = _furniture(rows, heights)
             found = _Body(rows, furniture, columns, need, stop, where).read(i, ranges)
-            return [{name: Found(text=' '.join(c.word.text for c in cells), words=[c.word for c in cells],
+            return [{name: Found(text=_value_text(cells), words=[c.word for c in cells],
                                  units=list({units_of[c.word.id].id: units_of[c.word.id] for c in cells}.values()))
                      for name, cells in r.items() if not name.startswith(_OTHER)} for r in found]
     return None
