@@ -42,7 +42,7 @@ sdk: $(SDK_STAMP)
 # invoices from unknown suppliers (OCR_LANGUAGES: ocr.py's LANGUAGES, whose accents English alone
 # reads wrong): installed with apt-get (as root) when `tesseract` or one of them is missing.
 # On AWS the OCR function's container image carries them (infra/ocr/Dockerfile).
-OCR_LANGUAGES := eng osd deu fra spa ita nld por
+OCR_LANGUAGES := eng osd deu fra spa
 ocr-tools:
 	@if ! command -v tesseract >/dev/null 2>&1 || \
 			[ "$$(tesseract --list-langs 2>/dev/null | grep -cxE '$(subst $(eval) ,|,$(OCR_LANGUAGES))')" != "$(words $(OCR_LANGUAGES))" ]; then \

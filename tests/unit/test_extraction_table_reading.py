@@ -225,12 +225,12 @@ def test_a_header_column_no_child_reads_keeps_its_words_out():
 
 
 def test_a_ruling_ocr_reads_as_a_bar_is_no_column_and_no_part_of_a_value():
-    """A 150-dpi scan's header `Pos. | Bezeichnung | Menge ...`: the `|` after the description's
+    """A 150-dpi scan's header `Pos. | Bezeichnung _ Menge ...`: the `_` (or `|`) after the description's
     header was a column of its own, which cut `Kugellager 6204-2RS` to `Kugellager`; a `|` in a
     row was part of the description (`| Informe final`, `[Auditoría de seguridad`)."""
     columns = {'description': ['Bezeichnung'], 'quantity': ['Menge'], 'unitPrice': ['Einzelpreis'],
                'amount': ['Betrag']}
-    page = Page(ocr=True).page().line(200, (20, 'Pos.'), (44, '|'), (50, 'Bezeichnung'), (112, '|'),
+    page = Page(ocr=True).page().line(200, (20, 'Pos.'), (44, '|'), (50, 'Bezeichnung'), (112, '_'),
                                       (300, 'Menge'), (360, 'Einzelpreis'), (470, 'Betrag'))
     page.line(218, (22, '1'), (50, 'Kugellager 6204-2RS'), (305, '6'), (370, '273,49'), (480, '1.640,94'))
     page.line(234, (22, '2'), (44, '|'), (50, 'Keilriemen'), (305, '9'), (370, '485,13'), (480, '4.366,17'))

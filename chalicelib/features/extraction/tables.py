@@ -412,11 +412,11 @@ def _header(row: _Row, columns: dict[str, list[str]], need: set[str]) -> dict[st
     return ranges
 
 
-_RULING = frozenset('|¦[]{}')
+_RULING = frozenset('|¦[]{}_')
 
 
 def _ruling(cell: _Cell) -> bool:
-    """An OCR word that is only a table's ruling read as text (``|``, ``[``): no value's word. A
+    """An OCR word that is only a table's ruling read as text (``|``, ``[``, ``_``): no value's word. A
     text PDF's ``|`` is the document's own character and stays."""
     return cell.word.confidence is not None and all(ch in _RULING for ch in cell.word.text)
 

@@ -17,14 +17,14 @@ CPU-seconds a page (0.85 -> 1.07 on scanned-page.png; bench/README.md "Parsing")
 page, rather than a second pass on pages read with low confidence, which would double the cost of
 poor upright scans.
 
-Languages (``LANGUAGES``): English first, then the other Latin-script languages invoices of
-unknown suppliers come in (German, French, Spanish, Italian, Dutch, Portuguese), each of those
+Languages (``LANGUAGES``): English first, then German, French and Spanish, each of those
 Tesseract has installed (``tesseract --list-langs``, asked once a process; Debian's
 ``tesseract-ocr-<lang>``, which `make ocr-tools` and infra/ocr/Dockerfile install). With English
 alone, accented letters are read without their accents (``Müller`` -> ``Miller``, ``boîte`` ->
-``boite``): a wrong value read with high confidence. The seven languages cost ~1.6x the CPU of
-English alone on a 200-dpi page (bench/README.md "Extraction on unseen layouts (issue 48)",
-"Accuracy pass").
+``boite``): a wrong value read with high confidence. Four languages cost ~1.85x the CPU of
+English alone on a 200-dpi photo, seven (with Italian, Dutch, Portuguese) ~2.7x for the same
+accuracy on the invoice corpus (bench/README.md "Extraction on unseen layouts (issue 48)",
+"Accuracy pass"); Italian's and Portuguese's accented letters are mostly French's or Spanish's.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from chalicelib.features.parsing.readers.limits import Limits
 from chalicelib.features.parsing.readers.nodes import ROOT, node
 
 PAGE_SEGMENTATION = '1'   # automatic, with orientation detection (module docstring)
-LANGUAGES = ('eng', 'deu', 'fra', 'spa', 'ita', 'nld', 'por')   # those installed are used (module docstring)
+LANGUAGES = ('eng', 'deu', 'fra', 'spa')   # those installed are used (module docstring)
 
 
 def ocr_available() -> bool:
