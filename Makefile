@@ -38,16 +38,19 @@ $(SDK_STAMP): requirements-sdk.txt
 sdk: $(SDK_STAMP)
 
 # OCR of scanned PDFs and images (chalicelib/features/parsing/readers/ocr.py) runs Debian's
-# tesseract-ocr + tesseract-ocr-eng (+ tesseract-ocr-osd, orientation): installed with apt-get (as
-# root) when `tesseract` is missing.
+# tesseract-ocr + tesseract-ocr-eng (+ tesseract-ocr-osd, orientation) + the languages of
+# invoices from unknown suppliers (OCR_LANGUAGES: ocr.py's LANGUAGES, whose accents English alone
+# reads wrong): installed with apt-get (as root) when `tesseract` or one of them is missing.
 # On AWS the OCR function's container image carries them (infra/ocr/Dockerfile).
+OCR_LANGUAGES := eng osd deu fra spa
 ocr-tools:
-	@if ! command -v tesseract >/dev/null 2>&1; then \
+	@if ! command -v tesseract >/dev/null 2>&1 || \
+			[ "$$(tesseract --list-langs 2>/dev/null | grep -cxE '$(subst $(eval) ,|,$(OCR_LANGUAGES))')" != "$(words $(OCR_LANGUAGES))" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-				tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd; \
+				tesseract-ocr $(addprefix tesseract-ocr-,$(OCR_LANGUAGES)); \
 		else \
-			echo "tesseract missing (OCR of scans and images): run as root, or: sudo apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd"; \
+			echo "tesseract or a language missing (OCR of scans and images): run as root, or: sudo apt-get install tesseract-ocr $(addprefix tesseract-ocr-,$(OCR_LANGUAGES))"; \
 			exit 1; \
 		fi; \
 	fi

@@ -224,6 +224,23 @@ def test_a_header_column_no_child_reads_keeps_its_words_out():
     assert read(page.doc()) == [{'description': 'Bolt', 'quantity': '2', 'unitPrice': '1.00', 'amount': '2.00'}]
 
 
+def test_a_ruling_ocr_reads_as_a_bar_is_no_column_and_no_part_of_a_value():
+    """A 150-dpi scan's header `Pos. | Bezeichnung _ Menge ...`: the `_` (or `|`) after the description's
+    header was a column of its own, which cut `Kugellager 6204-2RS` to `Kugellager`; a `|` in a
+    row was part of the description (`| Informe final`, `[Auditoría de seguridad`)."""
+    columns = {'description': ['Bezeichnung'], 'quantity': ['Menge'], 'unitPrice': ['Einzelpreis'],
+               'amount': ['Betrag']}
+    page = Page(ocr=True).page().line(200, (20, 'Pos.'), (44, '|'), (50, 'Bezeichnung'), (112, '_'),
+                                      (300, 'Menge'), (360, 'Einzelpreis'), (470, 'Betrag'))
+    page.line(218, (22, '1'), (50, 'Kugellager 6204-2RS'), (305, '6'), (370, '273,49'), (480, '1.640,94'))
+    page.line(234, (22, '2'), (44, '|'), (50, 'Keilriemen'), (305, '9'), (370, '485,13'), (480, '4.366,17'))
+    page.line(250, (22, '3'), (50, '[Dichtungsring [32mm]'), (305, '1'), (370, '5,00|'), (480, '5,00'))
+    got = read(page.doc(), columns)
+    assert [r['description'] for r in got] == ['Kugellager 6204-2RS', 'Keilriemen', 'Dichtungsring [32mm]'], got
+    assert got[2]['unitPrice'] == '5,00'    # a ruling stuck to a word's edge is cut too
+    assert got[1] == {'description': 'Keilriemen', 'quantity': '9', 'unitPrice': '485,13', 'amount': '4.366,17'}
+
+
 def test_a_row_missing_a_column_is_kept_for_its_exception_not_dropped():
     page = invoice(Page().page(), 2)
     page.line(252, (50, 'Part 9 bracket'), (305, '3'))        # no price, no amount: still a row of the table

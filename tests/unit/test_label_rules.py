@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib.features.extraction import engine, taxons
+from chalicelib.features.extraction import engine, labels, taxons
 
 CORPUS = Path(__file__).resolve().parents[1] / 'fixtures' / 'invoices'
 
@@ -133,6 +133,60 @@ def _definition(*children, locale='auto'):
     return {'taxons': [{'name': 'doc', 'group': True, 'children': list(children)}], 'locale': locale}
 
 
+def _ocr_lines(*lines):
+    """OCR-like nodes: ``lines`` of ``(text, [x0, y0, x1, y1])`` words, each list one line node."""
+    nodes = [{'id': 'd', 'parentId': None, 'nodeType': 'document', 'content': '', 'index': 0},
+             {'id': 'p1', 'parentId': 'd', 'nodeType': 'page', 'content': '', 'index': 1,
+              'features': {'page': 1, 'width': 595.0, 'height': 842.0}}]
+    for k, words in enumerate(lines):
+        box = [min(b[0] for _, b in words), min(b[1] for _, b in words), max(b[2] for _, b in words),
+               max(b[3] for _, b in words)]
+        nodes.append({'id': f'l{k}', 'parentId': 'p1', 'nodeType': 'line', 'content': ' '.join(t for t, _ in words),
+                      'index': k, 'features': {'page': 1, 'bbox': box}})
+        nodes += [{'id': f'l{k}w{j}', 'parentId': f'l{k}', 'nodeType': 'word', 'content': t, 'index': j,
+                   'features': {'page': 1, 'bbox': b, 'confidence': 0.95}} for j, (t, b) in enumerate(words)]
+    return nodes
+
+
+def test_on_a_skewed_scan_the_next_lines_last_word_is_not_the_labels_value():
+    """A photo turned 2 degrees: `2026`, the last word of the line under `Date de facture :
+    15/05/2026`, rises into the label's band; Tesseract's line says it is the next line's. The
+    value was `15/05/2026 2026` (INVALID_VALUE)."""
+    nodes = _ocr_lines(
+        [('Date', [342.4, 76.7, 366.1, 84.6]), ('de', [370.4, 75.2, 382.0, 83.5]),
+         ('facture', [385.9, 74.9, 421.6, 83.2]), (':', [426.2, 76.0, 427.7, 81.7]),
+         ('15/05/2026', [433.4, 71.6, 491.0, 82.1])],
+        [('Date', [342.7, 88.4, 366.4, 96.1]), ("d'échéance", [370.6, 86.9, 425.3, 95.8]),
+         (':', [429.4, 87.8, 430.9, 93.5]), ('14', [436.7, 85.7, 447.4, 93.9]), ('juin', [451.0, 84.6, 470.4, 93.4]),
+         ('2026', [478.3, 82.8, 502.9, 91.1])])
+    attrs = _header(nodes, _definition(_leaf('date', 'date', 'Date de facture'),
+                                       _leaf('due', 'date', "Date d'échéance")))
+    assert attrs['date']['value'] == '15/05/2026' and attrs['date']['typedValue'] == '2026-05-15'
+    assert attrs['due']['typedValue'] == '2026-06-14'
+
+
+def test_a_label_whose_accent_ocr_misread_is_still_the_label():
+    """A 150-dpi photo reads `Fecha de emisión` as `Fecha de emisiön`: the label `Fecha` (later in
+    the list) matched instead and read `de` as the date (INVALID_VALUE)."""
+    nodes = _ocr_lines([('Fecha', [60.0, 143.0, 88.8, 152.2]), ('de', [93.1, 144.0, 105.1, 152.6]),
+                        ('emisiön:', [109.4, 145.0, 151.7, 154.1]), ('14/07/2026', [156.5, 145.9, 215.0, 156.0])])
+    attrs = _header(nodes, _definition(_leaf('date', 'date', 'Fecha de emisión', 'Fecha')))
+    assert attrs['date']['typedValue'] == '2026-07-14', attrs['date']
+    assert labels.pattern('Total').search('Tötal') is None    # an unaccented letter of a label is only itself
+
+
+def test_a_ruling_or_an_underline_ocr_reads_between_a_label_and_its_value_is_not_the_value():
+    """A photo's `IGST 18% |. +2,487.68` and `Invoice No. _TT/26-27/28616`: the `|` of a
+    ruling and the `_` of an underline made the tax unreadable and the number wrong."""
+    nodes = _ocr_lines([('IGST', [361.0, 378.0, 385.0, 388.0]), ('18%', [389.0, 378.0, 408.0, 388.0]),
+                        ('|.', [412.0, 377.0, 416.0, 390.0]), ('+2,487.68', [490.0, 378.0, 544.0, 388.0])],
+                       [('Invoice', [300.0, 100.0, 335.0, 110.0]), ('No.', [338.0, 100.0, 352.0, 110.0]),
+                        ('_TT/26-27/28616', [400.0, 100.0, 480.0, 110.0])])
+    attrs = _header(nodes, _definition(_leaf('tax', 'currency', 'IGST'), _leaf('number', 'string', 'Invoice No')))
+    assert attrs['tax']['typedValue'] == 2487.68, attrs['tax']
+    assert attrs['number']['value'] == 'TT/26-27/28616'
+
+
 def test_a_right_value_is_never_the_next_boxs_label_and_the_box_below_is_read_instead():
     """The issue's case: ``INVOICE DATE`` ~58 pt right of ``INVOICE NO`` on the same line is the
     next box's label; the value is under the label. The date's value is under its own label,
@@ -227,6 +281,66 @@ def test_the_fallback_takes_no_pair_whose_value_is_the_next_label():
 
 
 # ----------------------------------------------------------------------------- never a silent wrong value
+
+def test_the_supplier_named_in_the_letterhead_needs_no_review_one_further_down_does():
+    """A company name in the first three lines of the document (its letterhead: `Dupont
+    Fournitures SARL`, `TAX INVOICE` then `Tata Textiles Pvt. Ltd.`) is the supplier at 0.85;
+    the same name further down was a 0.75 guess, a LOW_CONFIDENCE warning on every invoice. When
+    the top lines name no company, the first one further down (here the customer's) is still only
+    a guess a reviewer checks, never a silent supplier."""
+    for name in ('acme-1.pdf', 'dupont-1.pdf', 'garcia-2.pdf', 'tata-1.pdf', 'mueller-1.pdf'):
+        attrs = _header(corpus_nodes(name))
+        assert attrs['vendorName']['value'] == _truth(name)['vendorName'], name
+        assert attrs['vendorName']['confidence'] >= 0.8, name
+        assert 'invoice/vendorName' not in _exceptions(corpus_nodes(name)), name
+
+    def draw(c, h):
+        for k, text in enumerate(('INVOICE', 'Invoice No: 77', 'Date: 14.03.2026', 'Bill To', 'Initech GmbH')):
+            c.drawString(50, h - 60 - 16 * k, text)
+    nodes = pdf_nodes(draw)
+    assert _header(nodes)['vendorName']['value'] == 'Initech GmbH'
+    assert _exceptions(nodes)['invoice/vendorName'] == 'LOW_CONFIDENCE'
+
+
+def test_the_general_definition_flags_a_line_whose_amount_is_not_quantity_times_price_or_has_none():
+    """Its line items' validation (`amount is quantity x unit price`) and required columns: an
+    OCR-misread figure in a row is an exception on that row, never a silent line item."""
+    from tests.extraction_tables_corpus import parse, two_page_invoice
+    doc = two_page_invoice(page1=4, page2=2, broken=1, blank=4)
+    body = json.loads((CORPUS / 'definitions' / 'general.json').read_text())
+    result = engine.extract(body['taxons'], parse(doc), locale=body['metadata']['locale'])
+    tree = [{'id': o.key, 'parentId': o.parent, 'path': o.path, 'rowNum': o.row,
+             'attributes': [{**a, 'id': f"{o.key}/{a['tag']}"} for a in o.attributes]} for o in result.objects]
+    description = {o['id']: next(a['value'] for a in o['attributes'] if a['tag'] == 'description') for o in tree
+                   if o['path'] == 'invoice/lineItems'}
+    assert len(description) == 6
+    raised = engine.assess(tree, dict(taxons.walk(body['taxons']))).values()
+    found = {(description[e['dataObjectId']], e['exceptionType'], e['taxon'])
+             for e in raised if e['dataObjectId'] in description}
+    assert found == {(doc.items[1]['description'], 'VALIDATION_FAILED', 'invoice/lineItems'),
+                     (doc.items[4]['description'], 'REQUIRED_MISSING', 'invoice/lineItems/amount')}
+
+
+def test_the_general_definition_flags_lines_that_do_not_add_up_to_the_subtotal():
+    """A photo dropped a row's decimal points in both its price and its amount (3 x 39455 =
+    118365): the row checks itself, the invoice's totals too; only the sum of the lines tells."""
+    body = json.loads((CORPUS / 'definitions' / 'general.json').read_text())
+
+    def tree(amounts):
+        head = {'id': 'i', 'parentId': None, 'path': 'invoice', 'rowNum': 0, 'attributes': [
+            {'id': f'i/{k}', 'tag': k, 'taxon': f'invoice/{k}', 'value': str(v), 'typedValue': v, 'confidence': 0.9}
+            for k, v in (('subtotal', 1500.0), ('tax', 300.0), ('total', 1800.0))]}
+        rows = [{'id': f'r{n}', 'parentId': 'i', 'path': 'invoice/lineItems', 'rowNum': n, 'attributes': [
+            {'id': f'r{n}/{k}', 'tag': k, 'taxon': f'invoice/lineItems/{k}', 'value': str(v), 'typedValue': v,
+             'confidence': 0.9} for k, v in (('description', f'Part {n}'), ('quantity', q), ('unitPrice', p),
+                                             ('amount', q * p))]} for n, (q, p) in enumerate(amounts)]
+        return [head, *rows]
+    walk = dict(taxons.walk(body['taxons']))
+    assert engine.assess(tree([(2, 500.0), (1, 500.0)]), walk) == {}
+    found = engine.assess(tree([(2, 500.0), (1, 50000.0)]), walk).values()
+    assert [(e['exceptionType'], e['taxon'], e['validation']) for e in found] == [
+        ('VALIDATION_FAILED', 'invoice', 'the lines add up to the subtotal')]
+
 
 def test_dates_the_document_does_not_settle_are_exceptions_not_guesses():
     """stellar writes 08/05/2026 and 09/04/2026 and no date that says which part is the day:

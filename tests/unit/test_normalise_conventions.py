@@ -105,6 +105,14 @@ def test_a_trailing_dot_after_a_currency_code_is_not_part_of_the_amount(text):
     assert _money(text, 'en-GB') == (Decimal('1234.00'), 'GBP')
 
 
+def test_an_explicit_plus_sign_is_a_positive_amount_and_a_plus_alone_no_amount():
+    for text in ('+13,820.44', '+ 13,820.44', '€ +13,820.44'):
+        assert _money(text)[0] == Decimal('13820.44'), text
+    for text in ('+', '+-5', '+abc', '++5'):
+        with pytest.raises(NotNormalised):
+            normalise(text, MONEY, AUTO)
+
+
 def test_an_amount_naming_two_currencies_is_not_read():
     with pytest.raises(NotNormalised, match='names two currencies'):
         normalise('€ 5.00 $', MONEY, AUTO)

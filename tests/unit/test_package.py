@@ -700,7 +700,9 @@ def test_the_ocr_image_is_debian_tesseract_and_the_runtime_api_client():
     assert re.search(r'^ARG BASE=debian:bookworm-slim$', dockerfile, re.M)
     assert re.search(r'^FROM \$\{BASE\} AS runtime$', dockerfile, re.M)
     assert 'public.ecr.aws' not in dockerfile and 'sha256sum' not in dockerfile   # no source build
-    for package in ('python3', 'python3-venv', 'tesseract-ocr', 'tesseract-ocr-eng', 'tesseract-ocr-osd'):
+    for package in ('python3', 'python3-venv', 'tesseract-ocr', 'tesseract-ocr-eng', 'tesseract-ocr-osd',
+                    # the languages ocr.py's LANGUAGES reads (Makefile OCR_LANGUAGES)
+                    'tesseract-ocr-deu', 'tesseract-ocr-fra', 'tesseract-ocr-spa'):
         assert re.search(rf'\s{re.escape(package)}(\s|$)', dockerfile), package
     assert '--no-index --find-links /tmp/wheels' in dockerfile
     assert 'ENTRYPOINT ["/opt/venv/bin/python", "-m", "awslambdaric"]' in dockerfile

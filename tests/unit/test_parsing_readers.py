@@ -149,6 +149,26 @@ def test_ocr_words_carry_confidences_and_most_are_confident():
 
 
 @pytest.mark.slow
+def test_ocr_reads_the_accents_of_a_french_invoice():
+    """English alone read a French invoice's table as `Classeur a levier`, `Stylos bille (boite)`:
+    wrong values at high confidence (bench/README.md "Accuracy pass"); ocr.py reads with the
+    installed languages of LANGUAGES."""
+    assert ocr_available()
+    photo = CORPUS.parent / 'invoices' / 'photo-dupont-1-200dpi-2deg.png'
+    result = read(photo.read_bytes(), media_type='image/png', filename=photo.name, deadline=time.monotonic() + 120)
+    text = ' '.join(n['content'] for n in result.nodes if n['nodeType'] == 'line')
+    assert 'Classeur à levier' in text and 'Stylos bille (boîte)' in text, text
+
+
+def test_ocr_languages_are_those_installed_english_always_first(monkeypatch):
+    from chalicelib.features.parsing.readers import ocr
+    monkeypatch.setattr(ocr, 'installed_languages', lambda: frozenset({'osd', 'fra', 'deu', 'jpn'}))
+    assert ocr.languages() == 'eng+deu+fra'    # LANGUAGES' order; English even when it is not listed
+    monkeypatch.setattr(ocr, 'installed_languages', lambda: frozenset())
+    assert ocr.languages() == 'eng'
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize('turn', [90, 180])
 def test_a_page_scanned_sideways_or_upside_down_is_read_the_right_way_up(turn):
     """Tesseract's orientation detection (--psm 1): the default segmentation read these as noise

@@ -12,7 +12,8 @@ the words' boxes the readers give, offline and deterministically.
            whose value the taxon's type reads wins, else the first value found (so it is an
            exception, not skipped). An occurrence inside a longer label of any taxon (``Date``
            inside ``Due Date``) is not that label.
-           right: the words to the right on the same visual line, after leaders (``....``,
+           right: the words to the right on the same visual line (not those of another line
+           node whose middle is off the label's line: a skewed scan's next line), after leaders (``....``,
            ``:``), up to the next label-like text (a word ending with ``:`` or a label of any
            taxon of the definition) or a gap wider than 2 label line heights. A first word
            farther than that is taken only when nothing follows it on the line (an amount
@@ -47,7 +48,7 @@ PAIR_CONFIDENCE = DEFAULT_CONFIDENCE['labelPair']   # 0.7: under a usual thresho
 RIGHT_GAP = 3.0               # label line heights: a gap wider than this ends a value; a first word farther is "far"
 BELOW_GAP = 2.5               # label line heights: the line below starts within this
 UNDER_GAP = 1.2               # label line heights: a line this close under the label is its box's (before a far word)
-_LEADERS = '.:#-–—_…·'
+_LEADERS = '.:#-–—_…·|'   # `|`: a ruling between a label and its value, as OCR reads it
 
 Accept = Callable[[str], bool]
 
@@ -75,14 +76,23 @@ def fold(text: str) -> str:
     return out.translate(_ACCENTLESS)
 
 
+_VARIANTS: dict[str, str] = {}   # a base letter -> every accented letter of it (OCR reads `emisión` as `emisiön`)
+for _cp, _b in _ACCENTLESS.items():
+    _VARIANTS[_b] = _VARIANTS.get(_b, '') + chr(_cp)
+
+
 def _word(word: str) -> str:
-    return ''.join(f'[{re.escape(c)}{_base(c)}]' if _base(c) != c else re.escape(c) for c in word)
+    """An accented letter of a label matches the letter without an accent or with any other
+    accent (a typist drops it, OCR misreads it); an unaccented one only itself."""
+    return ''.join(f'[{re.escape(c)}{re.escape(_base(c))}{re.escape(_VARIANTS.get(_base(c), ""))}]' if _base(c) != c
+                   else re.escape(c) for c in word)
 
 
 @lru_cache(maxsize=512)
 def pattern(label: str) -> re.Pattern[str] | None:
-    """``label`` as whole words, ignoring case, accents the document drops (``Fecha de emision``
-    for ``Fecha de emisión``) and runs of spaces ('Total' is not in 'Subtotal')."""
+    """``label`` as whole words, ignoring case, accents the document drops or OCR misreads
+    (``Fecha de emision``, ``Fecha de emisiön`` for ``Fecha de emisión``) and runs of spaces
+    ('Total' is not in 'Subtotal')."""
     words = label.split()
     if not words:
         return None
@@ -247,9 +257,16 @@ def pairs(scope: Scope, labels: list[str], known: Known, accept: Accept | None =
 
 # ----------------------------------------------------------------------------- with boxes
 
-def _line_words(scope: Scope, page: int | None, top: float, bottom: float, skip: list[Word]) -> list[Word]:
-    """The page's words whose vertical middle lies in [top, bottom], left to right."""
-    out = [w for u in scope.on_page(page) for w in u.words
+def _line_words(scope: Scope, page: int | None, top: float, bottom: float, skip: list[Word],
+                own: Unit | None = None) -> list[Word]:
+    """The page's words whose vertical middle lies in [top, bottom], left to right. With ``own``
+    (the label's unit): not the words of another line node whose own middle lies outside [top,
+    bottom] - on a skewed scan the next line's last word rises into the label's band, and the
+    reader's line (Tesseract follows the skew) says it is not on the label's line."""
+    def elsewhere(u: Unit) -> bool:
+        return own is not None and u is not own and u.node_type == 'line' and bool(u.bbox) and \
+            not top <= (u.bbox[1] + u.bbox[3]) / 2 <= bottom
+    out = [w for u in scope.on_page(page) if not elsewhere(u) for w in u.words
            if w.bbox and top <= (w.bbox[1] + w.bbox[3]) / 2 <= bottom and not any(w is s for s in skip)]
     out.sort(key=lambda w: w.bbox[0])
     return out
@@ -272,9 +289,9 @@ def _leaders(words: list[Word]) -> tuple[list[Word], bool]:
             break
         k += n
     words = words[k:]
-    if words and words[0].text[:1] in ':#' and words[0].text.lstrip(':#').strip():
+    if words and words[0].text[:1] in ':#_|' and words[0].text.lstrip(':#_|').strip():   # ":INV-1", OCR's "_TT/1"
         w = words[0]
-        cut = len(w.text) - len(w.text.lstrip(':#'))
+        cut = len(w.text) - len(w.text.lstrip(':#_|'))
         words = [Word(w.id, w.text[cut:], w.page, w.bbox, w.confidence, w.start + cut, w.end), *words[1:]]
     return words, k > 0
 
@@ -311,7 +328,7 @@ def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str, know
     right: list[Word] = []
     far = False
     if direction == 'right':
-        line = [w for w in _line_words(scope, unit.page, y0 - 0.3 * height, y1 + 0.3 * height, label_words)
+        line = [w for w in _line_words(scope, unit.page, y0 - 0.3 * height, y1 + 0.3 * height, label_words, unit)
                 if w.bbox[0] >= x1 - 0.5]
         line, led = _leaders(line)
         if line and not _label_like(line, 0, known):

@@ -223,6 +223,8 @@ def _decimal(text: str, locale: Locale, what: str, whole: bool = False) -> Decim
         negative, s = True, s[:-1].strip()
     if s.startswith(('-', '\u2212')):
         negative, s = True, s[1:].strip()
+    elif s.startswith('+') and s[1:].strip()[:1].isdigit():   # an explicit plus sign: "+13,820.44"
+        s = s[1:].strip()
     if isinstance(locale, Conventions):
         value = _decimal_auto(s, locale, text, what, whole)
         return -value if negative else value

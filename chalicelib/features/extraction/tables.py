@@ -399,7 +399,7 @@ def _header(row: _Row, columns: dict[str, list[str]], need: set[str]) -> dict[st
         return None
     other: list[_Cell] = []     # header words of columns the definition does not read ("Pos.")
     for k, c in enumerate(row.cells):
-        if k in used:
+        if k in used or _ruling(c):   # a ruling OCR read as `|` is no column (its range would cut the one beside)
             continue
         if other and c.x0 - other[-1].x1 <= row.height:
             other.append(c)
@@ -410,6 +410,28 @@ def _header(row: _Row, columns: dict[str, list[str]], need: set[str]) -> dict[st
     if other:
         ranges[f'{_OTHER}{len(ranges)}'] = (other[0].x0, other[-1].x1)
     return ranges
+
+
+_RULING = frozenset('|¦[]{}_')
+
+
+def _ruling(cell: _Cell) -> bool:
+    """An OCR word that is only a table's ruling read as text (``|``, ``[``, ``_``): no value's word. A
+    text PDF's ``|`` is the document's own character and stays."""
+    return cell.word.confidence is not None and all(ch in _RULING for ch in cell.word.text)
+
+
+def _value_text(cells: list[_Cell]) -> str:
+    """A cell's text; from OCR without a ruling stuck to its edge (``[Auditoría``, ``total|``):
+    a ``[`` or ``]`` the cell holds more of than of its partner, a ``|`` or ``¦`` at either end."""
+    text = ' '.join(c.word.text for c in cells)
+    if not cells or cells[0].word.confidence is None:
+        return text
+    while text and (text[0] in '|¦' or (text[0] == '[' and text.count('[') > text.count(']'))):
+        text = text[1:].lstrip()
+    while text and (text[-1] in '|¦' or (text[-1] == ']' and text.count(']') > text.count('['))):
+        text = text[:-1].rstrip()
+    return text
 
 
 _OTHER = '\x00other'   # the name of a header column no child reads: its words belong to no value
@@ -425,7 +447,7 @@ def _laid_out(doc: Document, columns: dict[str, list[str]], need: set[str], stop
         if ranges is not None:
             furniture = _furniture(rows, heights)
             found = _Body(rows, furniture, columns, need, stop, where).read(i, ranges)
-            return [{name: Found(text=' '.join(c.word.text for c in cells), words=[c.word for c in cells],
+            return [{name: Found(text=_value_text(cells), words=[c.word for c in cells],
                                  units=list({units_of[c.word.id].id: units_of[c.word.id] for c in cells}.values()))
                      for name, cells in r.items() if not name.startswith(_OTHER)} for r in found]
     return None
@@ -451,6 +473,8 @@ class _Body:
         """The row's words by column: the columns no child reads are left out."""
         cells: dict[str, list[_Cell]] = {}
         for c in row.cells:
+            if _ruling(c):
+                continue
             k = bisect_left(self.cuts, c.centre)   # the cuts passed: the column's index
             if not self.order[k].startswith(_OTHER):
                 cells.setdefault(self.order[k], []).append(c)

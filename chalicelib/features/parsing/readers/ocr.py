@@ -16,9 +16,19 @@ image as uploaded (the default ``--psm 3`` reads such a page as noise). The dete
 CPU-seconds a page (0.85 -> 1.07 on scanned-page.png; bench/README.md "Parsing"): paid on every
 page, rather than a second pass on pages read with low confidence, which would double the cost of
 poor upright scans.
+
+Languages (``LANGUAGES``): English first, then German, French and Spanish, each of those
+Tesseract has installed (``tesseract --list-langs``, asked once a process; Debian's
+``tesseract-ocr-<lang>``, which `make ocr-tools` and infra/ocr/Dockerfile install). With English
+alone, accented letters are read without their accents (``Müller`` -> ``Miller``, ``boîte`` ->
+``boite``): a wrong value read with high confidence. Four languages cost ~1.85x the CPU of
+English alone on a 200-dpi photo, seven (with Italian, Dutch, Portuguese) ~2.7x for the same
+accuracy on the invoice corpus (bench/README.md "Extraction on unseen layouts (issue 48)",
+"Accuracy pass"); Italian's and Portuguese's accented letters are mostly French's or Spanish's.
 """
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import shutil
@@ -31,11 +41,29 @@ from chalicelib.features.parsing.readers.limits import Limits
 from chalicelib.features.parsing.readers.nodes import ROOT, node
 
 PAGE_SEGMENTATION = '1'   # automatic, with orientation detection (module docstring)
+LANGUAGES = ('eng', 'deu', 'fra', 'spa')   # those installed are used (module docstring)
 
 
 def ocr_available() -> bool:
     """Whether Tesseract is on PATH (the zip-packaged worker has none; the OCR function has it)."""
     return shutil.which('tesseract') is not None
+
+
+@functools.lru_cache(maxsize=1)
+def installed_languages() -> frozenset[str]:
+    """The languages Tesseract has installed here (asked once a process); none when it cannot say."""
+    try:
+        done = subprocess.run(['tesseract', '--list-langs'], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    lines = done.stdout.decode('utf-8', 'replace').splitlines()[1:]   # the first line names the folder
+    return frozenset(line.strip() for line in lines if line.strip())
+
+
+def languages() -> str:
+    """Tesseract's ``-l``: ``LANGUAGES`` that are installed, English always (the OCR image's minimum)."""
+    have = installed_languages()
+    return '+'.join(lang for lang in LANGUAGES if lang == 'eng' or lang in have)
 
 
 def _limit_memory(limit: int):
@@ -54,7 +82,7 @@ def tesseract_tsv(image: bytes, *, dpi: int, page: int, deadline: float, limits:
     env = dict(os.environ, OMP_THREAD_LIMIT='1')
     try:
         done = subprocess.run(
-            ['tesseract', 'stdin', 'stdout', '--dpi', str(dpi), '-l', 'eng', '--psm', PAGE_SEGMENTATION, 'tsv'],
+            ['tesseract', 'stdin', 'stdout', '--dpi', str(dpi), '-l', languages(), '--psm', PAGE_SEGMENTATION, 'tsv'],
             input=image, capture_output=True, timeout=timeout, env=env, check=False,
             preexec_fn=_limit_memory(limits.ocr_memory_bytes))
     except subprocess.TimeoutExpired as error:
