@@ -184,12 +184,14 @@ def corpus() -> list[dict[str, Any]]:
     two well-formed text PDFs, the general definition reads the first; every header field it got
     wrong is taught where the truth's words stand (the words a reviewer would point at: the
     shortest run of a line's words whose typed value is the truth's); the second is read with
-    that memory (in process: the engine, the pure memory, the fingerprints as a run computes them)."""
+    that memory (in process: the engine, the pure memory, the fingerprints as a run computes them),
+    with the conventions the corrections taught where invoice 1's own left the words ambiguous
+    (layout_memory ``conventions_taught``: a reviewer's typed value for ``04/01/2026``)."""
     from bench.bench_extraction_unseen import CORPUS, definition, manifest, parse
     from bench.extraction_scoring import HEADER_FIELDS, same
     from chalicelib.features.extraction import engine, layout_memory
     from chalicelib.features.extraction.document import Document
-    from chalicelib.features.extraction.normalise import NotNormalised, normalise
+    from chalicelib.features.extraction.normalise import AUTO, NotNormalised, detect, normalise
     body = definition('general')
     taxons = body['taxons']
     locale = (body.get('metadata') or {}).get('locale')
@@ -218,8 +220,8 @@ def corpus() -> list[dict[str, Any]]:
                         except NotNormalised:
                             continue
                         if same(name, truth, typed):
-                            return run
-        return None
+                            return run, typed
+        return None, None
     rows = []
     for supplier, docs in sorted(by_supplier.items()):
         if len(docs) < 2:
@@ -232,18 +234,21 @@ def corpus() -> list[dict[str, Any]]:
         pages1 = layout_memory.Pages(doc1)
         wrong = [f for f in HEADER_FIELDS if f in leaf and f in first['truth'] and
                  not same(f, first['truth'][f], got1.get(f, {}).get('typedValue'))]
-        taught = {}
+        taught, conventions = {}, {}
+        run_locale = detect(doc1.text) if locale == AUTO else locale   # what the run of invoice 1 read with
         for name in wrong:
-            run = words_of(doc1, name, first['truth'][name], first.get('locale'))
+            run, typed = words_of(doc1, name, first['truth'][name], first.get('locale'))
             place = layout_memory.place_of(pages1, run[0].page, run) if run else None
             if place:
                 taught[f'invoice/{name}'] = place
+                conventions.update(layout_memory.conventions_taught(' '.join(w.text for w in run), leaf[name],
+                                                                    typed, run_locale))
         prints1 = layout_memory.fingerprints(doc1)
         key = prints1[0].key if prints1 else None
 
-        def recall(doc, key=key, taught=taught):
+        def recall(doc, key=key, taught=taught, conventions=conventions):
             keys = {f.key for f in layout_memory.fingerprints(doc)}
-            return layout_memory.Recalled(doc, taught, ['m']) if key in keys and taught else None
+            return layout_memory.Recalled(doc, taught, ['m'], conventions) if key in keys and taught else None
         got2 = fields(nodes2, recall)
         right = [p for p in taught if p.split('/')[-1] in second['truth'] and
                  same(p.split('/')[-1], second['truth'][p.split('/')[-1]], got2[p.split('/')[-1]].get('typedValue'))]

@@ -236,3 +236,58 @@ def test_a_corpus_suppliers_next_invoice_is_read_where_the_reviewer_pointed(api,
     tax = by_tag2['tax']
     assert tax['typedValue'] == 4410.34 and tax['dataFeatures']['rule'] == 'memory', tax
     assert not tax.get('dataExceptions') and summary['layoutMemory']['applied'] == ['invoice/tax']
+
+
+def test_a_taught_date_order_reads_the_suppliers_next_ambiguous_dates(api, setup):  # noqa: F811
+    """stellar-1 and stellar-2 of the corpus (a US supplier, month-first dates, nothing in either
+    document settles the order): the general definition (locale "auto") leaves stellar-1's
+    ``08/05/2026`` ambiguous; the reviewer points at it with its value 2026-08-05: the memory
+    learns month first, and stellar-2's ``04/01/2026`` and ``05/01/2026`` read month first with no
+    AMBIGUOUS_VALUE. Another supplier (other labels: another layout fingerprint) still gets its
+    ambiguous date as an exception."""
+    import json
+    from pathlib import Path
+    general = json.loads((Path(__file__).resolve().parents[1] / 'fixtures' / 'invoices' / 'definitions' /
+                          'general.json').read_text(encoding='utf-8'))
+    assert general['metadata']['locale'] == 'auto'
+    assert api.post('/api/data-definitions', {'organizationId': setup['org']['id'], **general}).status == 201
+    body = {'dataDefinition': general['slug'], 'dataStore': 'invoices', 'statusSlug': 'to-review'}
+
+    def run(name, nodes):
+        fam = create(api, 'document-families', setup['org']['id'], projectId=setup['project'], path=f'corpus/{name}')
+        assert api.put(f"/api/document-families/{fam['id']}/document", {'version': 0, 'nodes': nodes}).status == 200
+        summary = api.post(f"/api/document-families/{fam['id']}/extract", body).json
+        return (summary, *_invoice(api, setup, fam))
+
+    nodes1 = _corpus_nodes('stellar-1.pdf')
+    _, obj, by_tag = run('stellar-1.pdf', nodes1)
+    assert by_tag['invoiceDate']['normaliseErrorType'] == 'AMBIGUOUS_VALUE', by_tag['invoiceDate']
+    r = api.put(f"/api/data-objects/{obj['id']}/attributes/{by_tag['invoiceDate']['id']}",
+                {'value': '2026-08-05', 'nodeIds': [_word(nodes1, '08/05/2026')['id']]})
+    assert r.status == 200 and r.json['typedValue'] == '2026-08-05', r.json
+    assert r.json['layoutMemory']['kept'] is True and r.json['layoutMemory']['conventions'] == {'dateOrder': 'MDY'}
+    memory = api.get(f"/api/layout-memories/{r.json['layoutMemory']['memoryId']}").json
+    assert memory['conventions'] == {'dateOrder': 'MDY'}
+
+    nodes2 = _corpus_nodes('stellar-2.pdf')
+    summary, _, by_tag2 = run('stellar-2.pdf', nodes2)
+    assert by_tag2['invoiceDate']['typedValue'] == '2026-04-01', by_tag2['invoiceDate']
+    assert by_tag2['dueDate']['typedValue'] == '2026-05-01', by_tag2['dueDate']   # not taught: the order is
+    assert not any(x['exceptionType'] == 'AMBIGUOUS_VALUE'
+                   for a in (by_tag2['invoiceDate'], by_tag2['dueDate']) for x in a.get('dataExceptions') or [])
+    assert summary['layoutMemory']['conventions'] == {'dateOrder': 'MDY'}, summary
+
+    def other_supplier(nodes):   # another issuer's labels: "Bill To:" -> "Sold To:", "Due Date:" -> "Payable:"
+        out = []
+        for n in nodes:
+            n = dict(n)
+            if n['nodeType'] == 'word' and n['content'] in ('Bill', 'Due'):
+                n['content'] = {'Bill': 'Sold', 'Due': 'Payable'}[n['content']]
+            if n['nodeType'] == 'line':
+                n['content'] = n['content'].replace('Bill To:', 'Sold To:').replace('Due Date:', 'Payable Date:')
+            out.append(n)
+        return out
+    summary3, _, by_tag3 = run('other.pdf', other_supplier(nodes2))
+    assert by_tag3['invoiceDate'].get('typedValue') is None
+    assert by_tag3['invoiceDate']['normaliseErrorType'] == 'AMBIGUOUS_VALUE', by_tag3['invoiceDate']
+    assert 'conventions' not in (summary3.get('layoutMemory') or {})

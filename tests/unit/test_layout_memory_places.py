@@ -79,3 +79,42 @@ def test_a_place_is_read_again_by_its_anchor_whatever_the_values_length():
     assert lm.read(lm.Pages(gone), place) is None
     empty = _doc([(120.0, [(50.0, 'PO'), (68.0, 'Ref:')])])
     assert lm.read(lm.Pages(empty), place) is None
+
+
+def test_a_correction_teaches_the_convention_that_reads_its_words_as_its_value():
+    from chalicelib.features.extraction.layout_memory import conventions_taught
+    from chalicelib.features.extraction.normalise import Conventions
+    date, amount, number = {'type': 'date'}, {'type': 'currency'}, {'type': 'number'}
+    unsettled = Conventions()
+    assert conventions_taught('08/05/2026', date, '2026-08-05', unsettled) == {'dateOrder': 'MDY'}
+    assert conventions_taught('08/05/2026', date, '2026-05-08', unsettled) == {'dateOrder': 'DMY'}
+    assert conventions_taught('1,234', amount, 1234.0, unsettled) == {'decimal': '.'}
+    assert conventions_taught('$1,234', amount, 1.234, unsettled) == {'decimal': ','}
+    assert conventions_taught('1.234', number, 1234, Conventions(order='MDY')) == {'decimal': ','}
+    # nothing to learn: no convention reads the words as the value, the words read themselves,
+    # the document settles it, an explicit locale, a type without conventions, no typed value
+    assert conventions_taught('08/05/2026', date, '2026-09-05', unsettled) == {}
+    assert conventions_taught('14/03/2026', date, '2026-03-14', unsettled) == {}
+    assert conventions_taught('08/05/2026', date, '2026-08-05', Conventions(order='DMY')) == {}
+    assert conventions_taught('08/05/2026', date, '2026-08-05', 'en-GB') == {}
+    assert conventions_taught('08/05/2026', {'type': 'date', 'locale': 'en-US'}, '2026-08-05', unsettled) == {}
+    assert conventions_taught('08/05/2026', {'type': 'string'}, '08/05/2026', unsettled) == {}
+    assert conventions_taught('08/05/2026', date, None, unsettled) == {}
+
+
+def test_a_taught_convention_fills_only_what_the_document_does_not_settle():
+    from chalicelib.features.extraction import engine
+    taxons = [{'name': 'doc', 'group': True, 'children': [
+        {'name': 'date', 'type': 'date', 'rules': [{'type': 'label', 'label': 'Date'}]}]}]
+
+    def date(rows, locale, conventions):
+        rec = (lambda doc: lm.Recalled(doc, {}, ['m'], conventions)) if conventions else None
+        result = engine.extract(taxons, _doc(rows).nodes, locale=locale, recall=rec)
+        attr = next(a for o in result.objects for a in o.attributes if a['tag'] == 'date')
+        return attr.get('typedValue'), (result.memory or {}).get('conventions')
+    ambiguous = [(100.0, [(50.0, 'Date:'), (100.0, '08/05/2026')])]
+    settled = ambiguous + [(130.0, [(50.0, 'Shipped:'), (110.0, '14/03/2026')])]   # day first, by itself
+    assert date(ambiguous, 'auto', None)[0] is None                               # ambiguous without a memory
+    assert date(ambiguous, 'auto', {'dateOrder': 'MDY'}) == ('2026-08-05', {'dateOrder': 'MDY'})   # taught
+    assert date(settled, 'auto', {'dateOrder': 'MDY'}) == ('2026-05-08', None)   # the document's evidence wins
+    assert date(ambiguous, 'en-GB', {'dateOrder': 'MDY'})[0] == '2026-05-08'      # an explicit locale wins

@@ -37,6 +37,7 @@ FAMILIES = (
     # one per (definition, fingerprint), its id derived from the pair: a run reads its document's
     # memories with one BatchGetItem; listed per definition through the value index
     declare('layout-memories', 'LayoutMemory', 'org',
-        'dataDefinitionId!>data-definitions fingerprint kind hint fields:object fieldCount:int',
+        'dataDefinitionId!>data-definitions fingerprint kind hint fields:object fieldCount:int '
+        'conventions:object',
         name_field='hint', read_only=True, indexed={'dataDefinitionId': 1}),
 )

@@ -116,8 +116,15 @@ class _Run:
         self.doc = doc
         self.recalled = recall(doc) if recall is not None else None   # the layout memory's places
         self.whole = Scope.of_document(doc)
-        # "auto": the document's own conventions, detected once (normalise.detect)
+        # "auto": the document's own conventions, detected once (normalise.detect); what the document
+        # does not settle, from the conventions a reviewer taught for its kind (docs/api/extraction.md
+        # "Layout memory"): the document's own evidence wins
         self.locale: Locale = detect(doc.text) if locale == AUTO else locale
+        if isinstance(self.locale, Conventions) and self.recalled is not None and self.recalled.conventions:
+            taught = Conventions.of(self.recalled.conventions)
+            filled = Conventions(self.locale.decimal or taught.decimal, self.locale.order or taught.order)
+            self.recalled.conventions_used = filled != self.locale
+            self.locale = filled
         self.objects: list[Obj] = []
         self.known = labels.Known.of(taxons)
         self._input: dict[str, Any] | None = None

@@ -39,6 +39,15 @@ across (with a tolerance of half a line height), then on each row the words that
 amount growing left) is read whole; the next column (a wide gap) is not.
 
 Only values of ``one`` groups are learned (a line item's place changes with its row).
+
+**Conventions** (``conventions_taught``): a correction whose typed value the words pointed at
+read as under exactly one date order (``08/05/2026`` and 2026-08-05: month first) or one
+decimal separator (``1,234`` and 1234: a decimal point), while the run's own conventions (locale
+"auto", normalise.detect) leave the words ambiguous, teaches that convention; the memory keeps
+at most one date order and one decimal separator. A run with locale "auto" fills what its
+document does not settle from the recalled memory's conventions (engine.py): the document's own
+evidence and an explicit locale still win. A correction whose words no convention reads as its
+value, or two conventions read alike, teaches none.
 """
 from __future__ import annotations
 
@@ -48,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.features.extraction.document import Document, Found, Unit, Word
+from chalicelib.features.extraction.normalise import Ambiguous, Conventions, Locale, NotNormalised, normalise
 
 VERSION = 'v1'
 CONFIDENCE = 0.95          # a recalled value's confidence (times its words' OCR confidence)
@@ -363,13 +373,51 @@ def read(pages: Pages, place: dict[str, Any]) -> Found | None:
     return found
 
 
-class Recalled:
-    """The places a document's memories hold, read on demand by the engine (engine.py)."""
+# ----------------------------------------------------------------------------- conventions taught
 
-    def __init__(self, doc: Document, fields: dict[str, dict[str, Any]], memory_ids: list[str]) -> None:
+CONVENTION_KEYS = {'date': ('dateOrder', ('DMY', 'MDY')), 'number': ('decimal', ('.', ',')),
+                   'decimal': ('decimal', ('.', ',')), 'currency': ('decimal', ('.', ','))}
+
+
+def conventions_taught(text: str | None, taxon: dict[str, Any], typed: Any, run_locale: Locale) -> dict[str, str]:
+    """The convention (``{'dateOrder': 'MDY'}`` or ``{'decimal': '.'}``) that reads ``text`` (the
+    words a reviewer pointed at) as ``typed`` (the corrected typed value) where the run's
+    conventions leave the words ambiguous; ``{}`` when there is nothing to learn (module
+    docstring "Conventions")."""
+    kind = taxon.get('type') or 'string'
+    if kind not in CONVENTION_KEYS or typed is None or text is None or taxon.get('locale') \
+            or not isinstance(run_locale, Conventions):
+        return {}   # an explicit locale (the taxon's, the run's) reads its own way: nothing to learn
+    try:
+        normalise(text, taxon, run_locale)
+        return {}   # the run reads the words by itself
+    except Ambiguous:
+        pass
+    except NotNormalised:
+        return {}
+    key, options = CONVENTION_KEYS[kind]
+    reading = []
+    for option in options:
+        conv = Conventions(run_locale.decimal, option) if key == 'dateOrder' else Conventions(option, run_locale.order)
+        try:
+            value, _ = normalise(text, taxon, conv)
+        except NotNormalised:
+            continue
+        if value == typed:
+            reading.append(option)
+    return {key: reading[0]} if len(reading) == 1 else {}
+
+
+class Recalled:
+    """The places (and conventions) a document's memories hold, read on demand by the engine (engine.py)."""
+
+    def __init__(self, doc: Document, fields: dict[str, dict[str, Any]], memory_ids: list[str],
+                 conventions: dict[str, Any] | None = None) -> None:
         self.pages = Pages(doc)
         self.fields = fields
         self.memory_ids = memory_ids
+        self.conventions = {k: v for k, v in (conventions or {}).items() if v}
+        self.conventions_used = False
         self.used: list[str] = []
         self.stale: list[str] = []
 
@@ -382,4 +430,7 @@ class Recalled:
         return found
 
     def report(self) -> dict[str, Any]:
-        return {'memoryIds': self.memory_ids, 'applied': self.used, 'fellBack': self.stale}
+        out: dict[str, Any] = {'memoryIds': self.memory_ids, 'applied': self.used, 'fellBack': self.stale}
+        if self.conventions_used:
+            out['conventions'] = self.conventions
+        return out

@@ -17,6 +17,10 @@ write's transaction holds the memory record's own items only (its entity, its in
 its organization's guard shard, as every organization record's create does): never the
 definition, the data object or a tenant-wide item.
 
+A memory also keeps the conventions its corrections taught (at most a date order and a decimal
+separator, layout_memory ``conventions_taught``); a run with locale "auto" fills what its
+document does not settle from them (engine.py).
+
 Who: a member who may correct a value (resource:write) teaches and may remove a memory; a
 viewer reads them; another organization's definition or memory is a 404.
 """
@@ -30,6 +34,7 @@ from chalicelib.core.errors import ApiError, Conflict, NotFound
 from chalicelib.core.principal import Principal
 from chalicelib.features.extraction import layout_memory
 from chalicelib.features.extraction.document import Document
+from chalicelib.features.extraction.normalise import Locale
 from chalicelib.features.extraction.pointing import Pointed
 from chalicelib.kernel import access, crud, listing, records
 from chalicelib.kernel.registry import family as family_of
@@ -60,6 +65,7 @@ def recall_for(org: str, definition_id: str):
         ids = [memory_id(definition_id, p.key) for p in prints]
         found = table.batch_get((FAMILY, i) for i in ids)
         fields: dict[str, dict[str, Any]] = {}
+        conventions: dict[str, Any] = {}
         used = []
         for i in ids:   # the strongest fingerprint's places first
             stored = found.get(i)
@@ -68,7 +74,9 @@ def recall_for(org: str, definition_id: str):
             used.append(i)
             for path, place in (stored.data.get('fields') or {}).items():
                 fields.setdefault(path, place)
-        return layout_memory.Recalled(doc, fields, used) if fields else None
+            for key, value in (stored.data.get('conventions') or {}).items():
+                conventions.setdefault(key, value)
+        return layout_memory.Recalled(doc, fields, used, conventions) if fields or conventions else None
     return recall
 
 
@@ -80,10 +88,12 @@ def _in_one_group(path: str, taxon_of: dict[str, dict[str, Any]]) -> bool:
 
 
 def learn(obj, attr: dict[str, Any], taxon_of: dict[str, dict[str, Any]], doc: Document, pointed: Pointed,
-          principal: Principal) -> dict[str, Any]:
+          principal: Principal, *, locale: Locale = None, typed: Any = None) -> dict[str, Any]:
     """Keep where the reviewer pointed for the attribute's taxon, under the document's strongest
-    fingerprint. Answers the report ``{kept, memoryId?, fingerprint?, reason?}``; raises nothing
-    the caller must handle (features/extraction/review.py reports an unexpected failure)."""
+    fingerprint, and the convention that reads the words as the corrected ``typed`` value where
+    the run's ``locale`` left them ambiguous (layout_memory ``conventions_taught``). Answers the
+    report ``{kept, memoryId?, fingerprint?, conventions?, reason?}``; raises nothing the caller
+    must handle (features/extraction/review.py reports an unexpected failure)."""
     path = attr.get('taxon') or ''
     definition_id = obj.data.get('dataDefinitionId')
     if not definition_id or path not in taxon_of:
@@ -99,6 +109,7 @@ def learn(obj, attr: dict[str, Any], taxon_of: dict[str, dict[str, Any]], doc: D
     if place is None:
         return {'kept': False, 'reason': 'the words pointed at have no page size or boxes to find them again by'}
     place.update(taughtBy=principal.user_id, taughtOn=clock.now_iso())
+    taught = layout_memory.conventions_taught(pointed.text, taxon_of[path], typed, locale)
     fp = prints[0]
     rid = memory_id(definition_id, fp.key)
     fam = family_of(FAMILY)
@@ -113,7 +124,8 @@ def learn(obj, attr: dict[str, Any], taxon_of: dict[str, dict[str, Any]], doc: D
                                                      '(DELETE /api/data-definitions/{id}/layout-memories/{memoryId})'}
                 data = records.new_record(fam, {'dataDefinitionId': definition_id, 'fingerprint': fp.key,
                                                 'kind': fp.kind, 'hint': fp.hint, 'fields': {path: place},
-                                                'fieldCount': 1}, principal=principal, org=obj.org, id_=rid)
+                                                'fieldCount': 1, 'conventions': taught},
+                                        principal=principal, org=obj.org, id_=rid)
                 records.commit(records.create_ops(fam, [data], principal))
             else:
                 fields = dict(stored.data.get('fields') or {})
@@ -121,9 +133,11 @@ def learn(obj, attr: dict[str, Any], taxon_of: dict[str, dict[str, Any]], doc: D
                 while len(fields) > MAX_FIELDS:   # the field taught longest ago gives way
                     fields.pop(min(fields, key=lambda p: fields[p].get('taughtOn') or ''))
                 new = {**stored.data, 'fields': fields, 'fieldCount': len(fields), 'hint': fp.hint,
+                       'conventions': {**(stored.data.get('conventions') or {}), **taught},   # <= 2 keys
                        'changeSequence': stored.seq + 1, 'updatedOn': clock.now_iso()}
                 records.commit(records.update_ops(fam, new, stored, principal=principal))
-            return {'kept': True, 'memoryId': rid, 'fingerprint': {'kind': fp.kind, 'hint': fp.hint}, 'taxon': path}
+            report = {'kept': True, 'memoryId': rid, 'fingerprint': {'kind': fp.kind, 'hint': fp.hint}, 'taxon': path}
+            return {**report, 'conventions': taught} if taught else report
         except WriteConflict:
             continue   # another correction of the same kind of document wrote meanwhile: read it again
     return {'kept': False, 'reason': 'other corrections of the same kind of document were writing its memory: '

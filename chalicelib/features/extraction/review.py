@@ -88,7 +88,7 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
         raise BadRequest('confirmed must be true or false')
     if body.get('comment') is not None and (not isinstance(body['comment'], str) or len(body['comment']) > 2000):
         raise BadRequest('comment must be a text of at most 2000 characters')
-    node_ids = pointed = doc = None
+    node_ids = pointed = doc = run_locale = None
     if 'nodeIds' in body:
         try:
             node_ids = pointing.check_node_ids(body['nodeIds'])
@@ -123,7 +123,8 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
             features = dict(attr.get('dataFeatures') or {})
             features['rule'] = 'reviewer'
         attr['dataFeatures'] = features
-        engine.renormalise(attr, taxon, _run_locale(obj, definition))
+        run_locale = _run_locale(obj, definition)
+        engine.renormalise(attr, taxon, run_locale)
     if 'confirmed' in body:
         change['confirmed'] = body['confirmed']
         attr['confirmed'] = body['confirmed']
@@ -138,16 +139,20 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
     tree = [dict(s.data) for s in siblings.values() if s.id != obj.id] + [new]
     new, followed = _reassess(obj, new, tree, taxon_of, principal)
     if pointed is not None:   # committed: the layout memory learns where the value stands
-        followed['layoutMemory'] = _teach(obj, attr, taxon_of, doc, pointed, principal)
+        typed = attr.get('typedValue')
+        if typed is None and isinstance(value, (int, float)) and not isinstance(value, bool):
+            typed = value   # a JSON number is the value whatever separator its text would show
+        followed['layoutMemory'] = _teach(obj, attr, taxon_of, doc, pointed, principal,
+                                          locale=run_locale, typed=typed)
     return new, followed
 
 
-def _teach(obj, attr, taxon_of, doc, pointed, principal: Principal) -> dict[str, Any]:
+def _teach(obj, attr, taxon_of, doc, pointed, principal: Principal, **taught) -> dict[str, Any]:
     """The layout memory's write (features/extraction/memories.py) after the correction committed:
     what could not be kept is reported, never raised (the correction stands)."""
     from chalicelib.features.extraction import memories  # noqa: PLC0415 - lazy: the pointing path only
     try:
-        return memories.learn(obj, attr, taxon_of, doc, pointed, principal)
+        return memories.learn(obj, attr, taxon_of, doc, pointed, principal, **taught)
     except Exception as exc:   # noqa: BLE001 - the correction committed: report, never raise
         memories.log.warning('layout memory not kept', extra={'dataObjectId': obj.id, 'error': type(exc).__name__})
         return {'kept': False, 'reason': f'the layout memory could not be written ({type(exc).__name__}): '
