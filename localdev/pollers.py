@@ -2,8 +2,10 @@
 process with the payloads AWS sends (also used by the tests).
 
 * **queue poller** (Lambda's SQS event source mapping): ReceiveMessage on the activity queue
-  (up to 10 messages; no long poll: the local moto server answers one request at a time, so a
-  waiting receive would hold every other call; an empty receive waits 0.2 s before the next),
+  (in `make run`: received ahead and handed out round-robin across message groups, i.e.
+  organizations, as SQS fair queues deliver them: localdev/fair.py; up to 10 messages; no long
+  poll: the local moto server answers one request at a time, so a waiting receive would hold
+  every other call; an empty receive waits 0.2 s before the next),
   one SQS event of them to ``activity_start_worker``, then DeleteMessage of every message not
   in the answer's ``batchItemFailures``; those come back after the queue's visibility timeout
   and, after maxReceiveCount receives, SQS moves them to the dead-letter queue (moto applies
@@ -28,8 +30,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from localdev.fair import FairBuffer
+
 STREAMS_ENDPOINT = 'https://streams.dynamodb.{region}.amazonaws.com'   # moto's in-process host
-WINDOW_POLL_SECONDS = 0.1   # how often a poller holding records for a batching window reads again
+WINDOW_POLL_SECONDS = 0.1
+LOCAL_FAIR_BATCH = 1        # messages per invocation of a fair poller (QueuePoller)   # how often a poller holding records for a batching window reads again
 
 
 def function_timeout() -> float:
@@ -85,22 +90,62 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
 
 
 class QueuePoller:
+    """Lambda's SQS event source for one queue. ``fair``: messages are received ahead into a
+    ``FairBuffer`` (localdev/fair.py) and handed out round-robin across message groups (SQS fair
+    queues, docs/operations/worker.md "Fairness between organizations"); without it, each poll
+    hands the handler what one receive returned, in the queue's order."""
+
+    MAX_RECEIVES_PER_POLL = 20   # a fair poll's receives ahead (10 messages each), before its batch
+
     def __init__(self, handler: Callable, queue_name: str, *, region: str, endpoint_url: str | None,
-                 wait_seconds: int = 0) -> None:
+                 wait_seconds: int = 0, fair: bool = False) -> None:
         self.handler = handler
         self.sqs = _client('sqs', region, endpoint_url)
         self.region = region
         self.url = self.sqs.get_queue_url(QueueName=queue_name)['QueueUrl']
-        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=['QueueArn'])['Attributes']
+        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url,
+                                                   AttributeNames=['QueueArn', 'VisibilityTimeout'])['Attributes']
         self.arn = attributes['QueueArn']
+        self.visibility = int(attributes.get('VisibilityTimeout') or 30)
         self.wait_seconds = wait_seconds
+        self.buffer: FairBuffer | None = None
+        if fair:
+            # one message per invocation: make run has one worker where Lambda runs many, so a
+            # quiet organization's message waits for the one message in progress, not a batch of 10
+            self.buffer = FairBuffer(batch=LOCAL_FAIR_BATCH, hold_seconds=self.visibility / 2, clock=time.monotonic)
+
+    def _receive(self, count: int, wait_seconds: int) -> list[dict[str, Any]]:
+        answer = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=count, WaitTimeSeconds=wait_seconds,
+                                          AttributeNames=['All'], MessageAttributeNames=['All'])
+        return answer.get('Messages') or []
+
+    def _fair_batch(self, wait_seconds: int) -> list[dict[str, Any]]:
+        """Receive ahead (until the queue answers empty, the buffer is full or the poll's receives
+        are spent), extend the visibility of messages held long, then the buffer's next batch."""
+        buffer = self.buffer
+        assert buffer is not None
+        for n in range(self.MAX_RECEIVES_PER_POLL):
+            if buffer.full:
+                break
+            got = self._receive(min(10, buffer.room), wait_seconds if n == 0 else 0)
+            if not got:
+                break
+            buffer.add(got)
+        due = buffer.due()
+        for start in range(0, len(due), 10):
+            chunk = due[start:start + 10]
+            answer = self.sqs.change_message_visibility_batch(QueueUrl=self.url, Entries=[
+                {'Id': str(n), 'ReceiptHandle': m['ReceiptHandle'], 'VisibilityTimeout': self.visibility}
+                for n, m in enumerate(chunk)])
+            lost = {chunk[int(f['Id'])]['MessageId'] for f in answer.get('Failed') or []}
+            buffer.forget(lost)   # back in the queue: received again later
+        return buffer.take()
 
     def poll_once(self, wait_seconds: int | None = None) -> dict[str, int]:
-        """One receive, one handler call, the deletes: {'received', 'failed'}."""
-        answer = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10,
-                                          WaitTimeSeconds=self.wait_seconds if wait_seconds is None else wait_seconds,
-                                          AttributeNames=['All'], MessageAttributeNames=['All'])
-        messages = answer.get('Messages') or []
+        """One batch to the handler, then the deletes: {'received', 'failed'} (received: the
+        messages of the batch)."""
+        wait = self.wait_seconds if wait_seconds is None else wait_seconds
+        messages = self._fair_batch(wait) if self.buffer is not None else self._receive(10, wait)
         if not messages:
             return {'received': 0, 'failed': 0}
         invocation = context()
@@ -111,9 +156,10 @@ class QueuePoller:
             failed = {m['MessageId'] for m in messages}
         from chalicelib.core import observability
         with observability.work(request_id=getattr(invocation, 'aws_request_id', None)):
+            extra = {'held': len(self.buffer), 'held_full': self.buffer.full} if self.buffer is not None else {}
             observability.get_logger('localdev').info('queue batch', extra={
                 'received': len(messages), 'failed': sorted(failed),
-                'remaining_ms': invocation.get_remaining_time_in_millis()})
+                'remaining_ms': invocation.get_remaining_time_in_millis(), **extra})
         done = [m for m in messages if m['MessageId'] not in failed]
         for start in range(0, len(done), 10):
             self.sqs.delete_message_batch(QueueUrl=self.url, Entries=[
@@ -226,12 +272,14 @@ class Pollers:
     def __init__(self, app, *, region: str, endpoint_url: str | None, queue_name: str, table_name: str,
                  tick_seconds: float, drain_seconds: float = 0.5, stream_batch_size: int = 100,
                  stream_window_seconds: float = 0.0, ocr_queue_name: str | None = None) -> None:
-        self.queue = QueuePoller(app.activity_start_worker, queue_name, region=region, endpoint_url=endpoint_url)
+        # both queues fair across message groups (organizations), as SQS fair queues are on AWS
+        self.queue = QueuePoller(app.activity_start_worker, queue_name, region=region, endpoint_url=endpoint_url,
+                                 fair=True)
         # the OCR function's queue, through its handler (front/handlers.py ocr_batch), as its
         # container-image Lambda runs it on AWS
         from chalicelib.front import handlers
         self.ocr = QueuePoller(handlers.ocr_batch, ocr_queue_name, region=region,
-                               endpoint_url=endpoint_url) if ocr_queue_name else None
+                               endpoint_url=endpoint_url, fair=True) if ocr_queue_name else None
         self.stream = StreamReader(app.outbox_publisher, table_name, region=region, endpoint_url=endpoint_url,
                                    batch_size=stream_batch_size, window_seconds=stream_window_seconds)
         self.app = app

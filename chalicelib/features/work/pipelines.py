@@ -150,6 +150,36 @@ def _families_created(event: dict[str, Any]) -> None:
     _start_pipelines(project_id, ids)
 
 
+def trigger_first(events: list[dict[str, Any]]) -> set[str]:
+    """The parse triggers of a stream batch, sent before anything else of the batch is done
+    (features/events/outbox.py ``publish``): one ``pipeline.stages`` message per new family, the
+    batch's messages of one organization sent together (10 a request) in that organization's
+    message group. A family uploaded behind another organization's burst so waits for the
+    batch's reading, not for the publishing and recording of the burst's events ahead of it
+    (docs/operations/worker.md "Fairness between organizations"). The ids of the events
+    triggered here (``on_event`` leaves them alone); a refused send raises, and the batch is
+    delivered again (a stages message sent twice is one run: ``run_stages``)."""
+    if not STAGES_BEFORE_PIPELINES:
+        return set()
+    by_org: dict[str, list[tuple[dict[str, Any], int]]] = {}
+    correlation: dict[str, str | None] = {}
+    done: set[str] = set()
+    for event in events:
+        if event.get('eventType') != 'document-families.created' or not event.get('projectId'):
+            continue
+        ids = [str(i) for i in (event.get('resourceIds') or [event.get('resourceId')]) if i]
+        org = str(event.get('organizationId') or '')
+        correlation.setdefault(org, event.get('correlationId'))
+        by_org.setdefault(org, []).extend(
+            ({'type': STAGES, 'documentFamilyId': fid, 'trigger': CREATED}, 0) for fid in ids)
+        done.add(event['id'])
+    for org, messages in by_org.items():
+        with observability.work(correlation_id=correlation[org], organization_id=org or None):
+            _send(messages)
+        observability.count('StageTriggers', len(messages))
+    return done
+
+
 def _start_pipelines(project_id: str, ids: list[str], *, trigger: str = CREATED,
                      assistant_id: str | None = None) -> None:
     """One ``pipeline.start`` per (family, active subscribed assistant) of the project (only
