@@ -33,8 +33,8 @@ from typing import Any
 from localdev.fair import FairBuffer
 
 STREAMS_ENDPOINT = 'https://streams.dynamodb.{region}.amazonaws.com'   # moto's in-process host
-WINDOW_POLL_SECONDS = 0.1
-LOCAL_FAIR_BATCH = 1        # messages per invocation of a fair poller (QueuePoller)   # how often a poller holding records for a batching window reads again
+WINDOW_POLL_SECONDS = 0.1   # how often a poller holding records for a batching window reads again
+LOCAL_FAIR_BATCH = 1        # messages per invocation of a fair poller (QueuePoller)
 
 
 def function_timeout() -> float:
