@@ -5,15 +5,17 @@ On AWS every work message carries ``MessageGroupId = <organization id>`` (featur
 ``send_messages``) and the standard queues are fair queues: while one group has a backlog, SQS
 delivers the other groups' messages first, so a quiet organization's dwell time stays low. The
 local moto server takes ``MessageGroupId`` on a standard queue and returns it with the message,
-but delivers in arrival order; ``make run`` has one worker (Lambda runs many invocations at
-once). So the local poller (localdev/pollers.py ``QueuePoller``) receives ahead into this
+but delivers in arrival order, and ``make run`` had one worker where Lambda runs many
+invocations at once. So the local poller (localdev/pollers.py ``QueuePoller``) receives ahead into this
 buffer, held per message group, and takes batches from it:
 
-* **one group waiting**: up to ``batch`` (10, Lambda's batch size) of its messages, oldest first;
-* **several groups waiting**: one message of each group, round-robin (the group served longest
-  ago first), at most ``batch`` groups: one organization's share of the single local worker is
-  capped at ``PER_GROUP_WHEN_SHARED`` message while another waits, so a quiet organization's
-  message waits for at most one message of each busy one, not for their backlogs.
+* a batch is up to ``batch`` (10, Lambda's batch size) messages of ONE group, oldest first, from
+  the group served longest ago (round-robin by batches);
+* **the cap**: a group with a batch in flight (``in_flight``) gets no second one while it is
+  (``MAX_IN_FLIGHT_PER_GROUP`` = 1), and `make run` runs ``LOCAL_WORKERS`` = 2 queue workers
+  (localdev/pollers.py): one organization's burst holds one worker, the other serves every other
+  organization at once. A quiet organization's message so waits for no batch of the busy one
+  (a single-organization stack works as before: one batch at a time, in arrival order).
 
 Bounded: at most ``max_held`` messages held (``MAX_HELD``; past it the rest stay in the queue, in
 arrival order, and ``full`` says so); a message held for ``hold_seconds`` (half the queue's
@@ -31,8 +33,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-MAX_HELD = 1000               # messages the local poller holds ahead of the worker
-PER_GROUP_WHEN_SHARED = 1     # one group's messages per batch while another group waits
+MAX_HELD = 1000               # messages the local poller holds ahead of the workers
+MAX_IN_FLIGHT_PER_GROUP = 1   # batches of one group being worked at once (the cap)
 NO_GROUP = ''                 # messages sent without a MessageGroupId form one group
 
 
@@ -74,22 +76,17 @@ class FairBuffer:
             self.groups.setdefault(group_of(message), OrderedDict())[message['MessageId']] = (message, now)
         self._drop_empty()
 
-    def take(self) -> list[dict[str, Any]]:
-        """The next batch (module docstring), removed from the buffer."""
-        waiting = [g for g, held in self.groups.items() if held]
-        if not waiting:
-            return []
-        per_group = self.batch if len(waiting) == 1 else PER_GROUP_WHEN_SHARED
-        out: list[dict[str, Any]] = []
-        for group in waiting[:self.batch]:
-            held = self.groups[group]
-            for _ in range(min(per_group, len(held), self.batch - len(out))):
-                out.append(held.popitem(last=False)[1][0])
+    def take(self, in_flight: frozenset[str] | set[str] = frozenset()) -> tuple[str, list[dict[str, Any]]]:
+        """The next batch (module docstring), removed from the buffer: (its group, its messages);
+        none of a group in ``in_flight`` (the cap). ('', []) when nothing may go."""
+        for group, held in self.groups.items():
+            if not held or group in in_flight:
+                continue
+            out = [held.popitem(last=False)[1][0] for _ in range(min(self.batch, len(held)))]
             self.groups.move_to_end(group)   # served: the others come first next time
-            if len(out) >= self.batch:
-                break
-        self._drop_empty()
-        return out
+            self._drop_empty()
+            return group, out
+        return NO_GROUP, []
 
     def due(self) -> list[dict[str, Any]]:
         """Held messages whose visibility needs extending now (held ``hold_seconds``); their

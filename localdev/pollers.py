@@ -30,11 +30,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from localdev.fair import FairBuffer
+from localdev.fair import FairBuffer, group_of
 
 STREAMS_ENDPOINT = 'https://streams.dynamodb.{region}.amazonaws.com'   # moto's in-process host
 WINDOW_POLL_SECONDS = 0.1   # how often a poller holding records for a batching window reads again
-LOCAL_FAIR_BATCH = 1        # messages per invocation of a fair poller (QueuePoller)
+LOCAL_WORKERS = 2           # make run's workers of each fair queue (one organization holds at most one)
 
 
 def function_timeout() -> float:
@@ -110,9 +110,9 @@ class QueuePoller:
         self.wait_seconds = wait_seconds
         self.buffer: FairBuffer | None = None
         if fair:
-            # one message per invocation: make run has one worker where Lambda runs many, so a
-            # quiet organization's message waits for the one message in progress, not a batch of 10
-            self.buffer = FairBuffer(batch=LOCAL_FAIR_BATCH, hold_seconds=self.visibility / 2, clock=time.monotonic)
+            self.buffer = FairBuffer(hold_seconds=self.visibility / 2, clock=time.monotonic)
+        self.lock = threading.Lock()          # the buffer, shared by the workers (LOCAL_WORKERS)
+        self.in_flight: set[str] = set()      # groups with a batch being worked (the cap)
 
     def _receive(self, count: int, wait_seconds: int) -> list[dict[str, Any]]:
         answer = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=count, WaitTimeSeconds=wait_seconds,
@@ -139,13 +139,28 @@ class QueuePoller:
                 for n, m in enumerate(chunk)])
             lost = {chunk[int(f['Id'])]['MessageId'] for f in answer.get('Failed') or []}
             buffer.forget(lost)   # back in the queue: received again later
-        return buffer.take()
+        group, batch = buffer.take(self.in_flight)
+        if batch:
+            self.in_flight.add(group)
+        return batch
 
     def poll_once(self, wait_seconds: int | None = None) -> dict[str, int]:
         """One batch to the handler, then the deletes: {'received', 'failed'} (received: the
-        messages of the batch)."""
+        messages of the batch). A fair poller may be called from several threads at once."""
         wait = self.wait_seconds if wait_seconds is None else wait_seconds
-        messages = self._fair_batch(wait) if self.buffer is not None else self._receive(10, wait)
+        if self.buffer is None:
+            return self._handle(self._receive(10, wait))
+        with self.lock:
+            messages = self._fair_batch(wait)
+        group = group_of(messages[0]) if messages else None
+        try:
+            return self._handle(messages)
+        finally:
+            if group is not None:
+                with self.lock:
+                    self.in_flight.discard(group)
+
+    def _handle(self, messages: list[dict[str, Any]]) -> dict[str, int]:
         if not messages:
             return {'received': 0, 'failed': 0}
         invocation = context()
@@ -287,13 +302,17 @@ class Pollers:
         self.tick_seconds = tick_seconds
         self.drain_seconds = drain_seconds
         self._stop = threading.Event()
-        self.threads = [threading.Thread(target=self._loop, args=(fn, busy, idle), name=name, daemon=True)
-                        for name, fn, busy, idle in (('queue-poller', self.queue.poll_once, 0.0, 0.2),
-                                                     ('outbox-drain', self.stream.poll_once, 0.0, drain_seconds),
-                                                     ('scheduler', self._tick, tick_seconds, tick_seconds))]
+        # LOCAL_WORKERS workers per fair queue: one organization's batches hold at most one
+        # (localdev/fair.py), the other serves the rest
+        self.threads = [threading.Thread(target=self._loop, args=(self.queue.poll_once, 0.0, 0.2),
+                                         name=f'queue-poller-{n}', daemon=True) for n in range(1, LOCAL_WORKERS)]
+        self.threads += [threading.Thread(target=self._loop, args=(fn, busy, idle), name=name, daemon=True)
+                         for name, fn, busy, idle in (('queue-poller', self.queue.poll_once, 0.0, 0.2),
+                                                      ('outbox-drain', self.stream.poll_once, 0.0, drain_seconds),
+                                                      ('scheduler', self._tick, tick_seconds, tick_seconds))]
         if self.ocr is not None:
-            self.threads.append(threading.Thread(target=self._loop, args=(self.ocr.poll_once, 0.0, 0.2),
-                                                 name='ocr-poller', daemon=True))
+            self.threads += [threading.Thread(target=self._loop, args=(self.ocr.poll_once, 0.0, 0.2),
+                                              name=f'ocr-poller-{n}', daemon=True) for n in range(LOCAL_WORKERS)]
 
     def _tick(self) -> dict:
         self.app.scheduled_jobs(scheduled_event(self.region), context())

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from localdev.fair import PER_GROUP_WHEN_SHARED, FairBuffer, group_of
+from localdev.fair import MAX_IN_FLIGHT_PER_GROUP, FairBuffer, group_of
 
 
 class Clock:
@@ -32,46 +32,40 @@ def ids(batch: list[dict]) -> list[str]:
 def test_one_group_alone_gets_full_batches_oldest_first():
     buffer = FairBuffer(clock=Clock())
     buffer.add([msg('a', n) for n in range(25)])
-    assert ids(buffer.take()) == [f'a-{n}' for n in range(10)]
-    assert ids(buffer.take()) == [f'a-{n}' for n in range(10, 20)]
-    assert ids(buffer.take()) == [f'a-{n}' for n in range(20, 25)]
-    assert buffer.take() == [] and len(buffer) == 0
+    assert ids(buffer.take()[1]) == [f'a-{n}' for n in range(10)]
+    assert ids(buffer.take()[1]) == [f'a-{n}' for n in range(10, 20)]
+    assert ids(buffer.take()[1]) == [f'a-{n}' for n in range(20, 25)]
+    assert buffer.take() == ('', []) and len(buffer) == 0
 
 
-def test_a_quiet_group_waits_for_one_message_of_the_busy_one_not_its_backlog():
+def test_a_group_with_a_batch_in_flight_gets_no_second_one_the_quiet_group_goes_at_once():
     buffer = FairBuffer(clock=Clock())
     buffer.add([msg('a', n) for n in range(200)])
-    buffer.add([msg('b', 0)])                      # arrived behind A's 200
-    first = buffer.take()
-    assert ids(first) == ['a-0', 'b-0']            # capped: one of A's while B waits
-    assert PER_GROUP_WHEN_SHARED == 1
-    assert ids(buffer.take()) == [f'a-{n}' for n in range(1, 11)]   # B done: A has the worker again
+    group, first = buffer.take()
+    assert group == 'a' and ids(first) == [f'a-{n}' for n in range(10)]
+    assert MAX_IN_FLIGHT_PER_GROUP == 1
+    assert buffer.take(in_flight={'a'}) == ('', [])      # the cap: A holds one worker, no more
+    buffer.add([msg('b', 0)])                            # arrived behind A's 200
+    assert buffer.take(in_flight={'a'}) == ('b', [msg('b', 0)])   # the other worker: B now
 
 
-def test_round_robin_serves_the_group_served_longest_ago_first():
-    buffer = FairBuffer(clock=Clock())
+def test_round_robin_by_batches_the_group_served_longest_ago_first():
+    buffer = FairBuffer(clock=Clock(), batch=2)
     buffer.add([msg('a', n) for n in range(5)])
     buffer.add([msg('b', n) for n in range(5)])
     buffer.add([msg('c', n) for n in range(5)])
-    assert ids(buffer.take()) == ['a-0', 'b-0', 'c-0']
-    buffer.add([msg('d', 0)])                      # a newcomer joins the rotation
-    assert ids(buffer.take()) == ['a-1', 'b-1', 'c-1', 'd-0']
-    batches = [ids(buffer.take()) for _ in range(3)]
-    assert batches == [['a-2', 'b-2', 'c-2'], ['a-3', 'b-3', 'c-3'], ['a-4', 'b-4', 'c-4']]
-
-
-def test_at_most_a_batch_of_groups_then_the_rest_first():
-    buffer = FairBuffer(clock=Clock(), batch=10)
-    buffer.add([msg(f'g{n:02d}', 0) for n in range(14)])
-    assert ids(buffer.take()) == [f'g{n:02d}-0' for n in range(10)]
-    assert ids(buffer.take()) == [f'g{n:02d}-0' for n in range(10, 14)]
+    assert [buffer.take()[0] for _ in range(3)] == ['a', 'b', 'c']
+    buffer.add([msg('d', 0)])                      # a newcomer joins the rotation after the others
+    assert [buffer.take()[0] for _ in range(4)] == ['a', 'b', 'c', 'd']
+    assert buffer.take(in_flight={'a'})[0] == 'b'  # A in flight: skipped, keeps its turn
+    assert buffer.take()[0] == 'a'
 
 
 def test_messages_without_a_group_form_one_group():
     buffer = FairBuffer(clock=Clock())
     buffer.add([msg(None, 0), msg(None, 1), msg('b', 0)])
     assert group_of(msg(None, 0)) == ''
-    assert ids(buffer.take()) == ['None-0', 'b-0']
+    assert buffer.take() == ('', [msg(None, 0), msg(None, 1)]) and buffer.take()[0] == 'b'
 
 
 def test_bounded_holding_says_it_is_full():
@@ -89,7 +83,7 @@ def test_a_message_received_again_replaces_its_older_copy():
     again = {**msg('a', 0), 'ReceiptHandle': 'rh-new'}
     buffer.add([again])
     batch = buffer.take()
-    assert ids(batch) == ['a-1', 'a-0'] and batch[1]['ReceiptHandle'] == 'rh-new'
+    assert ids(batch[1]) == ['a-1', 'a-0'] and batch[1][1]['ReceiptHandle'] == 'rh-new'
 
 
 def test_held_messages_are_due_for_a_visibility_extension_and_their_clock_restarts():
@@ -104,7 +98,7 @@ def test_held_messages_are_due_for_a_visibility_extension_and_their_clock_restar
     clock.now = 25
     assert ids(buffer.due()) == ['b-0']
     buffer.forget({'b-0'})                     # its extension failed: the queue has it back
-    assert ids(buffer.take()) == ['a-0'] and len(buffer) == 0
+    assert ids(buffer.take()[1]) == ['a-0'] and len(buffer) == 0
 
 
 # ----------------------------------------------------------------------------- the poller, on moto
@@ -127,28 +121,38 @@ def _send(sqs, url, group: str, count: int, start: int = 0) -> None:
 
 
 def _poller(handler, fair: bool):
-    from localdev.fair import FairBuffer
-    from localdev.pollers import LOCAL_FAIR_BATCH, QueuePoller
-    poller = QueuePoller(handler, 'fair', region='us-east-1', endpoint_url=None, fair=fair)
-    if fair:   # make run hands one message per invocation; Lambda's batch of 10 here
-        assert poller.buffer.batch == LOCAL_FAIR_BATCH == 1
-        poller.buffer = FairBuffer(batch=10, hold_seconds=poller.visibility / 2, clock=poller.buffer.clock)
-    return poller
+    from localdev.pollers import QueuePoller
+    return QueuePoller(handler, 'fair', region='us-east-1', endpoint_url=None, fair=fair)
 
 
-def test_the_fair_poller_hands_a_quiet_organizations_message_before_a_busy_ones_backlog(queue):
+def test_the_fair_poller_hands_a_quiet_organizations_message_to_the_free_worker(queue):
+    """Two workers (make run's LOCAL_WORKERS): while one works A's batch, the other takes B's
+    message, which arrived behind A's 120; A never holds both."""
+    import threading
     sqs, url = queue
     _send(sqs, url, 'org-a', 120)
     _send(sqs, url, 'org-b', 1)
     seen: list[list[tuple[str, int]]] = []
+    a_started, b_done = threading.Event(), threading.Event()
 
     def handler(event, context):
-        seen.append([(json.loads(r['body'])['group'], json.loads(r['body'])['n']) for r in event['Records']])
-        assert all(r['attributes']['MessageGroupId'] == json.loads(r['body'])['group'] for r in event['Records'])
+        batch = [(json.loads(r['body'])['group'], json.loads(r['body'])['n']) for r in event['Records']]
+        assert all(r['attributes']['MessageGroupId'] == g for r, (g, _) in zip(event['Records'], batch, strict=True))
+        assert len({g for g, _ in batch}) == 1
+        seen.append(batch)
+        if batch[0][0] == 'org-a' and not a_started.is_set():
+            a_started.set()
+            assert b_done.wait(10), 'B waited for A'   # A's first batch is in flight meanwhile
+        if batch[0][0] == 'org-b':
+            b_done.set()
         return {'batchItemFailures': []}
     poller = _poller(handler, fair=True)
-    assert poller.poll_once()['received'] == 2
-    assert seen[0] == [('org-a', 0), ('org-b', 0)]
+    first = threading.Thread(target=poller.poll_once)
+    first.start()
+    assert a_started.wait(10)
+    assert poller.poll_once() == {'received': 1, 'failed': 0}    # the second worker: B, not A
+    first.join(10)
+    assert seen[0] == [('org-a', n) for n in range(10)] and seen[1] == [('org-b', 0)]
     while poller.poll_once()['received']:
         pass
     handed = [m for batch in seen for m in batch]
