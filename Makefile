@@ -12,7 +12,7 @@ STAGE ?= prod
 OUT := out/$(STAGE)
 
 .PHONY: run test check chaos bench fuzz fuzz-chaos fuzz-stateful check-data load lint package cfn-lint policy clean sdk \
-	browser-test ocr-tools bench-tools ocr-image ocr-base docker-tools
+	browser-test browser-tools ocr-tools bench-tools ocr-image ocr-base docker-tools
 
 $(STAMP): requirements.txt requirements-dev.txt infra/ocr/requirements.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -60,7 +60,11 @@ run: $(STAMP) ocr-tools
 # Two groups that share nothing, side by side on the 2 cores: the in-process group (tests/unit,
 # tests/api: chalice.test.Client on in-process moto, on two xdist workers that take the cores the
 # live-server group leaves idle while it waits on its servers; its output is shown when both are
-# done) and the live-server group (tests/integration: real local servers on free loopback ports).
+# done) and the live-server group (tests/integration, then tests/browser: real local servers on
+# free loopback ports; the browser tests drive Debian's headless Chromium, installed by
+# browser-tools when missing; bench/README.md "Review page (issue 49)" has their wall time).
+# The live group's marker expression names `browser` so tests/conftest.py keeps the browser tests
+# (it is `not quarantine` all the same).
 # Fails if either fails, or collects nothing (pytest's exit 5). docs/architecture.md "The test loop".
 # The OCR image (below) is built in the background meanwhile, when its tag is missing;
 # tests/integration/test_ocr_image.py waits for it (OCR_IMAGE_BUILD_EXIT) and runs it as Lambda
@@ -69,15 +73,16 @@ run: $(STAMP) ocr-tools
 TEST_LOG := .local/test-in-process.log
 OCR_BUILD := .local/docker/build
 TEST_IN_PROCESS ?= tests/unit tests/api
-TEST_LIVE ?= tests/integration
-test: $(STAMP) $(SDK_STAMP) ocr-tools docker-tools
+TEST_LIVE ?= tests/integration tests/browser
+LIVE_MARKERS := (not quarantine) or (browser and not quarantine)
+test: $(STAMP) $(SDK_STAMP) ocr-tools docker-tools browser-tools
 	@mkdir -p .local/docker; rm -f $(OCR_BUILD).exit; status=0; \
 	$(OCR) daemon-start || exit 1; trap '$(OCR) daemon-stop' EXIT; trap 'exit 130' INT TERM; \
 	{ $(OCR) build > $(OCR_BUILD).log 2>&1; echo $$? > $(OCR_BUILD).exit; } & build=$$!; \
 	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" -n 2 --dist loadfile \
 		$(TEST_IN_PROCESS) > $(TEST_LOG) 2>&1 & inproc=$$!; \
 	OCR_IMAGE_BUILD_EXIT=$(OCR_BUILD).exit PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider \
-		-m "not quarantine" $(TEST_LIVE) || status=$$?; \
+		-m "$(LIVE_MARKERS)" $(TEST_LIVE) || status=$$?; \
 	wait $$inproc; inproc_status=$$?; \
 	kill $$build 2>/dev/null; wait $$build 2>/dev/null; \
 	echo "---------------- OCR image: $$(tail -1 $(OCR_BUILD).log 2>/dev/null)"; \
@@ -104,10 +109,15 @@ chaos: $(STAMP)
 	CHAOS_RUN_ROUNDS=$${CHAOS_RUN_ROUNDS:-120} CHAOS_RUN_SLOW=default PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -s \
 		tests/integration/test_chaos_run.py
 
-# /docs in headless Chromium (tests/browser/, marker `browser`, left out of `make test`): Authorize,
-# Try it out + Execute on GET /api/projects; screenshot in tests/artifacts/. Installs Debian's
-# chromium + chromium-driver with apt-get (~2 min, as root) when they are missing.
-browser-test: $(STAMP)
+# The browser tests alone (tests/browser/, marker `browser`; `make test` runs them in its live
+# group): /docs (Authorize, Try it out + Execute on GET /api/projects; screenshot in
+# tests/artifacts/) and the reviewer's page (/review: screenshots and timing in
+# .local/artifacts/review/).
+browser-test: $(STAMP) browser-tools
+	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m browser tests/browser
+
+# Debian's chromium + chromium-driver, with apt-get (~2 min, as root) when they are missing.
+browser-tools:
 	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -117,7 +127,6 @@ browser-test: $(STAMP)
 			exit 1; \
 		fi; \
 	fi
-	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m browser tests/browser
 
 # bench/bench_parsing.py's peers and fixtures: poppler's pdftotext, qpdf (a 500-page PDF), tesseract.
 bench-tools: ocr-tools

@@ -14,6 +14,7 @@ from chalicelib.features.identity import authorizer
 from chalicelib.features.identity import routes as account
 from chalicelib.features.mcp import routes as mcp
 from chalicelib.features.parsing import routes as parsing
+from chalicelib.features.review_ui import routes as review_ui
 from chalicelib.features.tasks import routes as tasks_routes
 from chalicelib.features.work import internal_routes as internal
 from chalicelib.features.work import reprocess_routes as reprocess
@@ -45,6 +46,7 @@ app.register_blueprint(store_fs.bp)        # the SDK's and CLI's store file API 
 app.register_blueprint(extraction.bp)      # data objects, attributes, exceptions, review (docs/api/extraction.md)
 app.register_blueprint(parsing.bp)         # parsed documents: text, the SDK's families and KDDB content
 app.register_blueprint(reprocess.bp)       # parse a family again (the engine's parse stage)
+app.register_blueprint(review_ui.bp)       # the reviewer's page (/review: docs/api/review-page.md)
 app.register_blueprint(authorizer.bp)  # the gateway's Lambda authorizer (infra/usage_plan.py)
 
 # Event handlers (chalicelib/front/handlers.py; infra/app.py sets their event sources up when

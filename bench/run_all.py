@@ -21,6 +21,7 @@ SCRIPTS = (
     'bench_parsing.py',
     'bench_parse_stage.py',
     'bench_extraction.py',
+    'bench_extraction_unseen.py',
     'bench_family_reads.py',
 )
 for script in SCRIPTS:

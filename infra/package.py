@@ -7,7 +7,8 @@ writes
     out/prod/app.json         the app stack (SAM): chalice package output patched by infra/app.py
     out/prod/deployment.zip   the functions' code, referenced by app.json (CodeUri), botocore's
                               models pruned to the services the app calls
-                              (infra/botocore_models.py), with its bytecode (infra/bytecode.py)
+                              (infra/botocore_models.py), Pillow without its AVIF codec
+                              (infra/pillow_trim.py), with its bytecode (infra/bytecode.py)
     out/prod/chalice/sam.json what chalice package emitted, untouched (for review and tests)
 
 ``chalice package`` imports app.py; it runs with the stage's environment variables from
@@ -25,7 +26,7 @@ import sys
 from pathlib import Path
 
 from infra import app as app_stack
-from infra import botocore_models, bytecode, iam, stack
+from infra import botocore_models, bytecode, iam, pillow_trim, stack
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,6 +75,7 @@ def main(stage: str, out_dir: str) -> None:
     # only the services the functions call keep their botocore model (infra/botocore_models.py);
     # pruned before compiling, so the bytecode step has less to unpack
     botocore_models.prune_zip(out / 'deployment.zip')
+    pillow_trim.trim_zip(out / 'deployment.zip')   # Pillow without its AVIF codec (infra/pillow_trim.py)
     bytecode.add_to_zip(out / 'deployment.zip')   # no compiling on a cold start (infra/bytecode.py)
     write(out / 'app.json', patched)
     write(out / 'data.json', stack.template(stage))

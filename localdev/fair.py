@@ -12,7 +12,7 @@ buffer, held per message group, and takes batches from it:
 * a batch is up to ``batch`` (10, Lambda's batch size) messages of ONE group, oldest first, from
   the group served longest ago (round-robin by batches);
 * **the cap**: a group with a batch in flight (``in_flight``) gets no second one while it is
-  (``MAX_IN_FLIGHT_PER_GROUP`` = 1), and `make run` runs ``LOCAL_WORKERS`` = 2 queue workers
+  (``MAX_IN_FLIGHT_PER_GROUP`` = 1), and `make run` runs ``FAIR_WORKERS`` = 2 in-process queue workers
   (localdev/pollers.py): one organization's burst holds one worker, the other serves every other
   organization at once. A quiet organization's message so waits for no batch of the busy one
   (a single-organization stack works as before: one batch at a time, in arrival order).

@@ -34,7 +34,7 @@ from localdev.fair import FairBuffer, group_of
 
 STREAMS_ENDPOINT = 'https://streams.dynamodb.{region}.amazonaws.com'   # moto's in-process host
 WINDOW_POLL_SECONDS = 0.1   # how often a poller holding records for a batching window reads again
-LOCAL_WORKERS = 2           # make run's workers of each fair queue (one organization holds at most one)
+FAIR_WORKERS = 2            # make run's in-process workers of each fair queue (one organization holds at most one)
 
 
 def function_timeout() -> float:
@@ -98,8 +98,11 @@ class QueuePoller:
     MAX_RECEIVES_PER_POLL = 20   # a fair poll's receives ahead (10 messages each), before its batch
 
     def __init__(self, handler: Callable, queue_name: str, *, region: str, endpoint_url: str | None,
-                 wait_seconds: int = 0, fair: bool = False) -> None:
+                 wait_seconds: int = 0, max_messages: int = 10, timeout: float | None = None,
+                 fair: bool = False) -> None:
         self.handler = handler
+        self.max_messages = max_messages
+        self.timeout = timeout   # the function's timeout, when not the zip functions' (function_timeout)
         self.sqs = _client('sqs', region, endpoint_url)
         self.region = region
         self.url = self.sqs.get_queue_url(QueueName=queue_name)['QueueUrl']
@@ -111,7 +114,7 @@ class QueuePoller:
         self.buffer: FairBuffer | None = None
         if fair:
             self.buffer = FairBuffer(hold_seconds=self.visibility / 2, clock=time.monotonic)
-        self.lock = threading.Lock()          # the buffer, shared by the workers (LOCAL_WORKERS)
+        self.lock = threading.Lock()          # the buffer, shared by the workers (FAIR_WORKERS)
         self.in_flight: set[str] = set()      # groups with a batch being worked (the cap)
 
     def _receive(self, count: int, wait_seconds: int) -> list[dict[str, Any]]:
@@ -149,7 +152,7 @@ class QueuePoller:
         messages of the batch). A fair poller may be called from several threads at once."""
         wait = self.wait_seconds if wait_seconds is None else wait_seconds
         if self.buffer is None:
-            return self._handle(self._receive(10, wait))
+            return self._handle(self._receive(self.max_messages, wait))
         with self.lock:
             messages = self._fair_batch(wait)
         group = group_of(messages[0]) if messages else None
@@ -163,7 +166,14 @@ class QueuePoller:
     def _handle(self, messages: list[dict[str, Any]]) -> dict[str, int]:
         if not messages:
             return {'received': 0, 'failed': 0}
-        invocation = context()
+        if self.timeout is not None and self.timeout > 30:
+            # a function with a long timeout (the OCR function's 300 s) has a queue whose visibility
+            # outlasts it (infra/ocr_function.py: 6 x); the local queues have 30 s, so a message
+            # still being read would be handed to a second worker: hidden for as long as it may run
+            for message in messages:
+                self.sqs.change_message_visibility(QueueUrl=self.url, ReceiptHandle=message['ReceiptHandle'],
+                                                   VisibilityTimeout=int(self.timeout) + 30)
+        invocation = _Context(self.timeout)
         try:
             result = self.handler(sqs_event(messages, self.arn, self.region), invocation) or {}
             failed = {f['itemIdentifier'] for f in result.get('batchItemFailures') or []}
@@ -286,7 +296,12 @@ class Pollers:
 
     def __init__(self, app, *, region: str, endpoint_url: str | None, queue_name: str, table_name: str,
                  tick_seconds: float, drain_seconds: float = 0.5, stream_batch_size: int = 100,
-                 stream_window_seconds: float = 0.0, ocr_queue_name: str | None = None) -> None:
+                 stream_window_seconds: float = 0.0, ocr_queue_name: str | None = None, workers: int = 1) -> None:
+        # workers - 1 more queue workers, each a process of its own (workers.py): pdfium reads one
+        # PDF at a time per process, so parallel page ranges need processes, not threads
+        self.workers = max(1, workers)
+        self.processes: list = []
+        self.ocr_queue_name = ocr_queue_name
         # both queues fair across message groups (organizations), as SQS fair queues are on AWS
         self.queue = QueuePoller(app.activity_start_worker, queue_name, region=region, endpoint_url=endpoint_url,
                                  fair=True)
@@ -302,17 +317,17 @@ class Pollers:
         self.tick_seconds = tick_seconds
         self.drain_seconds = drain_seconds
         self._stop = threading.Event()
-        # LOCAL_WORKERS workers per fair queue: one organization's batches hold at most one
+        # FAIR_WORKERS workers per fair queue: one organization's batches hold at most one
         # (localdev/fair.py), the other serves the rest
         self.threads = [threading.Thread(target=self._loop, args=(self.queue.poll_once, 0.0, 0.2),
-                                         name=f'queue-poller-{n}', daemon=True) for n in range(1, LOCAL_WORKERS)]
+                                         name=f'queue-poller-{n}', daemon=True) for n in range(1, FAIR_WORKERS)]
         self.threads += [threading.Thread(target=self._loop, args=(fn, busy, idle), name=name, daemon=True)
                          for name, fn, busy, idle in (('queue-poller', self.queue.poll_once, 0.0, 0.2),
                                                       ('outbox-drain', self.stream.poll_once, 0.0, drain_seconds),
                                                       ('scheduler', self._tick, tick_seconds, tick_seconds))]
         if self.ocr is not None:
             self.threads += [threading.Thread(target=self._loop, args=(self.ocr.poll_once, 0.0, 0.2),
-                                              name=f'ocr-poller-{n}', daemon=True) for n in range(LOCAL_WORKERS)]
+                                              name=f'ocr-poller-{n}', daemon=True) for n in range(FAIR_WORKERS)]
 
     def _tick(self) -> dict:
         self.app.scheduled_jobs(scheduled_event(self.region), context())
@@ -339,8 +354,22 @@ class Pollers:
     def start(self) -> None:
         for thread in self.threads:
             thread.start()
+        if self.threads:
+            from localdev import workers
+            self.processes = [workers.spawn(self.queue_name_of(), self.ocr_queue_name)
+                              for _ in range(self.workers - 1)]
+
+    def queue_name_of(self) -> str:
+        return self.queue.url.rsplit('/', 1)[-1]
 
     def stop(self) -> None:
         self._stop.set()
+        for process in self.processes:
+            process.terminate()
         for thread in self.threads:
             thread.join(timeout=3)
+        for process in self.processes:
+            try:
+                process.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - a worker that does not stop is killed
+                process.kill()

@@ -216,6 +216,16 @@ def create_resources() -> None:
     enable_stream(cfg.table_name, region=cfg.region, endpoint_url=cfg.endpoint_url)
 
 
+def local_workers() -> int:
+    """``LOCAL_WORKERS``: ``off`` (none: starts stay PENDING), ``on`` (the default: 1, the in-process
+    pollers), or a number N of queue workers (N - 1 processes besides them, localdev/workers.py:
+    a big document's page ranges read in parallel; docs/operations/worker.md "Local workers")."""
+    raw = os.environ.get('LOCAL_WORKERS', 'on').strip().lower()
+    if raw.isdigit() and int(raw) > 0:
+        return min(int(raw), 32)
+    return 1
+
+
 def main() -> None:
     sys.path.insert(0, str(ROOT))
     os.chdir(ROOT)
@@ -263,12 +273,14 @@ def main() -> None:
                           tick_seconds=float(os.environ.get('SCHEDULER_TICK_SECONDS') or 60),
                           stream_batch_size=stream.batch_size,
                           stream_window_seconds=stream.maximum_batching_window_in_seconds,
-                          ocr_queue_name=ocr_queue_name)
+                          ocr_queue_name=ocr_queue_name, workers=local_workers())
         if os.environ.get('LOCAL_WORKERS', 'on').lower() in ('0', 'off', 'false', 'no'):
             pollers.threads = []   # LOCAL_WORKERS=off: starts stay PENDING (the fuzz run uses it)
         pollers.start()
         state = 'on' if pollers.threads else 'off'
         print(f'work ({state}): queue poller on {cfg.activity_queue_name}'
+              + (f' and {pollers.workers - 1} more worker process(es) (LOCAL_WORKERS={pollers.workers})'
+                 if pollers.workers > 1 and pollers.threads else '')
               + (f' and {cfg.ocr_queue_name} (OCR)' if pollers.ocr else '') + ', '
               f'scheduler every {pollers.tick_seconds:g} s '
               '(SCHEDULER_TICK_SECONDS), outbox drained from the table stream', flush=True)

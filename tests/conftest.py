@@ -257,13 +257,15 @@ def pytest_configure(config):
     config.addinivalue_line('markers', 'quarantine: a test with a known intermittent failure, left out of '
                                        '`make test` (each says why)')
     config.addinivalue_line('markers', 'browser: needs Debian\'s chromium + chromium-driver; runs only when '
-                                       'selected with -m browser (`make browser-test` installs them and does)')
+                                       'the -m expression names browser (`make test`\'s live-server group and '
+                                       '`make browser-test` install them and do)')
     config.addinivalue_line('markers', 'slow: left out of the quick loop (`make check`, QUICK_CHECK=1); '
                                        '`make test` runs it')
 
 
 def pytest_collection_modifyitems(config, items):
-    """Browser tests run only when the marker expression names them (`make browser-test`): they
+    """Browser tests run only when the marker expression names them (`make test`'s live-server
+    group, `make browser-test`): they
     are deselected, never skipped, elsewhere, and fail loudly when selected without a browser.
 
     The quick loop (QUICK_CHECK=1, `make check`) also leaves out the tests marked ``slow`` and

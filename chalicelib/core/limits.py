@@ -31,4 +31,15 @@ MAX_OPEN_UPLOAD_SESSIONS = 20    # open upload sessions per document store and u
 MAX_DOCUMENT_PATH = 1024         # characters of a document's path in its store
 MAX_REQUEST_ID = 200             # characters of an activity start's idempotency key
 MAX_API_KEYS_PER_USER = 50        # live API keys one user holds (a new one past that: 409)
+# page images and words (features/parsing/pages.py, render.py; docs/api/documents.md "Page images and words")
+PAGE_IMAGE_MIN_DPI = 36          # dpi a client may ask a page image at: at least
+PAGE_IMAGE_MAX_DPI = 300         # ... and at most (past either: 400)
+PAGE_IMAGE_DEFAULT_DPI = 150
+# the dpi a page image is drawn (and cached) at: the asked dpi rounded up to the next step, so a page
+# holds at most this many cached images whatever dpi clients ask (each of 36..300 did before)
+PAGE_IMAGE_DPI_STEPS = (36, 72, 100, 150, 200, 300)
+PAGE_IMAGE_MAX_PIXELS = 25_000_000   # pixels of one page image: the dpi used is lowered to fit
+PAGE_IMAGE_MAX_SIDE = 8_000      # pixels of one side of a page image: the dpi used is lowered to fit
+PAGE_IMAGE_URL_SECONDS = 300     # lifetime of a page image's presigned URL
+MAX_PAGE_WORDS = 20_000          # words of one page's answer (past it: truncated)
 MCP_MAX_ARRAY_ITEMS = 100        # items of an MCP tool's array argument unless its schema says otherwise

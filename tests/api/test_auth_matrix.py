@@ -228,6 +228,8 @@ class World:
                 out.append(self.fresh_key_id() if fresh else self.admin_key_id)
             elif part == '{endpointName}':
                 out.append(self.endpoint_name)
+            elif part == '{memoryId}':   # a memory of the definition the path names, its own: callers delete it
+                out.append(_seed_layout_memory({'id': out[-2]}, self.org_id, f'layout:{uuid.uuid4().hex}'))
             elif family is not None and fresh and family.path == 'organizations':
                 out.append(self.system_org()['id'])
             elif family is not None:
@@ -261,6 +263,21 @@ class World:
         return self.api.post('/api/account/me/api-keys', {'name': 'fresh'}).json['id']
 
 
+def _seed_layout_memory(definition: dict[str, Any], org_id: str, fingerprint: str = 'layout:matrix') -> str:
+    """A layout memory of the world's definition, as a reviewer's correction by nodeIds writes
+    it (features/extraction/memories.py: the server is its only writer)."""
+    from chalicelib.features.extraction import memories
+    from chalicelib.features.identity.bootstrap import SYSTEM
+    from chalicelib.kernel import records
+    from chalicelib.kernel.registry import family as family_of
+    fam = family_of(memories.FAMILY)
+    data = records.new_record(fam, {'dataDefinitionId': definition['id'], 'fingerprint': fingerprint,
+                                    'kind': 'layout', 'hint': 'matrix', 'fields': {}, 'fieldCount': 0},
+                              principal=SYSTEM, org=org_id, id_=memories.memory_id(definition['id'], fingerprint))
+    records.commit(records.create_ops(fam, [data], SYSTEM))
+    return data['id']
+
+
 def _build(api: Api, org_id: str, admin_id: str) -> World:
     from chalicelib.features.identity.bootstrap import SYSTEM
     from chalicelib.features.identity.service import create_api_key
@@ -286,6 +303,7 @@ def _build(api: Api, org_id: str, admin_id: str) -> World:
     assert api.post('/api/memberships', {'organizationId': org_id, 'userId': member['id'],
                                          'role': 'MEMBER'}).status == 201
     world.resources['users'] = member
+    _seed_layout_memory(world.resources['data-definitions'], org_id)
     for family in (f for f in FAMILIES if f.read_only):
         listed = api.get(f'/api/{family.path}').json['content']
         assert listed, f'no {family.path} record to address'

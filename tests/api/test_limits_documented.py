@@ -38,3 +38,17 @@ def test_the_mcp_tools_state_the_same_page_limit():
         if page_size is not None:
             assert page_size['maximum'] == limits.MAX_PAGE_SIZE, tool.name
             assert page_size['default'] == limits.MCP_DEFAULT_PAGE_SIZE, tool.name
+
+
+def test_the_page_image_limits_the_document_states_are_enforced(api, org_id):
+    doc = api.get('/v3/api-docs', key=None).json
+    path = '/api/document-families/{id}/pages/{page}/image'
+    dpi = _param(doc, path, 'get', 'dpi')
+    assert (dpi['minimum'], dpi['maximum'], dpi['default']) == (
+        limits.PAGE_IMAGE_MIN_DPI, limits.PAGE_IMAGE_MAX_DPI, limits.PAGE_IMAGE_DEFAULT_DPI)
+    words = doc['paths']['/api/document-families/{id}/pages/{page}/words']['get']['responses']['200']
+    schema = words['content']['application/json']['schema']
+    assert schema['properties']['words']['maxItems'] == limits.MAX_PAGE_WORDS
+    for value in (limits.PAGE_IMAGE_MIN_DPI - 1, limits.PAGE_IMAGE_MAX_DPI + 1):
+        r = api.get(f'/api/document-families/00000000-0000-4000-8000-000000000000/pages/1/image?dpi={value}')
+        assert r.status == 400 and f'{limits.PAGE_IMAGE_MIN_DPI} to {limits.PAGE_IMAGE_MAX_DPI}' in r.json['message']

@@ -3,7 +3,8 @@ server (tests/live.py). Authorize with an API key, then "Try it out" + "Execute"
 /api/projects must show 200 and a page, sent to the server the page came from (the document's
 first `servers` entry: docs/api/clients.md). The screenshot is kept in tests/artifacts/.
 
-Run by `make browser-test` (installs chromium + chromium-driver with apt-get when missing);
+Run by `make test` (its live-server group) and `make browser-test` (both install chromium +
+chromium-driver with apt-get when missing);
 deselected elsewhere (tests/conftest.py). Without a browser it fails, saying what to install.
 Chromium resolves no host name but loopback (--host-resolver-rules) and runs with its background
 networking off: nothing leaves the machine.

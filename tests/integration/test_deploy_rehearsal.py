@@ -327,14 +327,15 @@ def test_functions_cannot_write_outside_tmp(stage):
 def test_ocr_function_reads_a_scan_the_worker_hands_over(stage):
     """The OCR function (PackageType Image, infra/ocr/Dockerfile) in its image's Python layout:
     a scanned page uploaded and reprocessed through the API, the zip-packaged worker hands the page
-    over on the OCR queue (it has no Pillow and, with OCR_QUEUE_NAME set, reads no scan), the OCR
+    over on the OCR queue (with OCR_QUEUE_NAME set it reads no scan), the OCR
     function reads it with Tesseract, and the family's document holds the words with confidences.
     A message it cannot read comes back as a batch item failure. (Runs last: the stream and
     worker steps above expect their queues to themselves.)"""
     ocr = stage.only('image')
     assert ocr.handler == 'chalicelib.front.handlers.ocr_batch', ocr.handler
-    # the image's layout is the package's plus OCR's own requirements (Pillow), which the zip lacks
-    assert (stage.image_task() / 'PIL').is_dir() and not (stage.task / 'PIL').exists()
+    # the image's layout is the package's (Pillow included: the API draws image pages with it) plus
+    # OCR's own requirements (none today)
+    assert (stage.image_task() / 'PIL').is_dir() and (stage.task / 'PIL').is_dir()
     process = stage.process(ocr.logical_id)
     assert stage.processes[ocr.logical_id].environment['OCR_QUEUE_NAME'] == stage_environment(STAGE)['OCR_QUEUE_NAME']
     sqs = stage.aws['sqs']
@@ -362,6 +363,16 @@ def test_ocr_function_reads_a_scan_the_worker_hands_over(stage):
                            raw=SCAN.read_bytes(), content_type='image/png')
     assert family['statusCode'] == 201, explain(family)
     family_id = family['json']['id']
+    # the packaged API draws the scan's page (Pillow is in the zip: docs/api/documents.md "Page images
+    # and words"), before any parse; 140 dpi asked is drawn at the 150 step
+    image = stage.request('GET', f'/api/document-families/{family_id}/pages/1/image?dpi=140')
+    assert image['statusCode'] == 200, explain(image)
+    assert {k: image['json'][k] for k in ('dpi', 'width', 'height', 'pageCount')} == \
+        {'dpi': 150, 'width': 1241, 'height': 1755, 'pageCount': 1}, image['json']
+    assert image['json']['url'].startswith(stage.endpoint + '/'), image['json']['url']   # the local emulator
+    import urllib.request
+    with urllib.request.urlopen(image['json']['url'], timeout=10) as got:
+        assert got.read(8) == b'\x89PNG\r\n\x1a\n'
     run = stage.request('POST', f'/api/document-families/{family_id}/reprocess')
     assert run['statusCode'] == 202, explain(run)
 

@@ -126,7 +126,7 @@ def _poller(handler, fair: bool):
 
 
 def test_the_fair_poller_hands_a_quiet_organizations_message_to_the_free_worker(queue):
-    """Two workers (make run's LOCAL_WORKERS): while one works A's batch, the other takes B's
+    """Two workers (make run's FAIR_WORKERS): while one works A's batch, the other takes B's
     message, which arrived behind A's 120; A never holds both."""
     import threading
     sqs, url = queue

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from infra import app as app_stack
-from infra import botocore_models, iam, ocr_function, stack, usage_plan
+from infra import botocore_models, iam, ocr_function, pillow_trim, stack, usage_plan
 from infra.names import Names
 
 pytestmark = pytest.mark.slow   # minutes of CPU: `make test` runs it, the quick loop (`make check`) does not
@@ -144,6 +144,8 @@ def test_make_package_writes_the_templates_without_aws_credentials_and_cfn_lint_
     with zipfile.ZipFile(OUT / 'deployment.zip') as z:
         names = set(z.namelist())
     assert {'app.py', 'chalicelib/features/identity/authorizer.py', 'chalicelib/kernel/store/table.py'} <= names
+    # the reviewer's page is package data (docs/api/review-page.md): served from the zip, no build step
+    assert {f'chalicelib/features/review_ui/static/{n}' for n in ('index.html', 'app.js', 'app.css')} <= names
     assert not any(n.startswith(('tests/', 'infra/', 'localdev/', 'out/')) for n in names)
     for lid, fn in of_type(templates['app'], 'AWS::Serverless::Function').items():
         if lid == ocr_function.LOGICAL_ID:   # a container image (infra/ocr/Dockerfile), no code zip
@@ -597,14 +599,17 @@ LAMBDA_UNZIPPED_LIMIT = 250 * 2 ** 20   # a zip function's code and layers, unzi
 
 def test_the_zip_packaged_functions_fit_lambdas_unzipped_limit_with_the_parsers(templates):
     """pypdfium2, python-docx, python-calamine and lxml ride in the zip (docs/operations/parsing.md
-    "Sizes"); Tesseract and Pillow, which only OCR needs, do not (the OCR image)."""
+    "Sizes"), and Pillow, which the API draws image files' page images with (docs/operations/deploy.md
+    "The package"); Tesseract, which only OCR needs, does not (the OCR image)."""
     with zipfile.ZipFile(OUT / 'deployment.zip') as z:
         infos = z.infolist()
     unzipped = sum(info.file_size for info in infos)
     assert unzipped < LAMBDA_UNZIPPED_LIMIT
     names = {info.filename.split('/')[0] for info in infos}
-    assert {'pypdfium2', 'pypdfium2_raw', 'docx', 'python_calamine', 'lxml'} <= names
-    assert not {name for name in names if name.lower().startswith(('pil', 'pillow'))}, names
+    assert {'pypdfium2', 'pypdfium2_raw', 'docx', 'python_calamine', 'lxml', 'PIL'} <= names
+    assert 'PIL/_imaging.cpython-311-x86_64-linux-gnu.so' in {info.filename for info in infos}
+    # without its AVIF codec, which nothing reads (infra/pillow_trim.py)
+    assert not [i.filename for i in infos if i.filename.startswith(pillow_trim.DROPPED)]
     assert 'chalicelib/features/parsing/readers/pdf.py' in {info.filename for info in infos}
 
 
@@ -665,11 +670,11 @@ def test_the_ocr_image_is_debian_tesseract_and_the_runtime_api_client():
     assert '--no-index --find-links /tmp/wheels' in dockerfile
     assert 'ENTRYPOINT ["/opt/venv/bin/python", "-m", "awslambdaric"]' in dockerfile
     assert f'CMD ["{ocr_function.HANDLER}"]' in dockerfile
-    # the requirements it installs: the app's, OCR's own (Pillow, kept out of the zip), the client's
+    # the requirements it installs: the app's (Pillow included), OCR's own (none today), the client's
     for name in ('requirements.txt', 'infra/ocr/requirements.txt', 'infra/ocr/requirements-runtime-client.txt'):
         assert f'COPY {name} ' in dockerfile, name
         lines = [line.split('#')[0].strip() for line in (ROOT / name).read_text().splitlines()]
         assert all('==' in line for line in lines if line), (name, lines)   # pinned
     assert re.search(r'^awslambdaric==', (ROOT / 'infra/ocr/requirements-runtime-client.txt').read_text(), re.M)
-    assert re.search(r'^pillow==', (ROOT / 'infra' / 'ocr' / 'requirements.txt').read_text(), re.M)
-    assert not re.search(r'^pillow', (ROOT / 'requirements.txt').read_text(), re.M | re.I)
+    assert re.search(r'^pillow==', (ROOT / 'requirements.txt').read_text(), re.M)
+    assert not re.search(r'^pillow', (ROOT / 'infra' / 'ocr' / 'requirements.txt').read_text(), re.M | re.I)

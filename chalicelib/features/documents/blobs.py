@@ -13,7 +13,7 @@ when an endpoint is configured (the local moto server on loopback).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -52,6 +52,7 @@ class Head:
     size: int
     content_type: str | None
     etag: str | None
+    metadata: dict[str, str] = field(default_factory=dict)   # the object's x-amz-meta-* (names lower-case)
 
 
 @lru_cache(maxsize=1)
@@ -142,12 +143,14 @@ def head(key: str) -> Head | None:
     except BlobRejected:
         return None
     return Head(size=int(answer.get('ContentLength') or 0), content_type=answer.get('ContentType'),
-                etag=(answer.get('ETag') or '').strip('"') or None)
+                etag=(answer.get('ETag') or '').strip('"') or None,
+                metadata={str(k).lower(): str(v) for k, v in (answer.get('Metadata') or {}).items()})
 
 
-def put(key: str, body: bytes, content_type: str) -> str | None:
-    """Store an object; its ETag."""
-    answer = _call(client().put_object, Key=key, Body=body, ContentType=content_type)
+def put(key: str, body: bytes, content_type: str, *, metadata: dict[str, str] | None = None) -> str | None:
+    """Store an object (``metadata``: small ASCII x-amz-meta-* values); its ETag."""
+    extra = {'Metadata': metadata} if metadata else {}
+    answer = _call(client().put_object, Key=key, Body=body, ContentType=content_type, **extra)
     return (answer.get('ETag') or '').strip('"') or None
 
 

@@ -37,7 +37,7 @@ from chalicelib.kernel.store.repository import WriteConflict
 log = observability.get_logger('outbox')
 SOURCE = 'platform-api'
 PAYLOAD_FIELDS = ('family', 'resourceId', 'resourceIds', 'projectId', 'actorId', 'changedFields', 'changes',
-                  'correlationId')
+                  'correlationId', 'parse')   # parse: document-families.parsed's (features/parsing/stage.py)
 # An update event's ``changes`` (docs/api/work.md "Domain events"): each changed field's old and
 # new value, read from the stream record's two images (no cost on the write path). Bounded: a
 # field whose two values take over CHANGE_PAIR_BYTES of JSON, and every field once the event's

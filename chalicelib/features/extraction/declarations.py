@@ -1,7 +1,9 @@
 """The extraction feature's families, declared (kernel/registry.py ``Family``), installed into the
 kernel by chalicelib/features/__init__.py: data stores, data definitions (their taxons checked by
-shapes.py and the ``data_definitions`` hook), and extraction's output, data objects
-(attributes live on their object) and data exceptions (docs/api/extraction.md).
+shapes.py and the ``data_definitions`` hook), extraction's output, data objects
+(attributes live on their object) and data exceptions, and what reviewers taught a definition,
+its layout memories (written by the server only: features/extraction/memories.py;
+docs/api/extraction.md).
 """
 from __future__ import annotations
 
@@ -32,4 +34,9 @@ FAMILIES = (
         'storeState closedBy closedOn:datetime?', name_field='message', hook='data_exceptions',
         indexed={'storeState': 1, 'documentFamilyId': 2}, deleted_with='documentFamilyId',
         server=('state', 'storeState', 'key', 'sourceKey', 'closedBy', 'closedOn')),
+    # one per (definition, fingerprint), its id derived from the pair: a run reads its document's
+    # memories with one BatchGetItem; listed per definition through the value index
+    declare('layout-memories', 'LayoutMemory', 'org',
+        'dataDefinitionId!>data-definitions fingerprint kind hint fields:object fieldCount:int',
+        name_field='hint', read_only=True, indexed={'dataDefinitionId': 1}),
 )

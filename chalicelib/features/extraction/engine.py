@@ -4,7 +4,9 @@ with typed, traced attributes, and the exceptions a reviewer must look at. Pure:
 
 One data object per group instance (a ``one`` group: one; a ``many`` group: one per table row
 or JSONata item), nested as the groups are; one attribute per leaf taxon of the group (a
-placeholder with no value when no rule found one, so a reviewer can fill it in).
+placeholder with no value when no rule found one, so a reviewer can fill it in). A value taxon
+of a ``one`` group is read first where a reviewer taught it for this kind of document (the layout
+memory, features/extraction/layout_memory.py), then by its rules.
 
 ``assess`` decides the open exceptions of a tree from its attributes alone (a required value
 missing, a value that does not normalise, a confidence under the threshold, a failed validation
@@ -22,14 +24,24 @@ from chalicelib.core import budget
 from chalicelib.core.errors import ApiError
 from chalicelib.core.expressions import ExpressionError, evaluate
 from chalicelib.features.documents.validation import run_formula
-from chalicelib.features.extraction import rules
+from chalicelib.features.extraction import labels, rules
 from chalicelib.features.extraction.document import Document, Found
-from chalicelib.features.extraction.normalise import NotNormalised, normalise, typed_fields
+from chalicelib.features.extraction.normalise import (
+    AUTO,
+    Conventions,
+    Locale,
+    NotNormalised,
+    detect,
+    normalise,
+    typed_fields,
+)
 from chalicelib.features.extraction.rules import ExtractionLimit, Scope
+from chalicelib.features.extraction.tables import too_many
 
 MAX_OBJECTS = 2_500          # data objects one extraction of one family may write
-REQUIRED_MISSING, INVALID_VALUE, LOW_CONFIDENCE, VALIDATION_FAILED = (
-    'REQUIRED_MISSING', 'INVALID_VALUE', 'LOW_CONFIDENCE', 'VALIDATION_FAILED')
+REQUIRED_MISSING, INVALID_VALUE, AMBIGUOUS_VALUE, LOW_CONFIDENCE, VALIDATION_FAILED = (
+    'REQUIRED_MISSING', 'INVALID_VALUE', 'AMBIGUOUS_VALUE', 'LOW_CONFIDENCE', 'VALIDATION_FAILED')
+EXCEPTION_TYPES = (REQUIRED_MISSING, INVALID_VALUE, AMBIGUOUS_VALUE, LOW_CONFIDENCE, VALIDATION_FAILED)
 
 
 @dataclass
@@ -46,13 +58,15 @@ class Obj:
 class Result:
     objects: list[Obj]
     seconds: float
+    conventions: Conventions | None = None   # what a run with locale "auto" read the document's values with
+    memory: dict[str, Any] | None = None   # the layout memory's report: memoryIds, applied, fellBack
 
 
 def _label(taxon: dict[str, Any]) -> str:
     return str(taxon.get('label') or taxon.get('name'))
 
 
-def attribute(taxon: dict[str, Any], path: str, found: Found | None, locale: str | None) -> dict[str, Any]:
+def attribute(taxon: dict[str, Any], path: str, found: Found | None, locale: Locale) -> dict[str, Any]:
     """An attribute from what a rule found (or a placeholder)."""
     kind = taxon.get('type', 'string')
     attr: dict[str, Any] = {'tag': taxon['name'], 'taxon': path, 'path': path, 'label': _label(taxon),
@@ -65,10 +79,11 @@ def attribute(taxon: dict[str, Any], path: str, found: Found | None, locale: str
     return renormalise(attr, taxon, locale)
 
 
-def renormalise(attr: dict[str, Any], taxon: dict[str, Any], locale: str | None) -> dict[str, Any]:
-    """The typed value of the attribute's raw value (again); a failure is kept as its reason."""
-    for key in ('typedValue', 'normaliseError', 'stringValue', 'numberValue', 'decimalValue', 'floatValue',
-                'dateValue', 'booleanValue', 'currency'):
+def renormalise(attr: dict[str, Any], taxon: dict[str, Any], locale: Locale) -> dict[str, Any]:
+    """The typed value of the attribute's raw value (again); a failure is kept as its reason (and
+    its kind: ``normaliseErrorType`` AMBIGUOUS_VALUE when the document's conventions do not settle it)."""
+    for key in ('typedValue', 'normaliseError', 'normaliseErrorType', 'stringValue', 'numberValue', 'decimalValue',
+                'floatValue', 'dateValue', 'booleanValue', 'currency'):
         attr.pop(key, None)
     attr['typedValue'] = None
     if attr.get('value') is None:
@@ -77,6 +92,8 @@ def renormalise(attr: dict[str, Any], taxon: dict[str, Any], locale: str | None)
         typed, extra = normalise(str(attr['value']), taxon, locale)
     except NotNormalised as exc:
         attr['normaliseError'] = str(exc)
+        if exc.exception_type != INVALID_VALUE:
+            attr['normaliseErrorType'] = exc.exception_type
         return attr
     attr['typedValue'] = typed
     attr.update(extra)
@@ -86,12 +103,23 @@ def renormalise(attr: dict[str, Any], taxon: dict[str, Any], locale: str | None)
 
 # ----------------------------------------------------------------------------- extraction
 
+def _reads(text: str, taxon: dict[str, Any], locale: Locale) -> bool:
+    try:
+        normalise(text, taxon, locale)
+    except NotNormalised:
+        return False
+    return True
+
+
 class _Run:
-    def __init__(self, doc: Document, locale: str | None) -> None:
+    def __init__(self, doc: Document, locale: Locale, taxons: list[dict[str, Any]], recall=None) -> None:
         self.doc = doc
-        self.locale = locale
-        self.objects: list[Obj] = []
+        self.recalled = recall(doc) if recall is not None else None   # the layout memory's places
         self.whole = Scope.of_document(doc)
+        # "auto": the document's own conventions, detected once (normalise.detect)
+        self.locale: Locale = detect(doc.text) if locale == AUTO else locale
+        self.objects: list[Obj] = []
+        self.known = labels.Known.of(taxons)
         self._input: dict[str, Any] | None = None
 
     def jsonata_input(self) -> dict[str, Any]:
@@ -110,18 +138,28 @@ class _Run:
         found = (row or {}).get(taxon['name'])   # a table row's column, a JSONata item's field
         if found is not None and found.text.strip():
             return attribute(taxon, path, found, self.locale)
+        if row is None and self.recalled is not None:   # what a reviewer taught for this layout wins
+            found = self.recalled.read(path)                # (docs/api/extraction.md "Layout memory")
+            if found is not None:
+                return attribute(taxon, path, found, self.locale)
         found = None
+        kind_of_value = taxon.get('type', 'string')
+        accept = None if kind_of_value == 'string' else (lambda text: _reads(text, taxon, self.locale))
         for rule in taxon.get('rules') or []:
             kind = rule.get('type')
             if kind == 'regex':
                 found = rules.regex(scope, rule)
             elif kind == 'label':
-                found = rules.label(scope, rule)
+                found = labels.label(scope, rule, self.known, accept)
             elif kind == 'jsonata':
                 found = self._jsonata(rule, path, scope)
             if found is not None and found.text.strip():
                 break
             found = None
+        if found is None and scope is self.whole and row is None:   # the "label: value" fallback (labels.py)
+            texts = [t for r in taxon.get('rules') or [] if r.get('type') == 'label' for t in labels.texts(r['label'])]
+            texts += [t for t in labels.texts(taxon.get('label')) if t not in texts]
+            found = labels.pairs(scope, texts, self.known, accept)
         return attribute(taxon, path, found, self.locale)
 
     def _jsonata(self, rule: dict[str, Any], path: str, scope: Scope) -> Found | None:
@@ -155,11 +193,10 @@ class _Run:
     def _instances(self, taxon: dict[str, Any], path: str, scope: Scope) -> list[tuple[Scope, dict[str, Found] | None]]:
         for rule in taxon.get('rules') or []:
             if rule.get('type') == 'table':
-                columns = {c['name']: r['header'] for c in taxon['children'] if not c.get('group')
-                           for r in c.get('rules') or [] if r.get('type') == 'column'}
+                columns, required = table_columns(taxon)
                 if not columns:
                     continue
-                rows = rules.table(self.doc, rule, columns, f"group '{path}'")
+                rows = rules.table(self.doc, rule, columns, f"group '{path}'", required)
                 if rows:
                     return [(Scope.of_units(list({u.id: u for f in r.values() for u in f.units}.values())), r)
                             for r in rows]
@@ -170,7 +207,7 @@ class _Run:
                     raise ApiError(f"group '{path}': its jsonata rule failed: {exc}", status=422) from None
                 items = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
                 if len(items) > rules.MAX_TABLE_ROWS:
-                    raise rules._too_many(f"group '{path}'")
+                    raise too_many(f"group '{path}'")
                 out = []
                 for item in items:
                     if not isinstance(item, dict):
@@ -183,14 +220,41 @@ class _Run:
         return []
 
 
-def extract(taxons: list[dict[str, Any]], nodes: list[dict[str, Any]], *, locale: str | None = None) -> Result:
-    """The data objects of a document (before assessment)."""
+def table_columns(taxon: dict[str, Any]) -> tuple[dict[str, list[str]], set[str]]:
+    """A many group's columns: each value child's header texts from all its ``column`` rules, in
+    order (a rule's ``header`` is a text or a list of texts), and the children that are
+    ``required`` (the columns a header must hold: features/extraction/tables.py)."""
+    columns: dict[str, list[str]] = {}
+    required: set[str] = set()
+    for child in taxon.get('children') or []:
+        if child.get('group'):
+            continue
+        texts: list[str] = []
+        for rule in child.get('rules') or []:
+            if rule.get('type') == 'column':
+                header = rule.get('header')
+                texts += [header] if isinstance(header, str) else [h for h in header or [] if isinstance(h, str)]
+        if texts:
+            columns[child['name']] = texts
+            if child.get('required'):
+                required.add(child['name'])
+    return columns, required
+
+
+def extract(taxons: list[dict[str, Any]], nodes: list[dict[str, Any]], *, locale: str | None = None,
+            recall=None) -> Result:
+    """The data objects of a document (before assessment); ``locale`` a locale's name, "auto"
+    (the document's own conventions) or None (en-US). ``recall(doc)``: the places a layout
+    memory holds for the document (features/extraction/memories.py ``recall_for``), read before
+    a value taxon's rules; a place that stops matching falls back to the rules."""
     started = time.perf_counter()
     doc = Document(nodes)
-    run = _Run(doc, locale)
+    run = _Run(doc, locale, taxons, recall)
     for k, taxon in enumerate(taxons):
         run.group(taxon, taxon['name'], run.whole, None, None, str(k))
-    return Result(run.objects, time.perf_counter() - started)
+    conventions = run.locale if isinstance(run.locale, Conventions) else None
+    return Result(run.objects, time.perf_counter() - started, conventions,
+                  run.recalled.report() if run.recalled is not None else None)
 
 
 # ----------------------------------------------------------------------------- assessment
@@ -259,7 +323,9 @@ def assess(objects: list[dict[str, Any]], taxon_of: dict[str, dict[str, Any]]) -
                                                     'document', attr=attr)
                 continue
             if attr.get('normaliseError'):
-                add(o, INVALID_VALUE, path, f"{label} ({path}): {attr['normaliseError']}: correct it", attr=attr)
+                kind = AMBIGUOUS_VALUE if attr.get('normaliseErrorType') == AMBIGUOUS_VALUE else INVALID_VALUE
+                add(o, kind, path, f"{label} ({path}): {attr['normaliseError']}" +
+                    ('' if kind == AMBIGUOUS_VALUE else ': correct it'), attr=attr)
                 continue
             threshold = taxon.get('threshold')
             conf = attr.get('confidence')

@@ -2,6 +2,7 @@
 
 * data definitions: their ``taxons`` are checked when written (features/extraction/taxons.py),
   so a rule that cannot run is a 400 naming its taxon and rule, not a failed extraction later;
+  a deleted definition's layout memories are deleted after it (features/extraction/memories.py);
 * exceptions written by clients or other steps keep ``state`` and their index key in step with
   ``open``;
 * data objects written by clients or other steps (``POST /api/data-objects``, a BRIDGE_CALL or
@@ -21,7 +22,7 @@ MAX_ATTRIBUTES = 500
 _ATTRIBUTE_KEYS = {'id', 'tag', 'taxon', 'path', 'label', 'type', 'value', 'typedValue', 'confidence',
                    'dataFeatures', 'stringValue', 'numberValue', 'decimalValue', 'floatValue', 'dateValue',
                    'booleanValue', 'currency', 'confirmed', 'reviewStatus', 'attributeStatus', 'ownerUri', 'truncated',
-                   'normaliseError', 'history', 'dataExceptions', 'dataObjId', 'tagUuid'}
+                   'normaliseError', 'normaliseErrorType', 'history', 'dataExceptions', 'dataObjId', 'tagUuid'}
 
 
 class Definitions(Hook):
@@ -30,6 +31,14 @@ class Definitions(Hook):
     def before_create(self, family, principal, data, body) -> None:
         check_or_400(data.get('taxons'))
         _check_locale(data.get('metadata'))
+
+    def after_delete(self, family, principal, stored) -> None:
+        """Its layout memories go with it (features/extraction/memories.py)."""
+        from chalicelib.features.extraction import memories  # noqa: PLC0415 - the delete path only
+        try:
+            memories.forget_definition(stored.org, stored.id, principal)
+        except Exception:   # noqa: BLE001 - the delete committed: what is left is never read (memories.py)
+            memories.log.warning('layout memories not deleted with their definition', extra={'id': stored.id})
 
     def before_update(self, family, principal, new, stored) -> None:
         if new.get('taxons') != stored.data.get('taxons'):
@@ -44,9 +53,9 @@ def _check_locale(metadata: Any) -> None:
     400 when written, never a run that fails later."""
     if not isinstance(metadata, dict) or metadata.get('locale') is None:
         return
-    from chalicelib.features.extraction.shapes import LOCALES  # noqa: PLC0415 - the write path only
-    if metadata['locale'] not in LOCALES:
-        raise BadRequest(f'metadata.locale must be one of {", ".join(LOCALES)}')
+    from chalicelib.features.extraction.shapes import LOCALE_CHOICES  # noqa: PLC0415 - the write path only
+    if metadata['locale'] not in LOCALE_CHOICES:
+        raise BadRequest(f'metadata.locale must be one of {", ".join(LOCALE_CHOICES)}')
 
 
 def check_attributes(data: dict[str, Any]) -> None:

@@ -8,10 +8,21 @@ the same few patterns. Each normaliser answers ``(typed value, extra)`` or raise
 Locales (``taxon.locale``, else the run's ``options.locale``, else the definition's ``metadata.locale``, else
 ``en-US``; their table is pure data in shapes.py, where the options' shape checks a locale): the
 decimal and grouping separators, and the order of day and month in numeric dates.
+
+``"auto"`` (a run's ``options.locale`` or a definition's ``metadata.locale``; docs/api/extraction.md
+"A document's own conventions"): the run reads numbers and dates as the document itself writes
+them. ``detect`` scans the document's text once for evidence (an amount whose last separator is
+followed by 1-2 digits or whose separators are both present, a number grouped twice by the same
+separator, a numeric date whose first or second part is over 12, a dotted numeric date, a month
+name before or after the day) and settles the decimal separator and the date order only when all
+the evidence agrees. A value the document does not settle (``1,234`` without decimals evidence,
+``01/02/2026`` without date evidence) is ``Ambiguous`` (an ``AMBIGUOUS_VALUE`` exception), never
+a guess; a value that settles itself (``1.234,56``, ``12,50``, ``14/03/2026``) is read as written.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
@@ -20,10 +31,22 @@ from typing import Any
 from chalicelib.features.extraction.shapes import DEFAULT_LOCALE, LOCALES  # the locales' table: pure data
 
 TYPES = ('string', 'number', 'decimal', 'currency', 'date', 'boolean', 'selection')
-CURRENCY_SYMBOLS = {'$': 'USD', 'US$': 'USD', '€': 'EUR', '£': 'GBP', '¥': 'JPY', '₹': 'INR', 'CHF': 'CHF',
-                    'Fr.': 'CHF', 'C$': 'CAD', 'A$': 'AUD', 'kr': 'SEK'}
-_SYMBOLS_LONGEST_FIRST = tuple(sorted(CURRENCY_SYMBOLS, key=len, reverse=True))
-_CODE = re.compile(r'\b([A-Z]{3})\b')
+AUTO = 'auto'   # options.locale / metadata.locale: the document's own conventions (``detect``)
+# A symbol (or a local abbreviation) -> its ISO code; an ISO code written beside the amount wins
+# (``¥`` is JPY unless ``CNY`` is written; ``kr`` is SEK unless ``NOK``/``DKK``/``ISK`` is).
+CURRENCY_SYMBOLS = {'$': 'USD', 'US$': 'USD', '€': 'EUR', '£': 'GBP', '¥': 'JPY', '￥': 'JPY', 'JP¥': 'JPY',
+                    'CN¥': 'CNY', '元': 'CNY', 'RMB': 'CNY', '₹': 'INR', 'Rs.': 'INR', 'Rs': 'INR', '₨': 'INR',
+                    'CHF': 'CHF', 'Fr.': 'CHF', 'SFr.': 'CHF', 'C$': 'CAD', 'CA$': 'CAD', 'A$': 'AUD',
+                    'AU$': 'AUD', 'NZ$': 'NZD', 'HK$': 'HKD', 'S$': 'SGD', 'MX$': 'MXN', 'R$': 'BRL', '₩': 'KRW',
+                    'zł': 'PLN', 'Kč': 'CZK', 'Ft': 'HUF', 'kr': 'SEK', 'kr.': 'DKK', '₺': 'TRY', '₽': 'RUB',
+                    '₴': 'UAH', '₪': 'ILS', '₱': 'PHP', '฿': 'THB', '₫': 'VND', 'RM': 'MYR', 'Rp': 'IDR',
+                    '₦': 'NGN', 'R': 'ZAR', 'E£': 'EGP', 'AED': 'AED', 'د.إ': 'AED', '﷼': 'SAR', 'лв': 'BGN',
+                    'lei': 'RON'}
+NO_MINOR_UNITS = frozenset({'JPY', 'KRW', 'VND', 'CLP', 'ISK', 'PYG', 'UGX', 'XOF', 'XAF'})   # ISO 4217: 0 decimals
+# a symbol stands apart from letters (``R`` is not the R of ``EUR``, ``Rs`` not in ``Rsvp``)
+_SYMBOL = re.compile('|'.join(rf'(?<![^\W\d_]){re.escape(s)}(?![^\W\d_])'
+                              for s in sorted(CURRENCY_SYMBOLS, key=len, reverse=True)))
+_CODE = re.compile(r'(?<![^\W\d_])([A-Z]{3})(?![^\W\d_])\.?')   # ``GBP.``: OCR's or the writer's dot after a code
 MONTHS = {name: i + 1 for i, names in enumerate([
     ('january', 'jan', 'januar', 'janvier', 'enero', 'gennaio', 'janeiro', 'januari'),
     ('february', 'feb', 'februar', 'février', 'fevrier', 'febrero', 'febbraio', 'fevereiro', 'februari'),
@@ -44,10 +67,139 @@ FALSE = frozenset({'false', 'no', 'n', '0', 'unchecked', 'off', '☐', 'nein', '
 
 class NotNormalised(ValueError):
     """The text is not a value of the taxon's type; the message says why, for a reviewer."""
+    exception_type = 'INVALID_VALUE'
 
 
-def locale_of(name: str | None) -> tuple[str, str, str]:
+class Ambiguous(NotNormalised):
+    """The text reads as two different values and the document's conventions do not say which."""
+    exception_type = 'AMBIGUOUS_VALUE'
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """How one document writes numbers and dates (``detect``): its decimal separator ('.' or ',')
+    and its numeric date order ('DMY' or 'MDY'), None where the document does not settle it."""
+    decimal: str | None = None
+    order: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {'decimal': self.decimal, 'dateOrder': self.order}
+
+    @classmethod
+    def of(cls, value: Any) -> Conventions:
+        value = value if isinstance(value, dict) else {}
+        decimal, order = value.get('decimal'), value.get('dateOrder')
+        return cls(decimal if decimal in ('.', ',') else None, order if order in ('DMY', 'MDY') else None)
+
+
+Locale = str | Conventions | None
+
+
+def locale_of(name: Locale) -> tuple[str, str, str]:
+    if isinstance(name, Conventions):
+        return (name.decimal or '.', ',' if name.decimal != ',' else '.', name.order or 'DMY')
     return LOCALES.get(name or DEFAULT_LOCALE, LOCALES[DEFAULT_LOCALE])
+
+
+def _locale_name(locale: Locale) -> str:
+    return "this document" if isinstance(locale, Conventions) else (locale or DEFAULT_LOCALE)
+
+
+# ----------------------------------------------------------------------------- a document's conventions
+
+_NUMBER = re.compile(r'(?<![\w.,/:-])(\d{1,2}(?:,\d{2})+,\d{3}\.\d+|\d{1,3}(?:[.,]\d{3})+(?:[.,]\d+)?|\d+[.,]\d+)'
+                     r'(?![\w/:-]|[.,]\d)')
+_NUMERIC_DATE = re.compile(r'(?<![\w./-])(\d{1,2})([./-])(\d{1,2})\2(\d{4}|\d{2})(?![\w/-]|\.\d)')
+_NAMED_DATE = re.compile(r'(?<![\w])(?:(\d{1,2})\.?\s+([^\W\d_]{3,10})\.?,?\s+\d{4}'
+                         r'|([^\W\d_]{3,10})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+\d{4})(?!\w)')
+MAX_DETECT_CHARACTERS = 1_000_000   # the text ``detect`` scans (a longer document: its first million)
+
+
+_LAKH = re.compile(r'\d{1,2}(?:,\d{2})+,\d{3}(?:\.\d+)?')   # 1,23,456.00: India's lakh and crore grouping
+
+
+def _decimal_vote(token: str) -> str | None:
+    """The decimal separator a number written in a document shows, or None (``1,234``: either)."""
+    if _LAKH.fullmatch(token) and '.' in token:
+        return '.'
+    seps = [c for c in token if c in '.,']
+    groups = re.split('[.,]', token)
+    if len(set(seps)) == 2:
+        last = seps[-1]
+        inner = groups[1:-1]
+        return last if seps.count(last) == 1 and all(len(g) == 3 for g in inner) else None
+    if len(seps) >= 2:
+        return ('.' if seps[0] == ',' else ',') if all(len(g) == 3 for g in groups[1:]) else None
+    return seps[0] if len(groups[1]) != 3 else None
+
+
+def detect(text: str) -> Conventions:
+    """The document's decimal separator and date order, each only when all its evidence agrees."""
+    text = text[:MAX_DETECT_CHARACTERS]
+    decimals: set[str] = set()
+    for m in _NUMBER.finditer(text):
+        vote = _decimal_vote(m.group(1))
+        if vote:
+            decimals.add(vote)
+    orders: set[str] = set()
+    for m in _NUMERIC_DATE.finditer(text):
+        a, sep, b = int(m.group(1)), m.group(2), int(m.group(3))
+        if a > 12 >= b >= 1 or (sep == '.' and a <= 31 and 1 <= b <= 12):
+            orders.add('DMY')
+        elif b > 12 >= a >= 1:
+            orders.add('MDY')
+    for m in _NAMED_DATE.finditer(text):
+        if m.group(2) and m.group(2).lower() in MONTHS:
+            orders.add('DMY')
+        elif m.group(3) and m.group(3).lower() in MONTHS:
+            orders.add('MDY')
+    return Conventions(decimal=decimals.pop() if len(decimals) == 1 else None,
+                       order=orders.pop() if len(orders) == 1 else None)
+
+
+_SPACE_GROUPED = re.compile(r'\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d+)?')
+
+
+def _decimal_auto(s: str, conv: Conventions, text: str, what: str, whole: bool = False) -> Decimal:
+    """A number read as the document writes them: settled by itself where it can be
+    (``1.234,56``, ``12,50``), else by the document's decimal separator, else ``Ambiguous``."""
+    article = 'an' if what[0] in 'aeiou' else 'a'
+    if _SPACE_GROUPED.fullmatch(s):
+        s = re.sub(r'[ \u00a0\u202f]', '', s)
+    s = s.replace("'", '').replace('\u2019', '') if re.fullmatch(r"\d{1,3}(?:['\u2019]\d{3})+(?:\.\d+)?", s) else s
+    if not re.fullmatch(r'\d+(?:[.,]\d+)*', s):
+        raise NotNormalised(f"'{text}' is not {article} {what}")
+    if _LAKH.fullmatch(s) and conv.decimal != ',':
+        return Decimal(s.replace(',', ''))
+    seps = [c for c in s if c in '.,']
+    groups = re.split('[.,]', s)
+    if not seps:
+        return Decimal(s)
+    if len(set(seps)) == 2:
+        dec = seps[-1]
+        if seps.count(dec) != 1 or len(groups[0]) > 3 or not all(len(g) == 3 for g in groups[1:-1]):
+            raise NotNormalised(f"'{text}' is not {article} {what}: its separators are not grouping and decimals")
+    elif len(seps) >= 2:
+        if len(groups[0]) > 3 or not all(len(g) == 3 for g in groups[1:]):
+            raise NotNormalised(f"'{text}' is not {article} {what}: its groups are not of three digits")
+        dec = '.' if seps[0] == ',' else ','
+    elif len(groups[1]) != 3 or len(groups[0]) > 3 or groups[0] == '0':
+        dec = seps[0]   # 12,50 / 1234.567 / 0,125: only a decimal separator reads it
+    elif conv.decimal:
+        dec = conv.decimal
+    elif whole:   # a currency without minor units (¥ 12,000): a three-digit group is grouping
+        dec = ',' if seps[0] == '.' else '.'
+    else:
+        raise Ambiguous(f"'{text}' is ambiguous: {groups[0]}{seps[0]}{groups[1]} may be "
+                        f"{groups[0]}{groups[1]} or {groups[0]}.{groups[1]} and the document's other numbers do not "
+                        "say which separator is its decimal one: enter the value")
+    if conv.decimal and dec != conv.decimal:
+        raise NotNormalised(f"'{text}' is not {article} {what} as this document writes them "
+                            f"(its decimal separator is '{conv.decimal}')")
+    if dec in s:
+        head, _, tail = s.rpartition(dec)
+        return Decimal(re.sub('[.,]', '', head) + '.' + tail)
+    return Decimal(re.sub('[.,]', '', s))
 
 
 @lru_cache(maxsize=64)
@@ -58,7 +210,7 @@ def _shape(dec: str, groups: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     return re.compile(rf'(\d{{1,3}}(?:{g}\d{{3}})+|\d+)(?:{re.escape(dec)}(\d+))?'), re.compile(g)
 
 
-def _decimal(text: str, locale: str | None, what: str) -> Decimal:
+def _decimal(text: str, locale: Locale, what: str, whole: bool = False) -> Decimal:
     """A number written the locale's way: digits grouped in threes by one of its grouping
     separators (or not grouped), then its decimal separator and the decimals. Anything else
     (``4.50`` in de-DE, ``12,50`` in en-US) is refused rather than guessed."""
@@ -71,6 +223,11 @@ def _decimal(text: str, locale: str | None, what: str) -> Decimal:
         negative, s = True, s[:-1].strip()
     if s.startswith(('-', '\u2212')):
         negative, s = True, s[1:].strip()
+    if isinstance(locale, Conventions):
+        value = _decimal_auto(s, locale, text, what, whole)
+        return -value if negative else value
+    if dec == '.' and ',' in groups and _LAKH.fullmatch(s):
+        return -Decimal(s.replace(',', '')) if negative else Decimal(s.replace(',', ''))
     shape, grouping = _shape(dec, groups)
     m = shape.fullmatch(s)
     article = 'an' if what[0] in 'aeiou' else 'a'
@@ -85,26 +242,30 @@ def _decimal(text: str, locale: str | None, what: str) -> Decimal:
     return -value if negative else value
 
 
-def _number(text: str, locale: str | None) -> tuple[Any, dict[str, Any]]:
+def _number(text: str, locale: Locale) -> tuple[Any, dict[str, Any]]:
     value = _decimal(text, locale, 'whole number')
     if value != value.to_integral_value():
         raise NotNormalised(f"'{text}' is not a whole number")
     return int(value), {}
 
 
-def _money(text: str, locale: str | None, taxon: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def _money(text: str, locale: Locale, taxon: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     s = text.strip()
     currency = None
-    for symbol in _SYMBOLS_LONGEST_FIRST:
-        if symbol in s:
-            currency = CURRENCY_SYMBOLS[symbol]
-            s = s.replace(symbol, ' ')
-            break
+    symbols = {CURRENCY_SYMBOLS[m.group(0)] for m in _SYMBOL.finditer(s)}
+    if len(symbols) > 1:
+        raise NotNormalised(f"'{text}' names two currencies ({', '.join(sorted(symbols))})")
+    if symbols:
+        currency = symbols.pop()
+        s = _SYMBOL.sub(' ', s)   # every one of them: a table cell may hold "€ 1.640,94 €"
     code = _CODE.search(s)
     if code:
         currency = code.group(1)
-        s = _CODE.sub(' ', s)
-    value = _decimal(s.strip(), locale, 'amount')
+        s = s[:code.start()] + ' ' + s[code.end():]
+    s = s.strip()
+    if s.startswith(('-', '\u2212')) and len(s) > 1 and s[1] == ' ':   # "- € 5.00" -> "- 5.00"
+        s = '-' + s[1:].strip()
+    value = _decimal(s.strip(), locale, 'amount', whole=(currency or taxon.get('currency')) in NO_MINOR_UNITS)
     extra: dict[str, Any] = {}
     if currency or taxon.get('currency'):
         extra['currency'] = currency or taxon.get('currency')
@@ -114,9 +275,24 @@ def _money(text: str, locale: str | None, taxon: dict[str, Any]) -> tuple[Any, d
     return float(value), extra
 
 
-def _date(text: str, locale: str | None, taxon: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def _joined_months(s: str) -> str:
+    """OCR's space inside a month name (``02-J ul-2026``) closed, only where the joined letters
+    are a month name and neither piece is another month: ``Ju l`` -> ``Jul``; ``Mar 14`` stays."""
+    def join(m: re.Match[str]) -> str:
+        a, b = m.group(1), m.group(2)
+        joined = (a + b).lower()
+        if joined.rstrip('.') not in MONTHS:
+            return m.group(0)
+        if any(p.lower() in MONTHS and MONTHS[p.lower()] != MONTHS[joined.rstrip('.')] for p in (a, b)):
+            return m.group(0)
+        return a + b
+    return re.sub(r'([^\W\d_]+) ([^\W\d_]+)', join, s)
+
+
+def _date(text: str, locale: Locale, taxon: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     s = text.strip().rstrip('.,;')
     order = locale_of(locale)[2]
+    auto = locale if isinstance(locale, Conventions) else None
     m = re.fullmatch(r'(\d{4})-(\d{1,2})-(\d{1,2})', s)
     parts: tuple[int, int, int] | None = None
     if m:
@@ -127,6 +303,17 @@ def _date(text: str, locale: str | None, taxon: dict[str, Any]) -> tuple[Any, di
             a, b, c = int(m[1]), int(m[2]), int(m[3])
             if len(m[1]) == 4:
                 parts = (a, b, c)
+            elif auto is not None and auto.order is None:
+                # the document does not settle the order: a value settles itself or is ambiguous
+                if a > 12 >= b or a == b:
+                    parts = (c, b, a)
+                elif b > 12 >= a:
+                    parts = (c, a, b)
+                elif '.' in s:
+                    parts = (c, b, a)   # dotted numeric dates are day first (docs/api/extraction.md)
+                else:
+                    raise Ambiguous(f"'{text}' is ambiguous: it may be day {a} of month {b} or month {a} day {b}, "
+                                    "and the document's other dates do not say which comes first: enter the date")
             elif order == 'MDY':
                 parts = (c, a, b)
             else:
@@ -134,16 +321,18 @@ def _date(text: str, locale: str | None, taxon: dict[str, Any]) -> tuple[Any, di
             if parts[0] < 100:
                 parts = (2000 + parts[0] if parts[0] < 70 else 1900 + parts[0], parts[1], parts[2])
     if parts is None:
-        words = re.findall(r'[^\W\d_]+\.?|\d+', s.lower())
-        month = next((MONTHS[w.rstrip('.')] for w in words if w.rstrip('.') in MONTHS), None)
+        words = re.findall(r'[^\W\d_]+\.?|\d+', _joined_months(s).lower())
+        months = {MONTHS[w.rstrip('.')] for w in words if w.rstrip('.') in MONTHS}
+        month = months.pop() if len(months) == 1 else None   # two month names: not one date
         numbers = [int(w) for w in words if w.isdigit()]
         if month and len(numbers) == 2:
             year = next((n for n in numbers if n > 31), numbers[1])
             day = numbers[0] if numbers[0] != year else numbers[1]
             parts = (year, month, day)
     if parts is None:
-        raise NotNormalised(f"'{text}' is not a date ({locale or DEFAULT_LOCALE}: "
-                            f"{'MM/DD/YYYY' if order == 'MDY' else 'DD/MM/YYYY' if order == 'DMY' else 'YYYY/MM/DD'}, "
+        shape = 'DD/MM/YYYY or MM/DD/YYYY' if auto is not None and auto.order is None else \
+            'MM/DD/YYYY' if order == 'MDY' else 'DD/MM/YYYY' if order == 'DMY' else 'YYYY/MM/DD'
+        raise NotNormalised(f"'{text}' is not a date ({_locale_name(locale)}: {shape}, "
                             f"YYYY-MM-DD or a month name)")
     try:
         return date(*parts).isoformat(), {}
@@ -170,8 +359,9 @@ def _selection(text: str, taxon: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     raise NotNormalised(f"'{text}' is not one of the options ({names})")
 
 
-def normalise(text: str | None, taxon: dict[str, Any], locale: str | None) -> tuple[Any, dict[str, Any]]:
-    """(typed value, extra fields such as the currency) of ``text`` for ``taxon``'s type."""
+def normalise(text: str | None, taxon: dict[str, Any], locale: Locale) -> tuple[Any, dict[str, Any]]:
+    """(typed value, extra fields such as the currency) of ``text`` for ``taxon``'s type; ``locale``
+    a locale's name or a document's ``Conventions`` (a taxon's own ``locale`` wins over both)."""
     if text is None:
         return None, {}
     kind = taxon.get('type') or 'string'

@@ -7,7 +7,8 @@ records who changed what; a reviewer may also close an exception by hand.
 A change is one transaction of the object and its exceptions (its own items only); what follows
 it, the family's summary, the review task and the family's document status, is part two,
 features/extraction/review_task.py (``follow_up``), which runs after the commit and never turns a
-committed change into an error.
+committed change into an error. A correction by ``nodeIds`` then teaches the definition's
+layout memory (features/extraction/memories.py), reported as ``layoutMemory``, never an error.
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from typing import Any
 from chalicelib.core import clock
 from chalicelib.core.errors import ApiError, BadRequest, Conflict
 from chalicelib.core.principal import Principal
-from chalicelib.features.extraction import engine, storage
+from chalicelib.features.extraction import engine, pointing, storage
 from chalicelib.features.extraction import taxons as taxon_rules
+from chalicelib.features.extraction.normalise import AUTO, Conventions, Locale
 from chalicelib.features.extraction.review_task import follow_up
 from chalicelib.kernel import records
 from chalicelib.kernel.store import table
@@ -37,24 +39,47 @@ def _definition(obj) -> dict[str, Any]:
     return found.data if found is not None else {}
 
 
-def _run_locale(obj, definition: dict[str, Any]) -> str | None:
+def _run_locale(obj, definition: dict[str, Any]) -> Locale:
     """The locale the object's run read with (its effective options on the family's summary,
     service.run), else the definition's ``metadata.locale``: a correction is read as the run read."""
     family = storage.family_record(obj.data.get('documentFamilyId') or '')
     runs = ((family.data.get('extraction') or {}).get('runs') or {}) if family is not None else {}
     options = (runs.get(obj.data.get('sourceKey') or '') or {}).get('options') or {}
-    return options.get('locale') or (definition.get('metadata') or {}).get('locale')
+    locale = options.get('locale') or (definition.get('metadata') or {}).get('locale')
+    if locale == AUTO:   # the document's conventions as the run detected them (normalise.detect)
+        return Conventions.of(options.get('conventions'))
+    return locale
+
+
+def _pointed(obj, node_ids: list[str]):
+    """The words ``node_ids`` name in the family's parsed document (read as an extraction run reads
+    it: features/documents/deltas.py ``load_nodes``, bounded by its node and byte caps)."""
+    from chalicelib.features.documents import deltas  # noqa: PLC0415 - lazy: S3 reads
+    from chalicelib.features.extraction.document import Document  # noqa: PLC0415 - the pointing path only
+    family = storage.family_record(obj.data.get('documentFamilyId') or '')
+    nodes = deltas.load_nodes(family) if family is not None and family.org == obj.org else []
+    if not nodes:
+        raise ApiError(f'data object {obj.id} has no parsed document to point at (nodeIds): send value instead',
+                       status=409)
+    doc = Document(nodes)
+    try:
+        return doc, pointing.point(doc, node_ids)
+    except pointing.PointingError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def update_attribute(obj, attribute_id: str, body: dict[str, Any],
                      principal: Principal) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A reviewer's PUT of one attribute: ``value`` (the corrected text) and/or ``confirmed``.
+    """A reviewer's PUT of one attribute: ``value`` (the corrected text), ``nodeIds`` (the words the
+    value is: its text when no ``value`` is sent, its place either way) and/or ``confirmed``.
     Answers the object as committed and the report of what followed (``follow_up``)."""
-    if not isinstance(body, dict) or not ({'value', 'confirmed'} & set(body)):
-        raise BadRequest('The body must be an object with value (text or null) and/or confirmed (true/false)')
-    unknown = sorted(set(body) - {'value', 'confirmed', 'comment', 'id', 'changeSequence'})
+    if not isinstance(body, dict) or not ({'value', 'confirmed', 'nodeIds'} & set(body)):
+        raise BadRequest('The body must be an object with value (text or null), nodeIds (the words the value is) '
+                         'and/or confirmed (true/false)')
+    unknown = sorted(set(body) - {'value', 'confirmed', 'comment', 'nodeIds', 'id', 'changeSequence'})
     if unknown:
-        raise BadRequest(f'{unknown[0]} is not a field a reviewer sets on an attribute (value, confirmed, comment)')
+        raise BadRequest(f'{unknown[0]} is not a field a reviewer sets on an attribute '
+                         '(value, nodeIds, confirmed, comment)')
     value = body.get('value')
     if 'value' in body and value is not None and (not isinstance(value, (str, int, float, bool)) or
                                                   len(str(value)) > MAX_VALUE_LENGTH):
@@ -63,6 +88,12 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
         raise BadRequest('confirmed must be true or false')
     if body.get('comment') is not None and (not isinstance(body['comment'], str) or len(body['comment']) > 2000):
         raise BadRequest('comment must be a text of at most 2000 characters')
+    node_ids = pointed = doc = None
+    if 'nodeIds' in body:
+        try:
+            node_ids = pointing.check_node_ids(body['nodeIds'])
+        except pointing.PointingError as exc:
+            raise BadRequest(str(exc)) from None
     siblings = {s.id: s for s in _run_objects(obj)}
     siblings[obj.id] = obj
     new = {k: (list(v) if isinstance(v, list) else v) for k, v in obj.data.items()}
@@ -74,14 +105,23 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
     taxon_of = dict(taxon_rules.walk(definition.get('taxons') or []))
     taxon = taxon_of.get(attr.get('taxon') or '') or {'name': attr.get('tag'), 'type': attr.get('type', 'string')}
     change: dict[str, Any] = {'userId': principal.user_id, 'userEmail': principal.email, 'on': clock.now_iso()}
-    if 'value' in body:
-        text = None if value is None else (value if isinstance(value, str) else
-                                           ('true' if value is True else 'false' if value is False else str(value)))
+    if node_ids is not None:
+        doc, pointed = _pointed(obj, node_ids)
+    if 'value' in body or pointed is not None:
+        if 'value' in body:
+            text = None if value is None else (value if isinstance(value, str) else
+                                               ('true' if value is True else 'false' if value is False else str(value)))
+        else:   # the words pointed at are the value
+            text = pointed.text[:MAX_VALUE_LENGTH] if pointed.text else None
         change.update(before=attr.get('value'), after=text)
         attr['value'] = text
         attr['confidence'] = 1.0
-        features = dict(attr.get('dataFeatures') or {})
-        features['rule'] = 'reviewer'
+        if pointed is not None:   # where the value stands on the page (with a value sent, too)
+            change['nodeIds'] = node_ids
+            features = pointed.features(node_ids)
+        else:
+            features = dict(attr.get('dataFeatures') or {})
+            features['rule'] = 'reviewer'
         attr['dataFeatures'] = features
         engine.renormalise(attr, taxon, _run_locale(obj, definition))
     if 'confirmed' in body:
@@ -89,13 +129,29 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
         attr['confirmed'] = body['confirmed']
     if body.get('comment'):
         change['comment'] = body['comment']
-    attr['reviewStatus'] = 'CONFIRMED' if attr.get('confirmed') else 'CORRECTED' if 'value' in body else \
+    corrected = 'value' in body or pointed is not None
+    attr['reviewStatus'] = 'CONFIRMED' if attr.get('confirmed') else 'CORRECTED' if corrected else \
         attr.get('reviewStatus')
     attr['history'] = [*(attr.get('history') or []), change][-MAX_HISTORY:]
     attrs = [attr if a.get('id') == attribute_id else a for a in attrs]
     new['attributes'] = attrs
     tree = [dict(s.data) for s in siblings.values() if s.id != obj.id] + [new]
-    return _reassess(obj, new, tree, taxon_of, principal)
+    new, followed = _reassess(obj, new, tree, taxon_of, principal)
+    if pointed is not None:   # committed: the layout memory learns where the value stands
+        followed['layoutMemory'] = _teach(obj, attr, taxon_of, doc, pointed, principal)
+    return new, followed
+
+
+def _teach(obj, attr, taxon_of, doc, pointed, principal: Principal) -> dict[str, Any]:
+    """The layout memory's write (features/extraction/memories.py) after the correction committed:
+    what could not be kept is reported, never raised (the correction stands)."""
+    from chalicelib.features.extraction import memories  # noqa: PLC0415 - lazy: the pointing path only
+    try:
+        return memories.learn(obj, attr, taxon_of, doc, pointed, principal)
+    except Exception as exc:   # noqa: BLE001 - the correction committed: report, never raise
+        memories.log.warning('layout memory not kept', extra={'dataObjectId': obj.id, 'error': type(exc).__name__})
+        return {'kept': False, 'reason': f'the layout memory could not be written ({type(exc).__name__}): '
+                                         'correct the value again to teach it'}
 
 
 def _reassess(obj, new: dict[str, Any], tree: list[dict[str, Any]], taxon_of,

@@ -13,6 +13,8 @@ features/extraction/service.py and reads.py.
   PUT  /api/data-objects/{id}/attributes/{attributeId}          a reviewer's change, by object id
   GET  /api/exceptions                                          exceptions (dataStoreId, state, ...)
   PUT  /api/exceptions/{id}                                     close one by hand {open: false, closingComment}
+  GET  /api/data-definitions/{id}/layout-memories               what reviewers taught the definition (a page)
+  DELETE /api/data-definitions/{id}/layout-memories/{memoryId}  forget one kind of document
 """
 from __future__ import annotations
 
@@ -123,6 +125,25 @@ def put_attribute_by_id(id, attributeId):  # noqa: A002 - the route's name for i
     return _reads().put_attribute(None, None, id, attributeId, body(), caller())
 
 
+def _memories():
+    from chalicelib.features.extraction import memories  # noqa: PLC0415 - lazy: cold start
+    return memories
+
+
+@bp.route('/api/data-definitions/{id}/layout-memories', methods=['GET'], name='listDataDefinitionLayoutMemories',
+          content_types=ANY_CONTENT)
+def list_layout_memories(id):  # noqa: A002 - the route's name for it
+    return _memories().list_memories(id, params(), caller(), one_based=one_based_pages())
+
+
+@bp.route('/api/data-definitions/{id}/layout-memories/{memoryId}', methods=['DELETE'],
+          name='deleteDataDefinitionLayoutMemory', content_types=ANY_CONTENT)
+def delete_layout_memory(id, memoryId):  # noqa: A002 - the route's name for it
+    from chalice import Response  # noqa: PLC0415 - lazy: cold start
+    _memories().delete_memory(id, memoryId, caller())
+    return Response(body='', status_code=204)
+
+
 @bp.route('/api/exceptions', methods=['GET'], name='listExceptions', content_types=ANY_CONTENT)
 def list_exceptions():
     return _reads().list_exceptions(params(), caller(), one_based=one_based_pages())
@@ -142,8 +163,11 @@ _SLUGS = [{'name': 'orgSlug', 'in': 'path', 'required': True, 'schema': {'type':
 _OBJ = {'name': 'objectId', 'in': 'path', 'required': True, 'schema': {'type': 'string'}}
 _ATTR = {'name': 'attributeId', 'in': 'path', 'required': True, 'schema': {'type': 'string'}}
 _R = [400, 401, 403, 404, 409, 429, 503]   # 422 (a cap reached) is in docs/api/extraction.md
-_REVIEW = {'type': 'object', 'properties': {'value': {'type': 'string', 'nullable': True},
-                                            'confirmed': {'type': 'boolean'}, 'comment': {'type': 'string'}}}
+_REVIEW = {'type': 'object', 'properties': {
+    'value': {'type': 'string', 'nullable': True}, 'confirmed': {'type': 'boolean'}, 'comment': {'type': 'string'},
+    'nodeIds': {'type': 'array', 'minItems': 1, 'maxItems': 50, 'items': {'type': 'string'},
+                'description': "word or line nodes of the family's parsed document: the value's words (its text "
+                               'when no value is sent) and where it stands (docs/api/extraction.md "Review")'}}}
 _T = ['extraction']
 _FOLLOWED = {   # what followed a committed change (docs/api/extraction.md "Review")
     'reviewTask': {'type': 'object', 'description': "the run's review task: closed, else why not (open exceptions "
@@ -178,7 +202,9 @@ describe('getStoreDataObject', summary='A data object with its attributes', tags
 describe('listDataObjectAttributes', summary="A data object's attributes", tags=_T,
          parameters=[*_SLUGS, _OBJ], responses={200: {'type': 'array', 'items': {'type': 'object'}}}, errors=_R)
 describe('reviewStoreDataAttribute', summary="A reviewer's change of an attribute", tags=_T,
-         description='value: the corrected text (normalised again, with the locale of the run); confirmed: the '
+         description='value: the corrected text (normalised again, with the locale of the run); nodeIds: the '
+                     'words the value is (1-50 word or line ids of the parsed document; its text when no value is '
+                     'sent; an unknown id is a 400 naming it); confirmed: the '
                      "value is right as read. The object's exceptions and those of the groups above it are decided "
                      'again, in one transaction with the object (a 409: nothing was written).' + _FOLLOWED_NOTE,
          parameters=[*_SLUGS, _OBJ, _ATTR], request=_REVIEW, responses={200: _REVIEWED}, errors=_R)
@@ -212,3 +238,16 @@ describe('closeException', summary='Close a data exception by hand', tags=_T,
                      '(closing the run\'s last open exception closes its review task).' + _FOLLOWED_NOTE,
          request={'type': 'object', 'properties': {'open': {'type': 'boolean'}, 'closingComment': {'type': 'string'}}},
          responses={200: ref('DataException')}, errors=_R)
+describe('listDataDefinitionLayoutMemories', summary="A data definition's layout memories", tags=_T,
+         description='What reviewers taught the definition by pointing at words (a correction with nodeIds): one '
+                     'memory per kind of document (fingerprint: the supplier or the layout), its fields the '
+                     'places of the corrected taxons. filter, sort, page, pageSize as every list; another '
+                     "organization's definition is a 404 (docs/api/extraction.md 'Layout memory').",
+         parameters=[{'name': 'id', 'in': 'path', 'required': True, 'schema': {'type': 'string'}}],
+         list_of='LayoutMemory', errors=_R)
+describe('deleteDataDefinitionLayoutMemory', summary='Forget a layout memory', tags=_T,
+         description='The next documents of that kind are read by the rules again. Who may correct a value '
+                     '(resource:write: a MEMBER) may remove a memory; a VIEWER gets a 403.',
+         parameters=[{'name': 'id', 'in': 'path', 'required': True, 'schema': {'type': 'string'}},
+                     {'name': 'memoryId', 'in': 'path', 'required': True, 'schema': {'type': 'string'}}],
+         responses={204: None}, errors=_R)

@@ -3,36 +3,30 @@
 
   regex    the pattern (RE2, linear time) over the text of the scope; the capture group's span
            maps back to its units and words
-  label    the value to the right of, or below, a label text, on the same page, from the word
-           boxes (PDFs and images); for DOCX/HTML/sheets the rest of the paragraph or the next
-           cell (right) and the next paragraph or the cell below (below)
-  table    (a many group) one instance per row of the table whose header row holds every child's
-           column header: PDF lines split into columns at the midpoints between the headers'
-           word x-ranges; DOCX/HTML/XLSX from row/cell nodes
+  label    labels.py (its own module: label lists, the value's own line, cell or box, the
+           "label: value" fallback)
+  table    (a many group) one instance per row of the table whose header row holds the columns
+           it must: the entry point is ``table`` here, the reading is features/extraction/tables.py
+           (deskewed visual rows, furniture, pages, header texts)
   jsonata  an expression over {text, lines, nodes} (core/expressions.py: same caps and budget)
 """
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from chalicelib.core import budget
-from chalicelib.core.errors import ApiError
+from chalicelib.features.extraction import tables
 from chalicelib.features.extraction.document import Document, Found, Unit, Word, span_words
+from chalicelib.features.extraction.tables import MAX_TABLE_ROWS, ExtractionLimit
 from chalicelib.features.extraction.taxons import compile_regex
 
-MAX_TABLE_ROWS = 2_000        # rows one table rule may turn into instances
+__all__ = ['MAX_TABLE_ROWS', 'ExtractionLimit', 'regex', 'table']
+
 MAX_TEXT_CHARACTERS = 5_000_000   # characters of document text the rules read
-DEFAULT_CONFIDENCE = {'regex': 0.9, 'label': 0.85, 'column': 0.9, 'table': 0.9, 'jsonata': 0.8}
-DEFAULT_STOP = r'^\s*(sub-?total|total|tax|vat|amount due|balance due|notes?)\b'
-
-
-class ExtractionLimit(ApiError):
-    """An extraction reached one of its caps: the message names it (docs/api/limits.md)."""
-    status = 422
+DEFAULT_CONFIDENCE = {'regex': 0.9, 'label': 0.85, 'labelPair': 0.7, 'column': 0.9, 'table': 0.9, 'jsonata': 0.8}
 
 
 def _norm(text: str) -> str:
@@ -148,272 +142,21 @@ def _label_pattern(label: str) -> re.Pattern[str] | None:
     return re.compile(r'(?<!\w)' + r'\s+'.join(re.escape(w) for w in words) + r'(?!\w)', re.IGNORECASE)
 
 
-def _strip_lead(words: list[Word]) -> list[Word]:
-    while words and words[0].text.strip(':#.-–') == '':
-        words = words[1:]
-    if words and words[0].text.startswith(':'):
-        words[0] = Word(words[0].id, words[0].text.lstrip(':'), words[0].page, words[0].bbox, words[0].confidence,
-                        words[0].start + 1, words[0].end)
-    return words
-
-
-def _run(words: list[Word], gap: float) -> list[Word]:
-    """The leading words that follow each other with less than ``gap`` between them."""
-    out: list[Word] = []
-    for w in words:
-        if out and out[-1].bbox and w.bbox and w.bbox[0] - out[-1].bbox[2] > gap:
-            break
-        out.append(w)
-    return out
-
-
-def _candidates(scope: Scope, text: str) -> list[int]:
-    """Indexes of the units whose text holds ``text`` ignoring case (a substring search over the
-    scope's text, then the units at each hit), in order."""
-    folded = scope.folded()
-    needle = text.lower()
-    out: list[int] = []
-    at = folded.find(needle)
-    while at >= 0:
-        k = bisect_right(scope.starts, at) - 1
-        if k >= 0 and (not out or out[-1] != k):
-            out.append(k)
-        at = folded.find(needle, at + 1)
-    return out
-
-
-def label(scope: Scope, rule: dict[str, Any]) -> Found | None:
-    text = ' '.join(rule['label'].split())
-    direction = rule.get('direction', 'right')
-    for i in _candidates(scope, text):
-        unit = scope.units[i]
-        span = _label_span(unit, text)
-        if span is None:
-            continue
-        found = _boxed(scope, unit, span, direction) if unit.words and unit.words[0].bbox else \
-            _flowed(scope, i, unit, span, direction)
-        if found is not None and found.text.strip():
-            return _confidence(rule, found)
-    return None
-
-
-def _boxed(scope: Scope, unit: Unit, span: tuple[int, int], direction: str) -> Found | None:
-    label_words = span_words(unit, *span)
-    if not label_words or not all(w.bbox for w in label_words):
-        return None
-    x0 = min(w.bbox[0] for w in label_words)
-    x1 = max(w.bbox[2] for w in label_words)
-    y0 = min(w.bbox[1] for w in label_words)
-    y1 = max(w.bbox[3] for w in label_words)
-    height = max(y1 - y0, 1.0)
-    gap = max(3 * height, 18.0)
-    page = unit.page
-    if direction == 'right':
-        mid = (y0 + y1) / 2
-        candidates = [w for u in scope.on_page(page) for w in u.words
-                      if w.bbox and w.bbox[0] >= x1 - 0.5 and w.bbox[1] <= mid <= w.bbox[3]
-                      and w not in label_words]
-        candidates.sort(key=lambda w: w.bbox[0])
-        words = _run(_strip_lead(candidates), gap)
-        if words and words[0].bbox[0] - x1 > 6 * gap:
-            return None
-    else:
-        below = [u for u in scope.on_page(page) if u.bbox and u.bbox[1] >= y1 - 0.5
-                 and u is not unit and any(w.bbox and w.bbox[2] >= x0 - 2 and w.bbox[0] <= x1 + 2 * gap
-                                           for w in u.words)]
-        if not below:
-            return None
-        nearest = min(below, key=lambda u: u.bbox[1])
-        if nearest.bbox[1] - y1 > 4 * height:
-            return None
-        row = sorted([w for w in nearest.words if w.bbox], key=lambda w: w.bbox[0])
-        first = next((k for k, w in enumerate(row) if w.bbox[2] >= x0 - 2), None)
-        words = _run(row[first:], gap) if first is not None else []
-    if not words:
-        return None
-    units = scope.units_of_words(words)
-    return Found(text=' '.join(w.text for w in words), words=words, units=units)
-
-
-def _flowed(scope: Scope, i: int, unit: Unit, span: tuple[int, int], direction: str) -> Found | None:
-    if direction == 'right':
-        rest = unit.text[span[1]:].lstrip(' \t:#-–')
-        if rest.strip():
-            start = len(unit.text) - len(rest)
-            return Found(text=rest.strip(), words=span_words(unit, start, len(unit.text)), units=[unit])
-        if unit.node_type == 'cell':
-            nxt = next((u for u in scope.units if u.row_id == unit.row_id and u.column is not None
-                        and unit.column is not None and u.column > unit.column and u.text.strip()), None)
-            return Found(text=nxt.text.strip(), units=[nxt]) if nxt else None
-        return None
-    if unit.node_type == 'cell':
-        nxt = next((u for u in scope.units if u.table == unit.table and u.column == unit.column
-                    and u.row is not None and unit.row is not None and u.row > unit.row and u.text.strip()), None)
-        return Found(text=nxt.text.strip(), units=[nxt]) if nxt else None
-    nxt = next((u for u in scope.units[i + 1:] if u.text.strip()), None)
-    return Found(text=nxt.text.strip(), units=[nxt]) if nxt else None
-
-
 # ----------------------------------------------------------------------------- table
 
-def _too_many(where: str) -> ExtractionLimit:
-    return ExtractionLimit(f'the table of {where} has more than {MAX_TABLE_ROWS:,} rows; extraction turns at most '
-                           f'{MAX_TABLE_ROWS:,} rows of one table into data objects (limit maxTableRows)',
-                           limit='maxTableRows', maximum=MAX_TABLE_ROWS)
-
-
-def table(doc: Document, rule: dict[str, Any], columns: dict[str, str], where: str) -> list[dict[str, Found]] | None:
-    """Rows of the first table whose header holds every column header: [{child name: Found}]."""
-    stop = compile_regex(rule.get('stopAt') or DEFAULT_STOP, True)
-    found = _structured(doc, columns, stop, where)
-    if found is None:
-        found = _laid_out(doc, columns, stop, where)
+def table(doc: Document, rule: dict[str, Any], columns: dict[str, str | list[str]], where: str,
+          required: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Found]] | None:
+    """Rows of the first table whose header holds the columns it must (features/extraction/tables.py
+    reads them): [{child name: Found}]. ``columns``: each child's header texts, in order."""
+    stop = compile_regex(rule.get('stopAt') or tables.DEFAULT_STOP, True)
+    texts = {name: [h] if isinstance(h, str) else list(h) for name, h in columns.items()}
+    found = tables.read(doc, texts, required, stop, where)
     if found is None:
         return None
     for row in found:
         for value in row.values():
             _confidence({'type': 'column', 'confidence': rule.get('confidence', DEFAULT_CONFIDENCE['table'])}, value)
     return found
-
-
-def _header_of(texts: list[str], header: str) -> int | None:
-    want = _norm(header)
-    exact = next((k for k, t in enumerate(texts) if _norm(t) == want), None)
-    return exact if exact is not None else next((k for k, t in enumerate(texts) if want in _norm(t)), None)
-
-
-def _structured(doc: Document, columns: dict[str, str], stop, where: str) -> list[dict[str, Found]] | None:
-    for tbl in doc.tables:
-        rows = tbl['rows']
-        for r, row in enumerate(rows):
-            texts = [c.text for c in row['cells']]
-            at = {name: _header_of(texts, header) for name, header in columns.items()}
-            if any(v is None for v in at.values()):
-                continue
-            cols = {name: row['cells'][k].column if row['cells'][k].column is not None else k for name, k in at.items()}
-            out: list[dict[str, Found]] = []
-            for data in rows[r + 1:]:
-                cells = {(c.column if c.column is not None else k): c for k, c in enumerate(data['cells'])}
-                line = ' '.join(c.text for c in data['cells'])
-                if not line.strip():
-                    break
-                if stop.search(line):
-                    break
-                if len(out) >= MAX_TABLE_ROWS:
-                    raise _too_many(where)
-                if len(out) % 256 == 0:
-                    budget.check(f'reading the table of {where}')
-                out.append({name: Found(text=cells[col].text.strip(), units=[cells[col]], words=cells[col].words)
-                            for name, col in cols.items() if col in cells and cells[col].text.strip()})
-            return out
-    return None
-
-
-def visual_rows(doc: Document) -> list[Unit]:
-    """The page's words regrouped into visual rows (by vertical position, left to right): a
-    reader (OCR above all) may give a table's columns as separate line nodes; a table row is
-    the words that sit at the same height, whichever lines they came in."""
-    by_page: dict[int | None, list[Word]] = {}
-    for u in doc.units:
-        for w in u.words:
-            if w.bbox:
-                by_page.setdefault(w.page if w.page is not None else u.page, []).append(w)
-    rows: list[Unit] = []
-    for page in sorted(by_page, key=lambda p: (p is None, p or 0)):
-        words = sorted(by_page[page], key=lambda w: ((w.bbox[1] + w.bbox[3]) / 2, w.bbox[0]))
-        band: tuple[float, float] | None = None
-        current: list[Word] = []
-        for w in words:
-            mid = (w.bbox[1] + w.bbox[3]) / 2
-            if band is not None and not band[0] - 0.5 <= mid <= band[1] + 0.5:
-                rows.append(_row_unit(current, page, len(rows)))
-                current, band = [], None
-            if band is None:
-                band = (w.bbox[1], w.bbox[3])
-            current.append(w)
-        if current:
-            rows.append(_row_unit(current, page, len(rows)))
-    return rows
-
-
-def _left(w: Word) -> float:
-    return w.bbox[0]
-
-
-def _row_unit(words: list[Word], page: int | None, n: int) -> Unit:
-    words = sorted(words, key=_left)
-    out, at = [], 0
-    for w in words:
-        end = at + len(w.text)
-        out.append(Word(w.id, w.text, w.page, w.bbox, w.confidence, at, end))
-        at = end + 1
-    box = (words[0].bbox[0], min(w.bbox[1] for w in words),   # sorted by their left edge
-           max(w.bbox[2] for w in words), max(w.bbox[3] for w in words))
-    return Unit(id=f'row{n}', node_type='line', text=' '.join(w.text for w in words), page=page, bbox=box,
-                start=0, words=out)
-
-
-def _laid_out(doc: Document, columns: dict[str, str], stop, where: str) -> list[dict[str, Found]] | None:
-    lines = visual_rows(doc)
-    units_of = {w.id: u for u in doc.units for w in u.words}
-    for i, line in enumerate(lines):
-        spans = {name: _label_span(line, header) for name, header in columns.items()}
-        if any(s is None for s in spans.values()):
-            continue
-        ranges = {}
-        for name, span in spans.items():
-            words = span_words(line, *span)
-            if not words or not all(w.bbox for w in words):
-                break
-            ranges[name] = (min(w.bbox[0] for w in words), max(w.bbox[2] for w in words))
-        else:
-            return _rows(lines[i + 1:], line, ranges, stop, where, units_of)
-    return None
-
-
-def _rows(lines: list[Unit], header: Unit, ranges: dict[str, tuple[float, float]], stop, where: str,
-          units_of: dict[str, Unit]):
-    order = sorted(ranges, key=lambda n: ranges[n][0])
-    cuts = [(ranges[a][1] + ranges[b][0]) / 2 for a, b in zip(order, order[1:], strict=False)]
-    height = max(header.bbox[3] - header.bbox[1], 1.0) if header.bbox else 10.0
-    need = min(2, len(order))
-    out: list[dict[str, list[Word]]] = []
-    last: Unit = header
-    header_text = _norm(header.text)
-    for n, line in enumerate(lines):
-        if n % 256 == 0:
-            budget.check(f'reading the table of {where}')
-        if line.page != last.page:
-            if _norm(line.text) == header_text:   # the header again on the next page: go on
-                last = line
-                continue
-            if line.page != header.page and not out:
-                break
-        elif line.bbox and last.bbox and line.bbox[1] - last.bbox[3] > 2.5 * height:
-            break
-        if stop.search(line.text):
-            break
-        cells: dict[str, list[Word]] = {}
-        for w in line.words:
-            if not w.bbox:
-                continue
-            centre = (w.bbox[0] + w.bbox[2]) / 2
-            k = sum(1 for c in cuts if centre > c)
-            cells.setdefault(order[k], []).append(w)
-        if len(cells) < need:
-            if out and line.page == last.page:   # a wrapped cell: its text belongs to the row above
-                for name, words in cells.items():
-                    out[-1].setdefault(name, []).extend(words)
-                last = line
-                continue
-            break
-        if len(out) >= MAX_TABLE_ROWS:
-            raise _too_many(where)
-        out.append(cells)
-        last = line
-    return [{name: Found(text=' '.join(w.text for w in words), words=words,
-                         units=list({units_of[w.id].id: units_of[w.id] for w in words}.values()))
-             for name, words in row.items()} for row in out]
 
 
 # ----------------------------------------------------------------------------- jsonata

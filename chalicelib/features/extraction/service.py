@@ -22,7 +22,7 @@ from chalicelib.core.principal import Principal
 from chalicelib.features.extraction import engine, review_task, shapes, storage
 from chalicelib.features.extraction import taxons as taxon_rules
 from chalicelib.features.extraction.engine import ExtractionLimit
-from chalicelib.features.extraction.normalise import LOCALES
+from chalicelib.features.extraction.shapes import LOCALE_CHOICES
 from chalicelib.features.identity.service_token import SERVICE
 from chalicelib.kernel import access, crud
 from chalicelib.kernel.registry import family as family_of
@@ -87,10 +87,11 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
         raise ApiError(f'document family {family_id} has no parsed document yet (run the parse stage first)',
                        status=409)
     locale = options.get('locale') or (definition.get('metadata') or {}).get('locale')
-    if locale is not None and locale not in LOCALES:   # the options' locale is checked with them (shapes.py)
+    if locale is not None and locale not in LOCALE_CHOICES:   # the options' locale is checked with them (shapes.py)
         raise BadRequest(f"data definition '{definition.get('slug')}': metadata.locale must be one of "
-                         f"{', '.join(LOCALES)}")
-    result = engine.extract(taxons, nodes, locale=locale)
+                         f"{', '.join(LOCALE_CHOICES)}")
+    from chalicelib.features.extraction import memories  # noqa: PLC0415 - lazy: the run path only
+    result = engine.extract(taxons, nodes, locale=locale, recall=memories.recall_for(family.org, definition['id']))
     key = source_key(family_id, origin, step)
     objects = _records(result, family, definition, store, key, run_id)
     open_ = engine.assess(objects, taxon_index(taxons))
@@ -101,8 +102,10 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
     storage.create(storage.EXCEPTIONS, exceptions, principal)
     summary = {'sourceKey': key, 'runId': run_id, 'dataStoreId': store.id, 'dataDefinitionId': definition['id'],
                'objects': len(objects), 'openExceptions': len(exceptions),
-               'options': _effective_options(options, locale),
+               'options': _effective_options(options, locale, result.conventions),
                'extractedOn': clock.now_iso(), 'extractSeconds': round(result.seconds, 4)}
+    if result.memory is not None:   # what reviewers taught for this layout, read (docs/api/extraction.md)
+        summary['layoutMemory'] = result.memory
     fresh = storage.family_record(family_id)   # as it is now: deleted while this run wrote?
     if fresh is not None:
         summary.update(review_task.after_run(family, summary, exceptions))
@@ -114,11 +117,14 @@ def run(family_id: str, options: dict[str, Any], *, origin: str, step: str, run_
     return summary
 
 
-def _effective_options(options: dict[str, Any], locale: str | None) -> dict[str, Any]:
+def _effective_options(options: dict[str, Any], locale: str | None, conventions=None) -> dict[str, Any]:
     """What the run's later changes need of its options, kept on its summary: the review's
-    (review_task.py) and the locale it read with (the options', else the definition's), with which a
-    reviewer's correction is normalised."""
+    (review_task.py) and the locale it read with (the options', else the definition's; with "auto"
+    the document's conventions it detected, ``{decimal, dateOrder}``), with which a reviewer's
+    correction is normalised."""
     kept = {k: options[k] for k in shapes.REVIEW_OPTION_KEYS if options.get(k) is not None}
+    if conventions is not None:
+        kept['conventions'] = conventions.as_dict()
     return {**kept, 'locale': locale} if locale else kept
 
 

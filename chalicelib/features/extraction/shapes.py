@@ -18,12 +18,15 @@ from chalicelib.kernel.shapes import Shape
 
 RULE_SCHEMA = {
     'type': 'object', 'required': ['type'], 'additionalProperties': False,
-    'description': 'Where the value is: regex {pattern, group?, ignoreCase?} (RE2), label {label, direction: '
-                   'right|below}, column {header} (a child of a many group), table {stopAt?} (a many group), '
+    'description': 'Where the value is: regex {pattern, group?, ignoreCase?} (RE2), label {label (a text or '
+                   'a list of up to 20, tried in order), direction: right|below}, column {header} (a child of a many '
+                   'group), table {stopAt?} (a many group), '
                    'jsonata {expression}; confidence (0..1) overrides the rule\'s default.',
     'properties': {'type': {'type': 'string', 'enum': ['regex', 'label', 'column', 'table', 'jsonata']},
                    'pattern': {'type': 'string'}, 'group': {}, 'ignoreCase': {'type': 'boolean'},
-                   'label': {'type': 'string'}, 'direction': {'type': 'string', 'enum': ['right', 'below']},
+                   'label': {'oneOf': [{'type': 'string'}, {'type': 'array', 'maxItems': 20,
+                                                             'items': {'type': 'string', 'maxLength': 100}}]},
+                   'direction': {'type': 'string', 'enum': ['right', 'below']},
                    'header': {'type': 'string'}, 'stopAt': {'type': 'string'}, 'expression': {'type': 'string'},
                    'confidence': {'type': 'number', 'minimum': 0, 'maximum': 1}}}
 
@@ -98,6 +101,8 @@ LOCALES = {
     'nl-NL': (',', '.', 'DMY'), 'pt-BR': (',', '.', 'DMY'), 'ja-JP': ('.', ',', 'YMD'),
 }
 DEFAULT_LOCALE = 'en-US'
+AUTO_LOCALE = 'auto'   # a run's or a definition's locale: the document's own conventions (normalise.detect)
+LOCALE_CHOICES = (*LOCALES, AUTO_LOCALE)
 
 
 # ----------------------------------------------------------------------------- an extraction run's options
@@ -109,13 +114,14 @@ EXTRACT_OPTIONS_SCHEMA = {
     'type': 'object', 'required': ['dataDefinition', 'dataStore'], 'additionalProperties': False,
     'description': 'The options of an extraction run (an EXTRACT step, POST /api/document-families/{id}/extract): '
                    'the data definition and data store (ids or slugs), the locale that reads numbers and dates '
-                   '(else the definition\'s metadata.locale, else en-US), and the review: statusSlug, teamId, '
+                   '(else the definition\'s metadata.locale, else en-US; "auto": as the document writes them), '
+                   'and the review: statusSlug, teamId, '
                    'assigneeId, assigneeRules, reviewTitle of the review task, closedStatusSlug it moves to and '
                    'resolvedDocumentStatus the family moves to once no exception is open '
                    '(docs/api/extraction.md "The EXTRACT step").',
     'properties': {
         'dataDefinition': _TEXT, 'dataStore': _TEXT,
-        'locale': {'type': 'string', 'enum': list(LOCALES)},
+        'locale': {'type': 'string', 'enum': list(LOCALE_CHOICES)},
         'statusSlug': _TEXT, 'resolvedDocumentStatus': _TEXT, 'reviewTitle': _TEXT, 'closedStatusSlug': _TEXT,
         'teamId': _ID, 'assigneeId': _ID,
         'assigneeRules': {'type': 'array', 'maxItems': MAX_ASSIGNEE_RULES, 'items': {
@@ -163,8 +169,8 @@ def check_extract_options(options: Any) -> dict[str, Any]:
     for key in ('statusSlug', 'resolvedDocumentStatus', 'reviewTitle', 'closedStatusSlug'):
         _text(options, key)
     locale = options.get('locale')
-    if locale is not None and locale not in LOCALES:
-        raise ValueError(f'options.locale must be one of {", ".join(LOCALES)}')
+    if locale is not None and locale not in LOCALE_CHOICES:
+        raise ValueError(f'options.locale must be one of {", ".join(LOCALE_CHOICES)}')
     for key in ('teamId', 'assigneeId'):
         _uuid(options.get(key), f'options.{key}')
     rules = options.get('assigneeRules')

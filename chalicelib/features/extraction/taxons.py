@@ -10,8 +10,10 @@ A definition's ``taxons`` is a list of group taxons (the top of each data object
    "rules": [regex | label | column | jsonata], "validations": [...]}
 
 A rule: ``{"type": "regex", "pattern", "group"?, "ignoreCase"?}``,
-``{"type": "label", "label", "direction": "right" | "below"}``, ``{"type": "column", "header"}``
-(a child of a many group with a table rule), ``{"type": "table", "stopAt"?}`` (a many group),
+``{"type": "label", "label" (a text, or a list of 1-20 texts of 1-100 characters: synonyms and
+languages, features/extraction/labels.py), "direction": "right" | "below"}``, ``{"type": "column", "header"}``
+(a child of a many group with a table rule; ``header`` one text or a list of up to 10),
+``{"type": "table", "stopAt"?}`` (a many group),
 ``{"type": "jsonata", "expression"}``. A validation: ``{"name", "ruleFormula", "messageFormula"?}``
 (JSONata over the enclosing group's data, the same language content objects validate with).
 
@@ -37,6 +39,9 @@ MAX_DEPTH = 5               # groups under groups
 MAX_PATTERN_LENGTH = 1_000
 REGEX_MAX_MEMORY = 1 << 20  # bytes RE2 may take for one compiled pattern
 MAX_LABEL_LENGTH = 200
+MAX_LABELS = 20             # texts in a label rule's list (labels.py reads them in order)
+MAX_LABEL_TEXT = 100        # characters of one text of the list
+MAX_HEADER_TEXTS = 10       # texts one column rule's header lists
 RULE_TYPES = ('regex', 'label', 'column', 'table', 'jsonata')
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_-]{0,63}')
 _TAXON_KEYS = {'name', 'label', 'description', 'group', 'cardinality', 'children', 'type', 'taxonType', 'options',
@@ -111,8 +116,14 @@ def _rule(rule: Any, where: str, taxon: dict[str, Any], parent: dict[str, Any] |
     elif kind in ('label', 'column'):
         key = 'label' if kind == 'label' else 'header'
         text = rule.get(key)
-        if not isinstance(text, str) or not text.strip() or len(text) > MAX_LABEL_LENGTH:
-            raise DefinitionError(f'{where}: {key} must be a text of 1 to {MAX_LABEL_LENGTH} characters')
+        if kind == 'label' and isinstance(text, list):
+            _label_list(text, where)
+        elif kind == 'column' and isinstance(text, list):
+            _header_texts(text, where)
+        elif not isinstance(text, str) or not text.strip() or len(text) > MAX_LABEL_LENGTH:
+            raise DefinitionError(f'{where}: {key} must be a text of 1 to {MAX_LABEL_LENGTH} characters'
+                                  + (f' or a list of 1 to {MAX_LABELS} texts of 1 to {MAX_LABEL_TEXT} characters'
+                                     if kind == 'label' else f' or a list of 1 to {MAX_HEADER_TEXTS} such texts'))
         if kind == 'label' and rule.get('direction', 'right') not in ('right', 'below'):
             raise DefinitionError(f'{where}: direction must be right or below')
         if kind == 'column' and not (parent and parent.get('cardinality') == 'many'
@@ -134,6 +145,26 @@ def _rule(rule: Any, where: str, taxon: dict[str, Any], parent: dict[str, Any] |
         reason = _check_jsonata(expression)
         if reason:
             raise DefinitionError(f'{where}: the expression does not parse: {reason}')
+
+
+def _label_list(texts: list[Any], where: str) -> None:
+    """A label rule's list of texts: bounded, each a non-empty text (labels.py reads them in order)."""
+    if not texts or len(texts) > MAX_LABELS:
+        raise DefinitionError(f'{where}: label must be a list of 1 to {MAX_LABELS} texts, not {len(texts)} '
+                              '(limit maxLabelsPerRule)')
+    for k, text in enumerate(texts):
+        if not isinstance(text, str) or not text.strip() or len(text) > MAX_LABEL_TEXT:
+            raise DefinitionError(f'{where}: label[{k}] must be a text of 1 to {MAX_LABEL_TEXT} characters')
+
+
+def _header_texts(texts: list[Any], where: str) -> None:
+    """A column's header as a list: synonyms or languages of one column, tried in order."""
+    if not 1 <= len(texts) <= MAX_HEADER_TEXTS:
+        raise DefinitionError(f'{where}: header must list 1 to {MAX_HEADER_TEXTS} texts, not {len(texts)} '
+                              '(limit maxHeaderTexts)')
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text.strip() or len(text) > MAX_LABEL_LENGTH:
+            raise DefinitionError(f'{where}: header {i + 1} must be a text of 1 to {MAX_LABEL_LENGTH} characters')
 
 
 def _validation(entry: Any, where: str) -> None:

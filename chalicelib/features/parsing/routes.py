@@ -138,3 +138,95 @@ describe('putContentObjectContentVersioned', summary="Store a family's document 
          'version)', tags=['stores'], description='As putContentObjectContent; the version segment is ignored.',
          request={'type': 'string', 'format': 'binary'}, parameters=[*_SLUGS, _VERSION],
          responses={200: ref('DocumentFamily')}, errors=[400, 401, 403, 404, 409, 413, 429, 503])
+
+
+# ----------------------------------------------------------------------------- page images and words
+
+def _page_number(page: str) -> int:
+    if not page.isascii() or not page.isdigit() or not 1 <= int(page) <= limits.MAX_PAGE:
+        raise BadRequest(f"Path parameter 'page' must be a page number from 1 to {limits.MAX_PAGE:,}")
+    return int(page)
+
+
+def _dpi() -> int:
+    value = query_value('dpi')
+    if value is None:
+        return limits.PAGE_IMAGE_DEFAULT_DPI
+    if not value.isascii() or not value.isdigit() or not (
+            limits.PAGE_IMAGE_MIN_DPI <= int(value) <= limits.PAGE_IMAGE_MAX_DPI):
+        raise BadRequest(f"Parameter 'dpi' must be a whole number from {limits.PAGE_IMAGE_MIN_DPI} to "
+                         f'{limits.PAGE_IMAGE_MAX_DPI} (default {limits.PAGE_IMAGE_DEFAULT_DPI})')
+    return int(value)
+
+
+@bp.route('/api/document-families/{id}/pages/{page}/image', methods=['GET'], name='getDocumentFamilyPageImage')
+def page_image(id, page):
+    from chalicelib.features.parsing import pages  # noqa: PLC0415 - lazy: cold start
+    number, dpi = _page_number(page), _dpi()
+    return Response(body=pages.page_image(id, number, dpi, caller()), status_code=200,
+                    headers={'Cache-Control': 'no-store'})
+
+
+@bp.route('/api/document-families/{id}/pages/{page}/words', methods=['GET'], name='getDocumentFamilyPageWords')
+def page_words(id, page):
+    from chalicelib.features.parsing import pages  # noqa: PLC0415 - lazy: cold start
+    return pages.page_words(id, _page_number(page), caller())
+
+
+_PAGE_PATH = {'name': 'page', 'in': 'path', 'required': True,
+              'schema': {'type': 'integer', 'minimum': 1, 'maximum': limits.MAX_PAGE},
+              'description': 'the page, from 1'}
+_DPI = {'name': 'dpi', 'in': 'query', 'required': False,
+        'schema': {'type': 'integer', 'minimum': limits.PAGE_IMAGE_MIN_DPI, 'maximum': limits.PAGE_IMAGE_MAX_DPI,
+                   'default': limits.PAGE_IMAGE_DEFAULT_DPI},
+        'description': 'dots per inch asked, rounded up to the next of '
+                       f'{", ".join(map(str, limits.PAGE_IMAGE_DPI_STEPS))} (the answer\'s dpi is the one used: '
+                       'that step, or lower when the page would pass '
+                       f'{limits.PAGE_IMAGE_MAX_PIXELS:,} pixels or {limits.PAGE_IMAGE_MAX_SIDE:,} pixels a side, '
+                       "or an image file's own resolution)"}
+_PAGE_IMAGE = {'type': 'object', 'required': ['url', 'expiresIn', 'page', 'pageCount', 'dpi', 'width', 'height',
+                                              'contentType'],
+               'properties': {
+                   'url': {'type': 'string', 'format': 'uri',
+                           'description': 'a presigned GET of the PNG (no API token in it)'},
+                   'expiresIn': {'type': 'integer', 'description': 'seconds the URL stays valid'},
+                   'page': {'type': 'integer'}, 'pageCount': {'type': 'integer'},
+                   'dpi': {'type': 'integer', 'description': 'the dpi used: pixel = point * dpi / 72'},
+                   'width': {'type': 'integer', 'description': 'pixels'},
+                   'height': {'type': 'integer', 'description': 'pixels'},
+                   'contentType': {'type': 'string', 'enum': ['image/png']}}}
+_WORD = {'type': 'object', 'required': ['id', 'text', 'bbox', 'lineId'], 'properties': {
+    'id': {'type': 'string', 'description': "the word node's id (e.g. p1.l3.w2)"},
+    'text': {'type': 'string'},
+    'bbox': {'type': 'array', 'nullable': True, 'items': {'type': 'number'}, 'minItems': 4, 'maxItems': 4,
+             'description': '[x0, y0, x1, y1] in points from the top-left of the page'},
+    'confidence': {'type': 'number', 'description': "OCR's confidence, 0-1 (OCR-read words only)"},
+    'lineId': {'type': 'string', 'nullable': True, 'description': "the word's line node"}}}
+_PAGE_WORDS = {'type': 'object', 'required': ['page', 'pageCount', 'width', 'height', 'words', 'truncated'],
+               'properties': {
+                   'page': {'type': 'integer'}, 'pageCount': {'type': 'integer'},
+                   'width': {'type': 'number', 'nullable': True, 'description': 'points'},
+                   'height': {'type': 'number', 'nullable': True, 'description': 'points'},
+                   'words': {'type': 'array', 'items': _WORD, 'maxItems': limits.MAX_PAGE_WORDS},
+                   'truncated': {'type': 'boolean',
+                                 'description': f'true when the page holds more than {limits.MAX_PAGE_WORDS:,} words'}}}
+describe('getDocumentFamilyPageImage', summary="A document family's page as an image", tags=['document-families'],
+         description='A presigned GET (valid expiresIn = 300 s) of page `page` drawn as a PNG from the uploaded '
+                     'file: a PDF page by pdfium, a PNG/JPEG/TIFF page (a TIFF frame) scaled from the image, '
+                     'before or after the parse. The asked dpi is rounded up to the next of '
+                     f'{", ".join(map(str, limits.PAGE_IMAGE_DPI_STEPS))}; drawn once per page and step and kept '
+                     'in storage; later calls '
+                     'sign the stored image. 409 for a document without pages (Word, Excel, HTML, text, CSV); '
+                     '404 for a page past the last (the error carries pageCount); 400 for a dpi outside '
+                     f'{limits.PAGE_IMAGE_MIN_DPI}-{limits.PAGE_IMAGE_MAX_DPI}; 422 when the file cannot be drawn '
+                     '(docs/api/documents.md "Page images and words").',
+         parameters=[_PAGE_PATH, _DPI], responses={200: _PAGE_IMAGE},
+         errors=[400, 401, 403, 404, 409, 422, 429, 503])
+describe('getDocumentFamilyPageWords', summary="The words of a document family's page, with their boxes",
+         tags=['document-families'],
+         description='The words of page `page` of the family\'s parsed document in reading order, each with its '
+                     'node id, text, box in points from the top-left (as the nodes\' features.bbox) and line; '
+                     'width and height are the page\'s in points (pixel = point * dpi / 72 on its page image). '
+                     '409 before the document is parsed; 404 for a page it does not have '
+                     '(docs/api/documents.md "Page images and words").',
+         parameters=[_PAGE_PATH], responses={200: _PAGE_WORDS}, errors=[400, 401, 403, 404, 409, 429, 503])

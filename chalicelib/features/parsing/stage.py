@@ -19,15 +19,18 @@ once per message. Storage: big content in S3 only (parts, manifest, the KDDB ren
 table holds the family's pointer, the content object and the execution's small state.
 
 Scans: ``ocr_here`` says whether this process reads pages without a text layer (the OCR
-function, ``ocr_function``), else the run continues on the OCR function's queue.
+function, ``ocr_function``; site.py), else the run continues on the OCR function's queue.
+
+Big PDFs (issue 50): given ``wake``, the first message surveys a PDF and, when it holds more than
+one range of its reader, queues its page ranges (fanout.py) instead of reading; the step then
+looks at its ranges (``_look``) until they are all read and assembles them with ``_finish``, as
+the chain's last message does. ``_finish`` also publishes ``document-families.parsed``.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 import uuid
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,15 @@ from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, deltas
 from chalicelib.features.documents import service as documents
+from chalicelib.features.parsing.site import (  # where the stage runs, shared with fanout.py
+    _in_ocr_function,
+    _ocr_queue,
+    _readers,
+    in_ocr_function,
+    ocr_function,
+    ocr_here,
+    ocr_queue,
+)
 from chalicelib.kernel import records
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import table
@@ -67,60 +79,29 @@ class Slice:
     state: dict[str, Any] = field(default_factory=dict)
     output: dict[str, Any] | None = None
     ocr: bool = False
+    send: list[tuple[dict[str, Any], str | None, int]] = field(default_factory=list)   # fanout.py's range messages
+    delay: int = 0                 # seconds before the next message (a fanned-out run's next look)
 
 
 def new_state(run: str) -> dict[str, Any]:
     """The state of a parse run before its first message (``run``: unique per run, e.g. the
     execution's id). It rides on the execution (``metadata.progress``, at most a few hundred
     bytes: pages done of pages); the list of parts is in S3 (``_index``)."""
-    return {'run': run, 'nextPage': 1, 'pagesDone': 0, 'pageCount': None}
+    return {'run': run, 'nextPage': 1, 'pagesDone': 0, 'pagesRead': 0, 'pageCount': None}
 
 
-_in_ocr_function: ContextVar[bool] = ContextVar('in_ocr_function', default=False)
-
-
-@contextlib.contextmanager
-def ocr_function():
-    """Marks the work done inside as the OCR function's (front/handlers.py ``ocr_batch``): there
-    pages without a text layer are read with Tesseract."""
-    token = _in_ocr_function.set(True)
-    try:
-        yield
-    finally:
-        _in_ocr_function.reset(token)
-
-
-def in_ocr_function() -> bool:
-    return _in_ocr_function.get()
-
-
-def _ocr_queue() -> str:
-    from chalicelib.core.config import get_config  # noqa: PLC0415 - small
-    return get_config().ocr_queue_name
-
-
-def ocr_here() -> bool:
-    """Whether this process reads scans itself: in the OCR function, yes; in the zip worker, only
-    when Tesseract is there and no OCR function's queue is configured (``OCR_QUEUE_NAME`` empty
-    turns the hand-over off). Otherwise the readers raise NeedsOcr and the engine continues the
-    run on the OCR queue (docs/api/processing.md "The parse stage")."""
-    from chalicelib.core.config import get_config  # noqa: PLC0415 - small
-    if _in_ocr_function.get():
-        return True
-    return not get_config().ocr_queue_name and _readers().ocr_available()
-
-
-def _readers():
-    from chalicelib.features.parsing import readers  # noqa: PLC0415 - lazy: pypdfium2, lxml... only in the worker
-    return readers
+__all__ = ['Slice', 'derived_id', 'in_ocr_function', 'new_state', 'ocr_function', 'ocr_here', 'ocr_queue',
+           'run_slice']
 
 
 def run_slice(family_id: str, state: dict[str, Any], *, principal: Principal, deadline: float | None,
-              ocr: bool | None = None) -> Slice:
+              ocr: bool | None = None, wake: dict[str, Any] | None = None) -> Slice:
     """One message of the parse stage (module docstring). ``deadline``: a ``time.monotonic()``
     instant the readers must stop by (the engine's attempt box); ``principal`` writes the version
     (the platform's service principal). Transient failures (S3, the table) raise: the engine
-    retries the message."""
+    retries the message. ``wake``: the message that runs this step again; given, a big PDF is
+    read in parallel page ranges (fanout.py), and a run so planned is looked at, and assembled,
+    here."""
     readers = _readers()
     family = table.get(FAMILIES.path, family_id)
     if family is None:
@@ -129,9 +110,20 @@ def run_slice(family_id: str, state: dict[str, Any], *, principal: Principal, de
     if not family.data.get('storageKey'):
         return Slice('done', 'nothing to parse: the family has no uploaded content', state,
                      output={'parsed': False, 'reason': 'no content'})
+    if state.get('fanout'):
+        return _look(family, state, principal)
     run, first = str(state['run']), int(state['nextPage'])
     data = blobs.read(family.data['storageKey'])
     media_type = str(family.data.get('contentType') or documents.DEFAULT_MIME)
+    if wake is not None and first == 1 and not state.get('pagesDone'):
+        try:
+            planned = _plan(family, state, data, media_type, wake)
+        except readers.ParseFailure as exc:
+            del data
+            _discard(family, state)
+            return Slice('failed', f"{getattr(exc, 'cause', None) or 'unreadable'}: {exc}"[:900], state)
+        if planned is not None:
+            return planned
     ends = (deadline if deadline is not None else time.monotonic() + 20.0) - SLICE_RESERVE_SECONDS
     try:
         result = readers.read(data, media_type=media_type, filename=str(family.data.get('path') or ''),
@@ -173,13 +165,45 @@ def run_slice(family_id: str, state: dict[str, Any], *, principal: Principal, de
         _discard(family, state)
         return Slice('failed', f'caps: the parsed document would hold more than {deltas.MAX_PARSED_NODES} nodes '
                                f'or {deltas.MAX_PARSED_BYTES} bytes (pages 1-{last} hold {total_nodes} nodes)', state)
-    state.update(pageCount=result.page_count, pagesDone=last, parser=result.parser, mediaType=result.media_type,
+    state.update(pageCount=result.page_count, pagesDone=last, pagesRead=last, parser=result.parser,
+                 mediaType=result.media_type,
                  textChars=int(state.get('textChars') or 0) + int(getattr(result, 'text_chars', 0) or 0))
     if result.next_page:
         _save_index(family, run, index)
         state['nextPage'] = int(result.next_page)
         return Slice('continue', f'pages {first}-{last} of {result.page_count} read', state)
     return _finish(family, state, index, principal)
+
+
+def _plan(family: Stored, state: dict[str, Any], data: bytes, media_type: str, wake: dict[str, Any]) -> Slice | None:
+    """A PDF over one range of its reader: its page ranges queued (fanout.py), the step waits."""
+    from chalicelib.features.parsing import fanout  # noqa: PLC0415 - small; the stage's first message only
+    _, limits = fanout.settings()
+    survey = _readers().survey(data, media_type=media_type, filename=str(family.data.get('path') or ''),
+                               limits=limits)
+    planned = fanout.plan(family.id, state, survey, wake) if survey is not None else None
+    if planned is None:
+        return None
+    state, messages = planned
+    plan = state['fanout']
+    log.info('document split into page ranges', extra={'family': family.id, 'pages': plan['pageCount'],
+                                                        'ranges': plan['ranges'], 'size': plan['size']})
+    return Slice('continue', f"{plan['pageCount']} pages split into {plan['ranges']} ranges of {plan['size']} "
+                             f"pages ({len(messages)} queued)", state, send=messages,
+                 delay=fanout.settings()[0].look_after(0))
+
+
+def _look(family: Stored, state: dict[str, Any], principal: Principal) -> Slice:
+    """A fanned-out run: its ranges' progress, its failure, or its assembly (fanout.check)."""
+    from chalicelib.features.parsing import fanout  # noqa: PLC0415 - small
+    what, state, found = fanout.check(family, state)
+    if what == 'failed':
+        _discard(family, state)
+        return Slice('failed', str(found)[:900], state)
+    if what == 'waiting':
+        looks = int(state.get('looks') or 0) + 1
+        return Slice('continue', str(found), {**state, 'looks': looks}, delay=fanout.settings()[0].look_after(looks))
+    return _finish(family, state, found, principal)
 
 
 def _index_key(family: Stored, run: str) -> str:
@@ -241,7 +265,7 @@ def _finish(family: Stored, state: dict[str, Any], index: dict[str, Any], princi
             out = records.create_ops(CONTENT_OBJECTS, [record], principal)
             for old in previous:   # the parse's earlier result is replaced, not stacked
                 out += records.delete_ops(CONTENT_OBJECTS, old, principal)
-            return out
+            return out + _parsed_event(family, version, state, principal)
         try:
             version = deltas.save_parts(family, root, parts, principal, ops)
             return _done(state, co_id, family, nodes, size, version=version)
@@ -256,6 +280,23 @@ def _finish(family: Stored, state: dict[str, Any], index: dict[str, Any], princi
             _discard(family, state)
             return Slice('failed', f'caps: {exc.message}', state)
     raise deltas.Stale()   # the engine retries the message (a transient conflict)
+
+
+def _parsed_event(family: Stored, version: int, state: dict[str, Any], principal: Principal) -> list:
+    """``document-families.parsed``: reading ended and the document is stored (docs/api/processing.md
+    "The parse stage"), in the version's own transaction: published once per run, as the version
+    is written once. Besides the domain event's fields, ``parse``: ``{documentVersion, pageCount,
+    pagesRead, ranges (1 for a document read in one chain), parser}``."""
+    from chalicelib.kernel.store.outbox import outbox_op  # noqa: PLC0415 - small; the finishing write only
+    event = records.domain_event(FAMILIES, 'parsed', [{**family.data, 'documentVersion': version}], principal,
+                                 ['documentVersion'])
+    if event is None:
+        return []
+    fan = state.get('fanout') or {}
+    event['parse'] = {'documentVersion': version, 'pageCount': state.get('pageCount'),
+                      'pagesRead': state.get('pagesRead') or state.get('pagesDone'),
+                      'ranges': int(fan.get('ranges') or 1), 'parser': state.get('parser')}
+    return [outbox_op(event)]
 
 
 def _done(state: dict[str, Any], co_id: str, family: Stored, nodes: int, size: int, *, version: int | None = None,

@@ -10,6 +10,7 @@ docs/api/processing.md, docs/operations/worker.md).
 | ``pipeline.stages``   | pipelines.py ``run_stages`` (the stages before the pipelines) |
 | ``pipeline.existing`` | pipelines.py ``run_existing`` (one page of runOnExistingContent) |
 | ``pipeline.step``     | the engine, as a document-processing run (pipelines.py ``PIPELINE``) |
+| ``parse.range``       | parse_stage.py ``run_range`` (one page range of a big document, features/parsing/fanout.py) |
 
 The worker spends the Lambda's time, not more: ``deadline`` is the invocation's end (a
 ``time.monotonic()`` instant, front/handlers.py); a message it cannot cover, less the engine's
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chalicelib.features.work import engine, pipelines, service
+from chalicelib.features.work import engine, parse_stage, pipelines, service
 from chalicelib.features.work.engine import Deferred, PoisonMessage
 
 __all__ = ['Deferred', 'PoisonMessage', 'handle_message']
@@ -65,6 +66,10 @@ def handle_message(body: str, *, deadline: float | None = None) -> str:
         cursor = message.get('cursor')
         return pipelines.run_existing(message['assistantId'], message['run'], message['before'],
                                       cursor if isinstance(cursor, dict) else None)
-    if kind in pipelines.KINDS or kind in (service.START, service.ATTEMPT):
+    if kind == parse_stage.RANGE and _strings(message, 'familyId', 'run') and \
+            _ints(message, 'range', 'first', 'last', 'from') and isinstance(message.get('plan'), dict) and \
+            isinstance(message.get('wake'), dict):
+        return parse_stage.run_range(message, deadline=deadline)
+    if kind in pipelines.KINDS or kind in (service.START, service.ATTEMPT, parse_stage.RANGE):
         raise PoisonMessage(f'malformed {kind} message')
     raise PoisonMessage(f'unknown message type {str(kind)[:40]!r}')

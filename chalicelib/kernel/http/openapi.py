@@ -65,7 +65,12 @@ ERROR_RESPONSES = {
                              'headers)'),
     415: ('UnsupportedMediaType', 'The request body is not declared application/json (no Content-Type, or another '
                                   'type): send it as JSON with Content-Type: application/json'),
+    422: ('UnprocessableEntity', 'The request is well formed but its work cannot be done: the work budget ran out '
+                                 '(docs/api/limits.md), or the stored input cannot be read (a page image of a file '
+                                 'that cannot be drawn)'),
     429: ('TooManyRequests', 'Rate limit exceeded'),
+    501: ('NotImplemented', 'This deployment cannot do it (a page image of an image file where the API carries no '
+                            'image decoder: docs/api/documents.md "Page images and words")'),
     502: ('BadGateway', 'An upstream (service bridge) could not be reached or did not answer in HTTP'),
     503: ('ServiceUnavailable', 'A dependency cannot answer now (the database stays throttled, the rate limiter '
                                 'cannot count a write, the identity provider cannot be reached); nothing was '

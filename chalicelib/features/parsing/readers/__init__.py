@@ -33,8 +33,8 @@ from chalicelib.features.parsing.readers.limits import DEFAULT_LIMITS, Limits
 from chalicelib.features.parsing.readers.nodes import ROOT, Budget, root
 from chalicelib.features.parsing.readers.ocr import ocr_available
 
-__all__ = ['DEFAULT_LIMITS', 'Limits', 'NeedsOcr', 'NoParser', 'ParseFailure', 'ROOT', 'ReadResult',
-           'ocr_available', 'read', 'sniff']
+__all__ = ['DEFAULT_LIMITS', 'Limits', 'NeedsOcr', 'NoParser', 'ParseFailure', 'ROOT', 'ReadResult', 'Survey',
+           'ocr_available', 'read', 'root', 'sniff', 'survey']
 
 PAGED = (sniffing.PDF, sniffing.PNG, sniffing.JPEG, sniffing.TIFF)
 
@@ -53,6 +53,30 @@ class ReadResult:
 def sniff(data: bytes, *, media_type: str | None = None, filename: str | None = None) -> str:
     """The media type ``read`` would read ``data`` as (``ParseFailure`` 'empty' / 'mislabelled')."""
     return sniffing.sniff(data, media_type=media_type, filename=filename)
+
+
+@dataclass(frozen=True)
+class Survey:
+    """What the parse stage plans a document's page ranges from (``survey``)."""
+    media_type: str
+    page_count: int
+    scan: bool              # its first page has no text layer: read by OCR, in small ranges
+
+
+def survey(data: bytes, *, media_type: str | None, filename: str | None,
+           limits: Limits = DEFAULT_LIMITS) -> Survey | None:
+    """The page count of a PDF (its ``max_pages`` checked: ``ParseFailure`` 'too-many-pages')
+    and whether its first page is a scan; None for any other type (read in one chain of
+    messages, features/parsing/fanout.py)."""
+    if len(data) > limits.max_bytes:
+        return None   # read() says why, as for any file
+    kind = sniffing.sniff(data, media_type=media_type, filename=filename)
+    if kind != sniffing.PDF:
+        return None
+    from chalicelib.features.parsing.readers.pdf import survey_pdf  # noqa: PLC0415 - lazy: pypdfium2 for PDFs only
+
+    pages, scan = survey_pdf(data, limits=limits)
+    return Survey(kind, pages, scan)
 
 
 def read(data: bytes, *, media_type: str | None, filename: str | None, first_page: int = 1, deadline: float,

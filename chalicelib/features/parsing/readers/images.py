@@ -9,10 +9,10 @@ own bytes (Tesseract decodes it, in its own memory-capped process); a frame of a
 TIFF is decoded alone and handed over as a PNM. Points are pixels at the image's own dpi when it
 declares one (72 otherwise, so a point is a pixel).
 
-Pillow is needed only here, where OCR runs (the OCR function's image, tests, ``make run``): the
+This module runs where OCR runs (the OCR function's image, tests, ``make run``): the
 zip-packaged worker reads with ``ocr=False`` and ``read`` hands an image over without importing
-this module, so Pillow (~8 MiB of the zip) is not in requirements.txt but in
-infra/ocr/requirements.txt and requirements-dev.txt. The checks above (pixels per page, page
+it. (Pillow is in requirements.txt, hence in the zip too, for the API's page images of image
+files: render.py.) The checks above (pixels per page, page
 count, a corrupt or cut-short file) therefore run in the OCR function, before it decodes
 anything; a hostile image costs the worker one queue message, never a decode.
 """

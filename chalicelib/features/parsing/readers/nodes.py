@@ -1,9 +1,10 @@
 """Building the node list of the parsed-document contract (docs/operations/parsing.md "Nodes").
 
 Ids are short and deterministic per parse: ``doc`` (the root), ``p3`` (page 3), ``p3.l2``
-(its second line), ``p3.l2.w5``; ``b4`` (the fourth block of a DOCX/HTML/text document),
-``b4.r1.c0`` (a cell of a table block); ``s1.r0.c2`` (a cell of the first sheet). Reading the same
-bytes twice gives the same ids, so page ranges read in several calls concatenate.
+(the second line read on it, in reading order: layout.py), ``p3.l2.w5``; ``b4`` (the fourth
+block of a DOCX/HTML/text document), ``b4.r1.c0`` (a cell of a table block); ``s1.r0.c2`` (a
+cell of the first sheet). Reading the same bytes twice gives the same ids, so page ranges read
+in several calls concatenate.
 """
 from __future__ import annotations
 

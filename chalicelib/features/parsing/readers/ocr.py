@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import time
 
+from chalicelib.features.parsing.readers import layout
 from chalicelib.features.parsing.readers.errors import ParseFailure
 from chalicelib.features.parsing.readers.limits import Limits
 from chalicelib.features.parsing.readers.nodes import ROOT, node
@@ -86,7 +87,8 @@ def tesseract_tsv_or_stop(image: bytes, *, dpi: int, page: int, first_page: int,
 
 def page_nodes(tsv: str, *, page: int, points_per_pixel: float, width: float, height: float,
                index: int) -> tuple[list[dict], int]:
-    """The ``page`` node, its lines and words from Tesseract's TSV -> (nodes, characters of text)."""
+    """The ``page`` node, its lines and words from Tesseract's TSV -> (nodes, characters of text);
+    lines in reading order (``layout``), ids by position in it."""
     page_id = f'p{page}'
     out = [node(page_id, ROOT, 'page', None, index, {'page': page, 'width': round(width, 2),
                                                      'height': round(height, 2)})]
@@ -103,15 +105,10 @@ def page_nodes(tsv: str, *, page: int, points_per_pixel: float, width: float, he
                round((left + w) * points_per_pixel, 2), round((top + h) * points_per_pixel, 2)]
         confidence = max(0.0, min(1.0, float(fields[10]) / 100))
         lines.setdefault((fields[2], fields[3], fields[4]), []).append((text, box, round(confidence, 3)))
-    chars = 0
-    for line_index, words in enumerate(lines.values()):
-        line_id = f'{page_id}.l{line_index + 1}'
-        text = ' '.join(word for word, _, _ in words)
-        chars += len(text)
-        box = [min(b[0] for _, b, _ in words), min(b[1] for _, b, _ in words),
-               max(b[2] for _, b, _ in words), max(b[3] for _, b, _ in words)]
-        out.append(node(line_id, page_id, 'line', text, line_index, {'page': page, 'bbox': box}))
-        for word_index, (word, word_box, confidence) in enumerate(words):
-            out.append(node(f'{line_id}.w{word_index + 1}', line_id, 'word', word, word_index,
-                            {'page': page, 'bbox': word_box, 'confidence': confidence}))
+    # Tesseract's lines, in reading order (layout.py): its own block order reads a skewed page's
+    # table or a label beside its value out of order
+    nodes, chars = layout.emit_lines([([text for text, _, _ in words], [box for _, box, _ in words])
+                                      for words in lines.values()], page,
+                                     [[confidence for _, _, confidence in words] for words in lines.values()])
+    out.extend(nodes)
     return out, chars

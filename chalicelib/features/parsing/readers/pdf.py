@@ -1,9 +1,10 @@
 """PDFs with pypdfium2 (Apache-2.0/BSD-3; PyMuPDF's AGPL rules it out): a text layer read page
 by page, a page without one rendered and read by OCR (docs/operations/parsing.md).
 
-Text: pdfium's text page in its reading order (content order, with the line breaks pdfium
-generates between lines). Lines are the runs between those breaks, words the runs between
-whitespace. A word's box is the union of the loose boxes (font ascent to descent) of its first
+Text: pdfium's text page (content order, with the line breaks pdfium generates between lines).
+Lines are the runs between those breaks, cut where a word jumps back or off the baseline, and put
+in reading order by layout.py (the file's drawing order is not a reading order); words are the
+runs between whitespace. A word's box is the union of the loose boxes (font ascent to descent) of its first
 and last characters: two native calls a word rather than one a character, which keeps the reader
 within reach of raw text extraction (bench/bench_parsing.py); for text on a line the two agree
 with the union of every character's box. pdfium marks a word hyphenated across a line break with
@@ -32,6 +33,7 @@ import re
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from chalicelib.features.parsing.readers import layout
 from chalicelib.features.parsing.readers import ocr as tesseract
 from chalicelib.features.parsing.readers.errors import NeedsOcr, ParseFailure
 from chalicelib.features.parsing.readers.limits import Limits
@@ -48,7 +50,6 @@ _OCR_OBJECTS = (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_
 # pypdfium2's declared prototype; bench/README.md "Parsing"). The text page and the array outlive
 # every call (both are held by _text_nodes).
 _LOOSE_BOX = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(pdfium_c.FPDFText_GetLooseCharBox, ctypes.c_void_p).value)
-_SUFFIXES = [f'.w{number}' for number in range(1, 257)]
 
 
 class Outcome:
@@ -140,58 +141,35 @@ class _Geometry:
         return [round(min(u0, u1), 2), round(min(v0, v1), 2), round(max(u0, u1), 2), round(max(v0, v1), 2)]
 
 
-def _word_suffixes(count: int) -> list[str]:
-    """``['.w1', '.w2', ...]``, at least ``count`` of them: a word's id is its line's id plus one."""
-    global _SUFFIXES  # noqa: PLW0603 - a cache grown for a line longer than any before
-    if count > len(_SUFFIXES):
-        _SUFFIXES = [f'.w{number}' for number in range(1, max(count, 2 * len(_SUFFIXES)) + 1)]
-    return _SUFFIXES
-
-
 def _text_nodes(text_page: pdfium.PdfTextPage, text: str, geometry: _Geometry, page: int) -> tuple[list[dict], int]:
-    """Lines and words of one page: the hot loop of text PDFs (bench/bench_parsing.py,
-    bench/README.md "Parsing"). Per word: two native box calls through ``_LOOSE_BOX``, the box
-    rounded by arithmetic, the node and its features written as literals (ids from a cached
-    suffix). A line's box is its words' union, taken on the raw PDF-space values and turned and
-    rounded once: both are monotone per coordinate, so it equals the union of the rounded boxes."""
-    page_id = f'p{page}'
+    """Lines and words of one page, in reading order: the hot loop of text PDFs
+    (bench/bench_parsing.py, bench/README.md "Parsing"). Per word: two native box calls through
+    ``_LOOSE_BOX``, the box rounded by arithmetic. pdfium's lines (in drawing order) are cut
+    where a word jumps back left or off the baseline and put in reading order by ``layout``;
+    then the nodes are written as literals (ids from a cached suffix). A line's box is its
+    words' union."""
     handle = ctypes.c_void_p(ctypes.cast(text_page.raw, ctypes.c_void_p).value)
     rect = (ctypes.c_float * 4)()            # FS_RECTF: left, top, right, bottom
     view = memoryview(rect).cast('B').cast('f')
     loose_box = _LOOSE_BOX
     left, top = geometry.left, geometry.top
     turn = geometry.box if geometry.rotation else None
-    suffixes = _SUFFIXES
-    out: list[dict] = []
-    append = out.append
-    chars = 0
-    line_number = 0
+    lines: list[tuple[list[str], list[list[float]]]] = []
     for line in _LINES.finditer(text):
         line_text = line.group()
         words = line_text.split()
         if not words:
             continue
-        if len(words) > len(suffixes):
-            suffixes = _word_suffixes(len(words))
-        joined = ' '.join(words)
         # pdfium separates words by one space: each word starts two past the previous one's end;
         # otherwise (runs of spaces, tabs) the starts are looked up
-        starts = None if joined == line_text else [match.start() for match in _WORDS.finditer(line_text)]
-        if '\ufffe' in joined or '\x00' in joined:
+        starts = None if ' '.join(words) == line_text else [match.start() for match in _WORDS.finditer(line_text)]
+        if '\ufffe' in line_text or '\x00' in line_text:
             contents = [word.replace('\ufffe', '-').replace('\x00', '') for word in words]
-            joined = ' '.join(contents)
         else:
             contents = words
-        chars += len(joined)
-        line_number += 1
-        line_id = f'{page_id}.l{line_number}'
-        line_features = {'page': page, 'bbox': None}
-        append({'id': line_id, 'parentId': page_id, 'nodeType': 'line', 'content': joined,
-                'index': line_number - 1, 'features': line_features})
         offset = line.start()
         first = offset
-        lx0 = ly0 = math.inf
-        lx1 = ly1 = -math.inf
+        boxes = []
         for index, word in enumerate(words):
             if starts is not None:
                 first = offset + starts[index]
@@ -210,26 +188,29 @@ def _text_nodes(text_page: pdfium.PdfTextPage, text: str, geometry: _Geometry, p
                 if b1 > y1:
                     y1 = b1
             first = last + 2
-            if x0 < lx0:
-                lx0 = x0
-            if y0 < ly0:
-                ly0 = y0
-            if x1 > lx1:
-                lx1 = x1
-            if y1 > ly1:
-                ly1 = y1
-            append({'id': line_id + suffixes[index], 'parentId': line_id, 'nodeType': 'word',
-                    'content': contents[index], 'index': index, 'features': {
-                        'page': page,
-                        # to 1/100 pt without round()'s call: (v * 100.0 + 0.5) // 1.0 / 100.0
-                        'bbox': [((x0 - left) * 100.0 + 0.5) // 1.0 / 100.0, ((top - y1) * 100.0 + 0.5) // 1.0 / 100.0,
-                                 ((x1 - left) * 100.0 + 0.5) // 1.0 / 100.0, ((top - y0) * 100.0 + 0.5) // 1.0 / 100.0]
-                        if turn is None else turn(x0, y0, x1, y1)}})
-        line_features['bbox'] = (
-            [((lx0 - left) * 100.0 + 0.5) // 1.0 / 100.0, ((top - ly1) * 100.0 + 0.5) // 1.0 / 100.0,
-             ((lx1 - left) * 100.0 + 0.5) // 1.0 / 100.0, ((top - ly0) * 100.0 + 0.5) // 1.0 / 100.0]
-            if turn is None else turn(lx0, ly0, lx1, ly1))
-    return out, chars
+            # to 1/100 pt without round()'s call: (v * 100.0 + 0.5) // 1.0 / 100.0
+            boxes.append([((x0 - left) * 100.0 + 0.5) // 1.0 / 100.0, ((top - y1) * 100.0 + 0.5) // 1.0 / 100.0,
+                          ((x1 - left) * 100.0 + 0.5) // 1.0 / 100.0, ((top - y0) * 100.0 + 0.5) // 1.0 / 100.0]
+                         if turn is None else turn(x0, y0, x1, y1))
+        lines.append((contents, boxes))
+    # pdfium's lines cut where a word jumps (a cell drawn after one to its right, on another
+    # baseline), seen the way most of the page's lines run (a /Rotate or sideways text)
+    way = layout.direction([boxes for _, boxes in lines])
+    # lines running right to left are right-to-left script (Hebrew, Arabic), not a page upside
+    # down (a PDF turns a page by /Rotate, which the boxes already follow): read top to bottom,
+    # cut only where a word leaves the baseline
+    backwards = way == (-1, 0)
+    if backwards:
+        way = (1, 0)
+    split: list[tuple[list[str], list[list[float]]]] = []
+    for contents, boxes in lines:
+        cuts = layout.runs(boxes, way, backwards=backwards) if len(boxes) > 1 else [0]
+        if len(cuts) == 1:
+            split.append((contents, boxes))
+        else:
+            for a, b in zip(cuts, cuts[1:] + [len(boxes)], strict=True):
+                split.append((contents[a:b], boxes[a:b]))
+    return layout.emit_lines(split, page, way=way)
 
 
 def _page_text(text_page: pdfium.PdfTextPage) -> str:
@@ -335,3 +316,29 @@ def read_pdf(data: bytes, *, first_page: int, budget: Budget, limits: Limits, oc
     finally:
         document.close()
     return outcome
+
+
+def survey_pdf(data: bytes, *, limits: Limits) -> tuple[int, bool]:
+    """(pages, whether the first page needs OCR) of a PDF, its page limit checked: what the parse
+    stage plans page ranges from (features/parsing/fanout.py). One page is loaded."""
+    document = open_pdf(data)
+    try:
+        count = len(document)
+        if count == 0:
+            raise ParseFailure('corrupt', 'the PDF has no pages')
+        check_page_count(count, limits, 'the PDF')
+        try:
+            page = document[0]
+        except pdfium.PdfiumError as error:
+            raise ParseFailure('corrupt', 'page 1 of the PDF cannot be loaded', page=1) from error
+        try:
+            text_page = page.get_textpage()
+            try:
+                scan = text_page.count_chars() == 0 and _needs_ocr(page)
+            finally:
+                text_page.close()
+        finally:
+            page.close()
+        return count, scan
+    finally:
+        document.close()

@@ -1,0 +1,275 @@
+"""The label rule and its fallback (features/extraction/labels.py, docs/api/extraction.md "Labels"):
+label lists in several languages read by one definition over the invoice corpus
+(tests/fixtures/invoices, parsed by the parse stage's readers), a value kept to its own line,
+cell or box (never the next box's label), a value far right on its line, the box below, the
+"label: value" fallback, and the list's bounds when a definition is written. The HTTP side is
+tests/api/test_extraction_labels.py (this file's name differs: pytest collects test modules by
+basename)."""
+from __future__ import annotations
+
+import copy
+import io
+import json
+import time
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from chalicelib.features.extraction import engine, taxons
+
+CORPUS = Path(__file__).resolve().parents[1] / 'fixtures' / 'invoices'
+
+
+@cache
+def corpus_nodes(name: str) -> tuple:
+    """A corpus file as the parse stage reads it (features/parsing/readers), once per run."""
+    from chalicelib.features.parsing import readers
+    data = (CORPUS / name).read_bytes()
+    return tuple(readers.read(data, media_type=None, filename=name, deadline=time.monotonic() + 120).nodes)
+
+
+def pdf_nodes(draw) -> list[dict]:
+    """A one-page PDF drawn by ``draw(canvas, height)`` (reportlab), read by the parse stage."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    from chalicelib.features.parsing import readers
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4)
+    c.setFont('Helvetica', 10)
+    draw(c, A4[1])
+    c.save()
+    return readers.read(buf.getvalue(), media_type='application/pdf', filename='doc.pdf',
+                        deadline=time.monotonic() + 60).nodes
+
+
+def general() -> dict:
+    """The general definition's invoice header (its line items are the table rule's: tests of
+    tables read them)."""
+    body = json.loads((CORPUS / 'definitions' / 'general.json').read_text())
+    header = copy.deepcopy(body['taxons'][0])
+    header['children'] = [c for c in header['children'] if not c.get('group')]
+    return {'taxons': [header], 'locale': body['metadata']['locale']}
+
+
+def _header(nodes, definition=None) -> dict:
+    definition = definition or general()
+    result = engine.extract(definition['taxons'], list(nodes), locale=definition.get('locale'))
+    return {a['tag']: a for a in result.objects[0].attributes}
+
+
+def _exceptions(nodes, definition=None) -> dict[str, str]:
+    definition = definition or general()
+    result = engine.extract(definition['taxons'], list(nodes), locale=definition.get('locale'))
+    tree = [{'id': o.key, 'parentId': o.parent, 'path': o.path, 'rowNum': o.row,
+             'attributes': [{**a, 'id': f"{o.key}/{a['tag']}"} for a in o.attributes]} for o in result.objects]
+    found = engine.assess(tree, dict(taxons.walk(definition['taxons'])))
+    return {e['taxon']: e['exceptionType'] for e in found.values()}
+
+
+def _truth(name: str) -> dict:
+    manifest = json.loads((CORPUS / 'manifest.json').read_text())
+    return next(d['truth'] for d in manifest['documents'] if d['file'] == name)
+
+
+def _typed(attrs: dict, name: str):
+    value = attrs[name]['typedValue']
+    return Decimal(str(value)) if isinstance(value, float) else value
+
+
+# ----------------------------------------------------------------------------- one definition, many layouts
+
+@pytest.mark.parametrize('name', ['acme-1.pdf', 'mueller-1.pdf', 'mueller-1.docx', 'garcia-2.pdf', 'dupont-1.pdf',
+                                  'alpen-1.xlsx', 'tata-1.pdf'])
+def test_one_definition_reads_the_header_of_invoices_in_several_languages_and_layouts(name):
+    """English, German (PDF by LibreOffice, DOCX, a sheet), Spanish, French (Chromium), Indian
+    rupees: the labels of one list, the numbers and dates as each document writes them."""
+    truth = _truth(name)
+    attrs = _header(corpus_nodes(name))
+    for field in ('invoiceNumber', 'invoiceDate', 'dueDate', 'customerName', 'currency'):
+        assert str(attrs[field]['typedValue']) == truth[field], (field, attrs[field])
+    for field in ('subtotal', 'tax', 'total'):
+        assert _typed(attrs, field) == Decimal(truth[field]), (field, attrs[field])
+    assert attrs['invoiceNumber']['dataFeatures']['rule'] == 'label'
+
+
+def test_the_first_text_of_the_list_that_the_document_holds_wins_and_a_label_inside_a_longer_one_is_not_it():
+    """``Date`` is in the list after ``Invoice Date``: on stellar (``Date: ...`` and
+    ``Due Date: ...``) the invoice date is the one after ``Date:``, not the due date's."""
+    attrs = _header(corpus_nodes('stellar-1.pdf'))
+    assert attrs['invoiceDate']['value'] == '08/05/2026' and attrs['dueDate']['value'] == '09/04/2026'
+    definition = general()
+    rule = next(c for c in definition['taxons'][0]['children'] if c['name'] == 'total')['rules'][0]
+    assert rule['label'][-1] == 'Total'    # "Total" last: "Total HT" (a subtotal label) is not read as it
+    attrs = _header(corpus_nodes('dupont-1.pdf'), definition)
+    assert _typed(attrs, 'total') == Decimal('25009.40') and _typed(attrs, 'subtotal') == Decimal('20841.17')
+
+
+# ----------------------------------------------------------------------------- the value's own line, cell or box
+
+def _boxes(c, h):
+    """Two boxes side by side, their labels on one line ~58 pt apart, their values under them."""
+    c.drawString(50, h - 100, 'INVOICE NO')
+    c.drawString(170, h - 100, 'INVOICE DATE')
+    c.drawString(50, h - 114, 'INV-7781')
+    c.drawString(170, h - 114, '14.03.2026')
+    c.drawString(50, h - 160, 'Subtotal')
+    c.drawString(460, h - 160, '1,100.00')
+    c.drawString(50, h - 176, 'Shipping')
+    c.drawString(460, h - 176, '34.56')
+    c.drawString(50, h - 192, 'Total ..................................................................')
+    c.drawString(460, h - 192, '1,134.56')
+
+
+def _leaf(name, kind, *labels, **extra):
+    """A value taxon with one label rule (one text: the plain form, as before lists)."""
+    label = labels[0] if len(labels) == 1 else list(labels)
+    return {'name': name, 'type': kind, 'rules': [{'type': 'label', 'label': label, **extra}]}
+
+
+def _definition(*children, locale='auto'):
+    return {'taxons': [{'name': 'doc', 'group': True, 'children': list(children)}], 'locale': locale}
+
+
+def test_a_right_value_is_never_the_next_boxs_label_and_the_box_below_is_read_instead():
+    """The issue's case: ``INVOICE DATE`` ~58 pt right of ``INVOICE NO`` on the same line is the
+    next box's label; the value is under the label. The date's value is under its own label,
+    not ``INVOICE NO``'s value to its left."""
+    nodes = pdf_nodes(_boxes)
+    attrs = _header(nodes, _definition(_leaf('number', 'string', 'Invoice No'),
+                                       _leaf('date', 'date', 'Invoice Date')))
+    assert attrs['number']['value'] == 'INV-7781', attrs['number']
+    assert attrs['date']['typedValue'] == '2026-03-14', attrs['date']
+
+
+def test_even_an_unknown_neighbour_label_is_not_a_value_when_the_box_below_holds_a_figure():
+    """Only ``Invoice No`` is a label of the definition: ``INVOICE DATE`` far right has no figure,
+    the line under the label has one: that is the value."""
+    attrs = _header(pdf_nodes(_boxes), _definition(_leaf('number', 'string', 'Invoice No')))
+    assert attrs['number']['value'] == 'INV-7781', attrs['number']
+
+
+def test_a_value_far_right_on_the_labels_line_is_found_after_a_wide_gap_or_dot_leaders():
+    nodes = pdf_nodes(_boxes)
+    attrs = _header(nodes, _definition(_leaf('subtotal', 'currency', 'Subtotal'), _leaf('total', 'currency', 'Total'),
+                                       _leaf('shipping', 'currency', 'Shipping')))
+    assert attrs['subtotal']['typedValue'] == 1100.0, attrs['subtotal']     # 410 pt right, nothing between
+    assert attrs['total']['typedValue'] == 1134.56, attrs['total']          # after dot leaders
+    assert attrs['shipping']['typedValue'] == 34.56, attrs['shipping']      # not "Total" under it
+
+
+def test_a_value_stops_at_the_next_label_on_its_line_and_at_a_gap_of_three_line_heights():
+    def draw(c, h):
+        c.drawString(50, h - 100, 'Order No: 5531 Date: 14.03.2026')
+        c.drawString(50, h - 130, 'Customer:')
+        c.drawString(110, h - 130, 'Globex Corporation')
+        c.drawString(400, h - 130, 'Page 1 of 2')
+    attrs = _header(pdf_nodes(draw), _definition(_leaf('order', 'string', 'Order No'), _leaf('date', 'date', 'Date'),
+                                                 _leaf('customer', 'string', 'Customer')))
+    assert attrs['order']['value'] == '5531' and attrs['date']['typedValue'] == '2026-03-14'
+    assert attrs['customer']['value'] == 'Globex Corporation', attrs['customer']   # not "... Page 1 of 2"
+
+
+def test_a_label_in_a_tables_header_row_is_that_columns_header_not_a_label():
+    """``Total`` heads the amounts' column and, in a box under the table, labels the invoice's
+    total written under it: the total is that box's, never the first row's amount under the
+    column header."""
+    def draw(c, h):
+        for x, text in ((50, 'Item'), (250, 'Qty'), (330, 'Price'), (460, 'Total')):
+            c.drawString(x, h - 100, text)
+        for x, text in ((50, 'Gadget'), (250, '2'), (330, '10.00'), (460, '20.00')):
+            c.drawString(x, h - 116, text)
+        c.drawString(460, h - 160, 'Total')
+        c.drawString(460, h - 174, '24.00')
+    definition = _definition(_leaf('total', 'currency', 'Total'))
+    definition['taxons'].append({'name': 'lines', 'group': True, 'cardinality': 'many', 'rules': [{'type': 'table'}],
+                                 'children': [{'name': n, 'rules': [{'type': 'column', 'header': n}]}
+                                              for n in ('Item', 'Qty', 'Price', 'Total')]})
+    attrs = _header(pdf_nodes(draw), definition)
+    assert attrs['total']['typedValue'] == 24.0, attrs['total']
+
+
+def test_a_rate_or_a_bracketed_qualifier_between_a_label_and_its_amount_is_skipped():
+    for name, field, want in (('acme-1.pdf', 'tax', '1606.32'), ('mueller-1.pdf', 'tax', '3468.49'),
+                              ('stellar-1.pdf', 'total', '9665.69'), ('dupont-1.pdf', 'tax', '4168.23')):
+        attrs = _header(corpus_nodes(name))
+        assert _typed(attrs, field) == Decimal(want), (name, attrs[field])
+
+
+# ----------------------------------------------------------------------------- the "label: value" fallback
+
+def test_label_value_pairs_are_found_anywhere_when_the_rules_find_nothing_with_a_lower_confidence():
+    def draw(c, h):
+        c.drawString(50, h - 100, 'Thank you for your order. Ref 2231 / Invoice date: 14.03.2026')
+    leaf = {'name': 'invoiceDate', 'label': 'Invoice date', 'type': 'date', 'threshold': 0.8,
+            'rules': [{'type': 'regex', 'pattern': r'Datum (\S+)'}]}   # finds nothing here
+    definition = _definition(leaf)
+    nodes = pdf_nodes(draw)
+    attrs = _header(nodes, definition)
+    found = attrs['invoiceDate']
+    assert found['typedValue'] == '2026-03-14' and found['dataFeatures']['rule'] == 'labelPair'
+    assert found['confidence'] == pytest.approx(0.7)
+    assert _exceptions(nodes, definition) == {'doc/invoiceDate': 'LOW_CONFIDENCE'}   # a reviewer checks it
+
+
+def test_the_fallback_takes_no_pair_whose_value_is_the_next_label():
+    def draw(c, h):
+        c.drawString(50, h - 100, 'Due Date:')
+        c.drawString(330, h - 100, 'Customer ID: C-1009')
+    definition = _definition({'name': 'due', 'label': 'Due Date', 'type': 'date', 'required': True,
+                              'rules': [{'type': 'label', 'label': ['Due Date']}]},
+                             _leaf('customer', 'string', 'Customer ID'))
+    nodes = pdf_nodes(draw)
+    assert _header(nodes, definition)['due']['value'] is None
+    assert _exceptions(nodes, definition) == {'doc/due': 'REQUIRED_MISSING'}
+
+
+# ----------------------------------------------------------------------------- never a silent wrong value
+
+def test_dates_the_document_does_not_settle_are_exceptions_not_guesses():
+    """stellar writes 08/05/2026 and 09/04/2026 and no date that says which part is the day:
+    ``AMBIGUOUS_VALUE``, no typed value."""
+    attrs = _header(corpus_nodes('stellar-1.pdf'))
+    assert attrs['invoiceDate']['typedValue'] is None and attrs['dueDate']['typedValue'] is None
+    found = _exceptions(corpus_nodes('stellar-1.pdf'))
+    assert found['invoice/invoiceDate'] == 'AMBIGUOUS_VALUE' and found['invoice/dueDate'] == 'AMBIGUOUS_VALUE'
+
+
+def test_a_number_or_date_the_document_does_not_settle_is_an_exception_not_a_reading():
+    """No other number or date in the document says which separator is the decimal one or which
+    part is the day: ``1,500`` and ``01/02/2026`` are ``AMBIGUOUS_VALUE``, with no typed value."""
+    def draw(c, h):
+        c.drawString(50, h - 100, 'Shipping: 1,500 EUR')
+        c.drawString(50, h - 116, 'Date: 01/02/2026')
+    definition = _definition(_leaf('shipping', 'currency', 'Shipping'), _leaf('date', 'date', 'Date'))
+    nodes = pdf_nodes(draw)
+    attrs = _header(nodes, definition)
+    assert attrs['shipping']['typedValue'] is None and attrs['date']['typedValue'] is None
+    assert 'ambiguous' in attrs['shipping']['normaliseError'] and 'ambiguous' in attrs['date']['normaliseError']
+    assert _exceptions(nodes, definition) == {'doc/shipping': 'AMBIGUOUS_VALUE', 'doc/date': 'AMBIGUOUS_VALUE'}
+
+
+# ----------------------------------------------------------------------------- the list's bounds
+
+@pytest.mark.parametrize('label, message', [
+    ([], 'label must be a list of 1 to 20 texts'),
+    ([f'L{i}' for i in range(21)], 'label must be a list of 1 to 20 texts, not 21 (limit maxLabelsPerRule)'),
+    (['Invoice No', 'x' * 101], 'label[1] must be a text of 1 to 100 characters'),
+    (['Invoice No', ' '], 'label[1] must be a text of 1 to 100 characters'),
+    (['Invoice No', 7], 'label[1] must be a text of 1 to 100 characters'),
+])
+def test_a_label_list_is_bounded_when_the_definition_is_written(label, message):
+    leaf = {'name': 'n', 'rules': [{'type': 'label', 'label': label}]}
+    definition = [{'name': 'doc', 'group': True, 'children': [leaf]}]
+    with pytest.raises(taxons.DefinitionError, match=message.replace('(', r'\(').replace(')', r'\)')
+                       .replace('[', r'\[').replace(']', r'\]')):
+        taxons.check(definition)
+
+
+def test_the_general_definition_is_a_valid_definition_with_lists_of_up_to_twenty_labels():
+    taxons.check(general()['taxons'])
+    lists = [r['label'] for _, t in taxons.walk(general()['taxons']) for r in t.get('rules') or []
+             if r.get('type') == 'label']
+    assert lists and all(1 <= len(x) <= 20 for x in lists) and max(len(x) for x in lists) > 10
