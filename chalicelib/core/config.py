@@ -72,10 +72,11 @@ class Config:
     # the per-organization in-flight cap (features/work/inflight.py; docs/operations/worker.md
     # "Fairness between organizations"): messages of one organization worked at once on the
     # activity queue (half its event source's MaximumConcurrency, infra/app.py) and on the OCR
-    # queue (half of infra/ocr_function.py's); 0: no cap. A message over it is sent again,
+    # queue (one big document's ranges in flight, FanOut.in_flight: 8 of infra/ocr_function.py's
+    # 10, so one document is not slowed and a burst leaves 2 free); 0: no cap. A message over it is sent again,
     # delayed org_inflight_delay_seconds, twice as long each time it is (at most 900 s: SQS's)
     org_inflight_cap: int = 10
-    org_ocr_inflight_cap: int = 5
+    org_ocr_inflight_cap: int = 8
     org_inflight_delay_seconds: int = 5
     # the MCP tool connector at <basePath>/mcp (features/mcp/): off unless MCP_ENABLED;
     # mcp_public_url is the resource identifier bearer tokens must carry in their audience
@@ -177,7 +178,7 @@ def get_config() -> Config:
         event_bus_name=env.get('EVENT_BUS_NAME') or 'platform-local',
         activity_max_receive_count=_int('ACTIVITY_MAX_RECEIVE_COUNT', 5),
         org_inflight_cap=_int('ORG_INFLIGHT_CAP', 10),
-        org_ocr_inflight_cap=_int('ORG_OCR_INFLIGHT_CAP', 5),
+        org_ocr_inflight_cap=_int('ORG_OCR_INFLIGHT_CAP', 8),
         org_inflight_delay_seconds=_int('ORG_INFLIGHT_DELAY_SECONDS', 5),
         mcp_enabled=_flag('MCP_ENABLED'),
         mcp_public_url=(env.get('MCP_PUBLIC_URL') or '').strip() or None,

@@ -180,6 +180,27 @@ def trigger_first(events: list[dict[str, Any]]) -> set[str]:
     return done
 
 
+def trigger_created(families: list[dict[str, Any]]) -> None:
+    """The parse triggers of families just uploaded, sent by the upload itself (features/documents
+    service.py, through kernel/hooks.py ``after_create``) in each one's organization's group:
+    the family's parse does not wait for the table stream to read its created event behind
+    another organization's burst (docs/operations/worker.md "Fairness between organizations").
+    The stream still sends its trigger (``trigger_first``): the fallback when this send failed
+    (the upload stands; the hook logs it), and a second trigger of the same family is nothing
+    more than a duplicate start (``run_stages``: the run's id is the family's)."""
+    if not STAGES_BEFORE_PIPELINES:
+        return
+    by_org: dict[str, list[tuple[dict[str, Any], int]]] = {}
+    for family in families:
+        if family.get('id') and family.get('projectId'):
+            by_org.setdefault(str(family.get('organizationId') or ''), []).append(
+                ({'type': STAGES, 'documentFamilyId': str(family['id']), 'trigger': CREATED}, 0))
+    for org, messages in by_org.items():
+        with observability.work(organization_id=org or None):
+            _send(messages)
+        observability.count('StageTriggers', len(messages), path='upload')
+
+
 def _start_pipelines(project_id: str, ids: list[str], *, trigger: str = CREATED,
                      assistant_id: str | None = None) -> None:
     """One ``pipeline.start`` per (family, active subscribed assistant) of the project (only
@@ -265,7 +286,8 @@ def run_stages(family_id: str, trigger: str, assistant_id: str | None = None) ->
         raise engine.PoisonMessage('a pipeline stages message names an id that is not a UUID') from None
     eid = stages_id(family_id, trigger[:200])
     existing = table.get('executions', eid)
-    if existing is not None:
+    if existing is not None:   # a second trigger (the upload's and the stream's): no second run
+        observability.annotate(organization_id=existing.org)
         return _resend_first(existing)
     family = table.get('document-families', family_id)
     if family is None:
