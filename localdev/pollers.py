@@ -2,8 +2,10 @@
 process with the payloads AWS sends (also used by the tests).
 
 * **queue poller** (Lambda's SQS event source mapping): ReceiveMessage on the activity queue
-  (up to 10 messages; no long poll: the local moto server answers one request at a time, so a
-  waiting receive would hold every other call; an empty receive waits 0.2 s before the next),
+  (in `make run`: received ahead and handed out round-robin across message groups, i.e.
+  organizations, as SQS fair queues deliver them: localdev/fair.py; up to 10 messages; no long
+  poll: the local moto server answers one request at a time, so a waiting receive would hold
+  every other call; an empty receive waits 0.2 s before the next),
   one SQS event of them to ``activity_start_worker``, then DeleteMessage of every message not
   in the answer's ``batchItemFailures``; those come back after the queue's visibility timeout
   and, after maxReceiveCount receives, SQS moves them to the dead-letter queue (moto applies
@@ -28,8 +30,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from localdev.fair import FairBuffer, group_of
+
 STREAMS_ENDPOINT = 'https://streams.dynamodb.{region}.amazonaws.com'   # moto's in-process host
 WINDOW_POLL_SECONDS = 0.1   # how often a poller holding records for a batching window reads again
+FAIR_WORKERS = 2            # make run's in-process workers of each fair queue (one organization holds at most one)
 
 
 def function_timeout() -> float:
@@ -85,24 +90,80 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
 
 
 class QueuePoller:
+    """Lambda's SQS event source for one queue. ``fair``: messages are received ahead into a
+    ``FairBuffer`` (localdev/fair.py) and handed out round-robin across message groups (SQS fair
+    queues, docs/operations/worker.md "Fairness between organizations"); without it, each poll
+    hands the handler what one receive returned, in the queue's order."""
+
+    MAX_RECEIVES_PER_POLL = 20   # a fair poll's receives ahead (10 messages each), before its batch
+
     def __init__(self, handler: Callable, queue_name: str, *, region: str, endpoint_url: str | None,
-                 wait_seconds: int = 0, max_messages: int = 10, timeout: float | None = None) -> None:
+                 wait_seconds: int = 0, max_messages: int = 10, timeout: float | None = None,
+                 fair: bool = False) -> None:
         self.handler = handler
         self.max_messages = max_messages
         self.timeout = timeout   # the function's timeout, when not the zip functions' (function_timeout)
         self.sqs = _client('sqs', region, endpoint_url)
         self.region = region
         self.url = self.sqs.get_queue_url(QueueName=queue_name)['QueueUrl']
-        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=['QueueArn'])['Attributes']
+        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url,
+                                                   AttributeNames=['QueueArn', 'VisibilityTimeout'])['Attributes']
         self.arn = attributes['QueueArn']
+        self.visibility = int(attributes.get('VisibilityTimeout') or 30)
         self.wait_seconds = wait_seconds
+        self.buffer: FairBuffer | None = None
+        if fair:
+            self.buffer = FairBuffer(hold_seconds=self.visibility / 2, clock=time.monotonic)
+        self.lock = threading.Lock()          # the buffer, shared by the workers (FAIR_WORKERS)
+        self.in_flight: set[str] = set()      # groups with a batch being worked (the cap)
+
+    def _receive(self, count: int, wait_seconds: int) -> list[dict[str, Any]]:
+        answer = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=count, WaitTimeSeconds=wait_seconds,
+                                          AttributeNames=['All'], MessageAttributeNames=['All'])
+        return answer.get('Messages') or []
+
+    def _fair_batch(self, wait_seconds: int) -> list[dict[str, Any]]:
+        """Receive ahead (until the queue answers empty, the buffer is full or the poll's receives
+        are spent), extend the visibility of messages held long, then the buffer's next batch."""
+        buffer = self.buffer
+        assert buffer is not None
+        for n in range(self.MAX_RECEIVES_PER_POLL):
+            if buffer.full:
+                break
+            got = self._receive(min(10, buffer.room), wait_seconds if n == 0 else 0)
+            if not got:
+                break
+            buffer.add(got)
+        due = buffer.due()
+        for start in range(0, len(due), 10):
+            chunk = due[start:start + 10]
+            answer = self.sqs.change_message_visibility_batch(QueueUrl=self.url, Entries=[
+                {'Id': str(n), 'ReceiptHandle': m['ReceiptHandle'], 'VisibilityTimeout': self.visibility}
+                for n, m in enumerate(chunk)])
+            lost = {chunk[int(f['Id'])]['MessageId'] for f in answer.get('Failed') or []}
+            buffer.forget(lost)   # back in the queue: received again later
+        group, batch = buffer.take(self.in_flight)
+        if batch:
+            self.in_flight.add(group)
+        return batch
 
     def poll_once(self, wait_seconds: int | None = None) -> dict[str, int]:
-        """One receive, one handler call, the deletes: {'received', 'failed'}."""
-        answer = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=self.max_messages,
-                                          WaitTimeSeconds=self.wait_seconds if wait_seconds is None else wait_seconds,
-                                          AttributeNames=['All'], MessageAttributeNames=['All'])
-        messages = answer.get('Messages') or []
+        """One batch to the handler, then the deletes: {'received', 'failed'} (received: the
+        messages of the batch). A fair poller may be called from several threads at once."""
+        wait = self.wait_seconds if wait_seconds is None else wait_seconds
+        if self.buffer is None:
+            return self._handle(self._receive(self.max_messages, wait))
+        with self.lock:
+            messages = self._fair_batch(wait)
+        group = group_of(messages[0]) if messages else None
+        try:
+            return self._handle(messages)
+        finally:
+            if group is not None:
+                with self.lock:
+                    self.in_flight.discard(group)
+
+    def _handle(self, messages: list[dict[str, Any]]) -> dict[str, int]:
         if not messages:
             return {'received': 0, 'failed': 0}
         if self.timeout is not None and self.timeout > 30:
@@ -120,9 +181,10 @@ class QueuePoller:
             failed = {m['MessageId'] for m in messages}
         from chalicelib.core import observability
         with observability.work(request_id=getattr(invocation, 'aws_request_id', None)):
+            extra = {'held': len(self.buffer), 'held_full': self.buffer.full} if self.buffer is not None else {}
             observability.get_logger('localdev').info('queue batch', extra={
                 'received': len(messages), 'failed': sorted(failed),
-                'remaining_ms': invocation.get_remaining_time_in_millis()})
+                'remaining_ms': invocation.get_remaining_time_in_millis(), **extra})
         done = [m for m in messages if m['MessageId'] not in failed]
         for start in range(0, len(done), 10):
             self.sqs.delete_message_batch(QueueUrl=self.url, Entries=[
@@ -240,12 +302,14 @@ class Pollers:
         self.workers = max(1, workers)
         self.processes: list = []
         self.ocr_queue_name = ocr_queue_name
-        self.queue = QueuePoller(app.activity_start_worker, queue_name, region=region, endpoint_url=endpoint_url)
+        # both queues fair across message groups (organizations), as SQS fair queues are on AWS
+        self.queue = QueuePoller(app.activity_start_worker, queue_name, region=region, endpoint_url=endpoint_url,
+                                 fair=True)
         # the OCR function's queue, through its handler (front/handlers.py ocr_batch), as its
         # container-image Lambda runs it on AWS
         from chalicelib.front import handlers
         self.ocr = QueuePoller(handlers.ocr_batch, ocr_queue_name, region=region,
-                               endpoint_url=endpoint_url) if ocr_queue_name else None
+                               endpoint_url=endpoint_url, fair=True) if ocr_queue_name else None
         self.stream = StreamReader(app.outbox_publisher, table_name, region=region, endpoint_url=endpoint_url,
                                    batch_size=stream_batch_size, window_seconds=stream_window_seconds)
         self.app = app
@@ -253,13 +317,17 @@ class Pollers:
         self.tick_seconds = tick_seconds
         self.drain_seconds = drain_seconds
         self._stop = threading.Event()
-        self.threads = [threading.Thread(target=self._loop, args=(fn, busy, idle), name=name, daemon=True)
-                        for name, fn, busy, idle in (('queue-poller', self.queue.poll_once, 0.0, 0.2),
-                                                     ('outbox-drain', self.stream.poll_once, 0.0, drain_seconds),
-                                                     ('scheduler', self._tick, tick_seconds, tick_seconds))]
+        # FAIR_WORKERS workers per fair queue: one organization's batches hold at most one
+        # (localdev/fair.py), the other serves the rest
+        self.threads = [threading.Thread(target=self._loop, args=(self.queue.poll_once, 0.0, 0.2),
+                                         name=f'queue-poller-{n}', daemon=True) for n in range(1, FAIR_WORKERS)]
+        self.threads += [threading.Thread(target=self._loop, args=(fn, busy, idle), name=name, daemon=True)
+                         for name, fn, busy, idle in (('queue-poller', self.queue.poll_once, 0.0, 0.2),
+                                                      ('outbox-drain', self.stream.poll_once, 0.0, drain_seconds),
+                                                      ('scheduler', self._tick, tick_seconds, tick_seconds))]
         if self.ocr is not None:
-            self.threads.append(threading.Thread(target=self._loop, args=(self.ocr.poll_once, 0.0, 0.2),
-                                                 name='ocr-poller', daemon=True))
+            self.threads += [threading.Thread(target=self._loop, args=(self.ocr.poll_once, 0.0, 0.2),
+                                              name=f'ocr-poller-{n}', daemon=True) for n in range(FAIR_WORKERS)]
 
     def _tick(self) -> dict:
         self.app.scheduled_jobs(scheduled_event(self.region), context())

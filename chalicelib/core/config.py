@@ -69,6 +69,15 @@ class Config:
     # the activity queue's redrive maxReceiveCount (infra/stack.py MAX_RECEIVE_COUNT): a message
     # failing on that receive goes to the dead-letter queue (the DlqSends metric)
     activity_max_receive_count: int = 5
+    # the per-organization in-flight cap (features/work/inflight.py; docs/operations/worker.md
+    # "Fairness between organizations"): messages of one organization worked at once on the
+    # activity queue (half its event source's MaximumConcurrency, infra/app.py) and on the OCR
+    # queue (one big document's ranges in flight, FanOut.in_flight: 8 of infra/ocr_function.py's
+    # 10, so one document is not slowed and a burst leaves 2 free); 0: no cap. A message over it is sent again,
+    # delayed org_inflight_delay_seconds, twice as long each time it is (at most 900 s: SQS's)
+    org_inflight_cap: int = 10
+    org_ocr_inflight_cap: int = 8
+    org_inflight_delay_seconds: int = 5
     # the MCP tool connector at <basePath>/mcp (features/mcp/): off unless MCP_ENABLED;
     # mcp_public_url is the resource identifier bearer tokens must carry in their audience
     mcp_enabled: bool = False
@@ -168,6 +177,9 @@ def get_config() -> Config:
         local_key_file=env.get('LOCAL_ADMIN_KEY_FILE') or None,
         event_bus_name=env.get('EVENT_BUS_NAME') or 'platform-local',
         activity_max_receive_count=_int('ACTIVITY_MAX_RECEIVE_COUNT', 5),
+        org_inflight_cap=_int('ORG_INFLIGHT_CAP', 10),
+        org_ocr_inflight_cap=_int('ORG_OCR_INFLIGHT_CAP', 8),
+        org_inflight_delay_seconds=_int('ORG_INFLIGHT_DELAY_SECONDS', 5),
         mcp_enabled=_flag('MCP_ENABLED'),
         mcp_public_url=(env.get('MCP_PUBLIC_URL') or '').strip() or None,
         mcp_allowed_origins=frozenset(o.strip().rstrip('/').lower()

@@ -89,6 +89,19 @@ def data_exceptions() -> Hook:
     return hooks.EXCEPTIONS
 
 
+def parse_trigger() -> Callable[[list[dict]], None]:
+    """New document families: their parse trigger sent at once (docs/operations/worker.md
+    "Fairness between organizations": not behind another organization's burst in the stream)."""
+    from chalicelib.features.work import pipelines  # noqa: PLC0415 - lazy: cold start
+    return pipelines.trigger_created
+
+
+# hook name -> the listeners told of a family's new records once their create committed
+# (kernel/hooks.py ``after_create``)
+CREATED: dict[str, tuple[Callable[[], Callable[[list[dict]], None]], ...]] = {
+    'document_families': (parse_trigger,),
+}
+
 HOOKS: dict[str, Callable[[], Hook]] = {
     'organizations': organizations,
     'users': users,
@@ -110,4 +123,4 @@ HOOKS: dict[str, Callable[[], Hook]] = {
 
 def install() -> None:
     """Install the table into the kernel (idempotent); raises if a family names a missing hook."""
-    kernel_hooks.install(HOOKS)
+    kernel_hooks.install(HOOKS, CREATED)

@@ -2,7 +2,8 @@
 work under its log context (core/observability.py: request_id, correlation_id).
 
 * ``sqs_batch``: the activity-queue worker. Powertools' BatchProcessor runs each message
-  through features/work/worker.py ``handle_message`` (every message type: activity starts,
+  through features/work/worker.py ``handle_admitted`` (its organization's in-flight cap, the
+  message's ``MessageGroupId``), then ``handle_message`` (every message type: activity starts,
   document processing, and every execution's steps through the one engine, features/work/engine.py)
   and answers ``{"batchItemFailures": [...]}``
   (partial batch response: only the failed messages come back; after the queue's
@@ -43,7 +44,8 @@ def deadline_of(context: Any) -> float:
     return time.monotonic() + seconds
 
 
-def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+def sqs_batch(event: dict[str, Any], context: Any = None, *, queue: str | None = None) -> dict[str, Any]:
+    """``queue``: None for the activity queue, ``'ocr'`` for the OCR function's (its in-flight cap)."""
     # lazy: Powertools' batch utility and the services load on the first message, not at import
     from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType  # noqa: PLC0415
 
@@ -56,7 +58,9 @@ def sqs_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         correlation = (attributes.get('correlationId') or {}).get('stringValue')
         with observability.work(request_id=record.message_id, correlation_id=correlation):
             try:
-                outcome = worker.handle_message(record.body, deadline=deadline)
+                # the message's organization is its group (features/work/store.py send_messages)
+                outcome = worker.handle_admitted(record.body, organization=record.attributes.message_group_id,
+                                                 holder=record.message_id, queue=queue, deadline=deadline)
             except worker.Deferred as exc:   # not started: redelivered, as a batch item failure
                 log.info('message deferred', extra={'message_id': record.message_id, 'reason': str(exc)[:300]})
                 observability.count('WorkerMessages', outcome='deferred')
@@ -85,7 +89,7 @@ def ocr_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     zip worker handed over because a page needs OCR, run by the same engine as ``sqs_batch``."""
     from chalicelib.features.parsing import stage as parsing  # noqa: PLC0415 - lazy: cold start
     with parsing.ocr_function():
-        return sqs_batch(event, context)
+        return sqs_batch(event, context, queue='ocr')
 
 
 def stream_batch(event: dict[str, Any], context: Any = None) -> dict[str, Any]:

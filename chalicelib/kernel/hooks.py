@@ -22,6 +22,13 @@ field but itself may change. The one-UpdateItem path then writes on condition th
 not true (whenever the change names another field), so the lock costs no read and no
 transaction; a record read as locked, or whose condition failed, takes the read-modify-write
 path, where ``before_update`` answers (409, or a write that changes nothing).
+
+**After a create** (``after_create``): a feature may ask to be told of a family's new records once
+their write committed, without the writing feature importing it (the table of listeners,
+hook name -> functions returning a callable, is installed with the hooks). Used for the parse
+trigger sent at upload (features/work/pipelines.py ``trigger_created``; docs/operations/worker.md
+"Fairness between organizations"). A listener is a shortcut with a fallback (the table stream's
+events): its failure is logged and never fails the write that committed.
 """
 from __future__ import annotations
 
@@ -106,20 +113,26 @@ class Hook:
 _DEFAULT = Hook()
 _loaders: dict[str, Callable[[], Hook]] | None = None
 _cache: dict[str, Hook] = {}
+_created: dict[str, tuple[Callable[[], Callable[[list[dict[str, Any]]], None]], ...]] = {}
 
 
 class HooksNotInstalled(RuntimeError):
     """A family's hook was asked for and no table provides it: a wiring bug, never a default."""
 
 
-def install(loaders: Mapping[str, Callable[[], Hook]]) -> None:
-    """Install the table hook name -> function returning the hook (called on first use).
-    Refuses a table that misses a hook some family of the registry names."""
+def install(loaders: Mapping[str, Callable[[], Hook]],
+            created: Mapping[str, tuple[Callable[[], Callable[[list[dict[str, Any]]], None]], ...]] | None = None,
+            ) -> None:
+    """Install the table hook name -> function returning the hook (called on first use), and
+    the listeners of new records (``after_create``). Refuses a table that misses a hook some
+    family of the registry names."""
     global _loaders
     from chalicelib.kernel.registry import FAMILIES  # noqa: PLC0415 - lazy: the table is checked once
     missing = sorted({f.hook for f in FAMILIES if f.hook is not None} - set(loaders))
     if missing:
         raise HooksNotInstalled(f'no hook installed for {", ".join(missing)} (chalicelib/features/hooks.py)')
+    _created.clear()
+    _created.update(created or {})
     if _loaders is not None and dict(loaders) == _loaders:
         return
     _loaders = dict(loaders)
@@ -144,3 +157,18 @@ def hook_for(family: Family) -> Hook:
             raise HooksNotInstalled(f'hook {family.hook!r} is not a kernel Hook: {hook!r}')
         _cache[family.hook] = hook
     return hook
+
+
+def after_create(family: Family, created: list[dict[str, Any]]) -> None:
+    """Tell the listeners of ``family``'s hook about records whose create committed (module
+    docstring): each listener called once with them; a failure is logged, never raised."""
+    if not created or family.hook is None:
+        return
+    for loader in _created.get(family.hook, ()):
+        try:
+            loader()(created)
+        except Exception as exc:  # noqa: BLE001 - a shortcut: the stream's events are the fallback
+            from chalicelib.core.observability import get_logger  # noqa: PLC0415 - lazy: rare path
+            get_logger('hooks').warning('after-create listener failed', extra={
+                'hook': family.hook, 'listener': getattr(loader, '__name__', '?'),
+                'reason': f'{type(exc).__name__}: {exc}'[:300]})

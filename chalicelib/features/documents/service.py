@@ -25,7 +25,7 @@ from chalicelib.core.errors import BadRequest, Conflict, NotFound, PayloadTooLar
 from chalicelib.core.observability import get_logger
 from chalicelib.core.principal import Principal
 from chalicelib.features.documents import blobs, uploads
-from chalicelib.kernel import access, crud, records, writes
+from chalicelib.kernel import access, crud, hooks, records, writes
 from chalicelib.kernel.registry import dependents_of
 from chalicelib.kernel.registry import family as family_of
 from chalicelib.kernel.store import repository as repo
@@ -575,7 +575,6 @@ def _store_new_family(store: Stored, principal: Principal, *, key: str, path: st
         ops.append(repo.check_exists('document-stores', store.id, store.org, field='documentStoreId', value=store.id))
         try:
             records.commit(ops)
-            return family
         except WriteConflict as exc:
             if exc.code == 'TransactionConflict' and attempt + 1 < crud.CONFLICT_RETRIES:
                 writes.backoff(attempt)
@@ -592,12 +591,20 @@ def _store_new_family(store: Stored, principal: Principal, *, key: str, path: st
             landed = family_landed(family_id)
             if landed:   # the write landed and only its answer was lost: the upload is done
                 log.warning('upload of family %s landed though its write reported a failure', family_id)
-                return family
+                return _created(family)
             if landed is False:
                 _discard(key, on_failure)
             raise   # landed None (cannot tell): the object stays; no family without its object
+        return _created(family)
     _discard(key, on_failure)
     raise writes.busy()
+
+
+def _created(family: dict[str, Any]) -> dict[str, Any]:
+    """A new family committed: its listeners told (the parse trigger sent at once, kernel/hooks.py
+    ``after_create``; the table stream's created event stays the fallback)."""
+    hooks.after_create(FAMILIES, [family])
+    return family
 
 
 def family_landed(family_id: str, *, key: tuple[str, str] | None = None) -> bool | None:

@@ -127,6 +127,9 @@ def publish(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Publish and record ``events``; the ones that failed (in order)."""
     if not events:
         return []
+    # the parse triggers first, batched per organization (features/work/pipelines.py ``trigger_first``)
+    from chalicelib.features.work import pipelines  # noqa: PLC0415 - lazy
+    triggered = pipelines.trigger_first(events)
     refused = work_store.put_events([entry(e) for e in events])
     refused_ids = {json.loads(r['Detail'])['id'] for r in refused}
     failed = [e for e in events if e['id'] in refused_ids]
@@ -137,9 +140,11 @@ def publish(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if event['id'] in unrecorded:
             failed.append(event)
             continue
-        with observability.work(correlation_id=event.get('correlationId')):
+        # the organization of the event: the message group of the work it triggers (engine.send)
+        with observability.work(correlation_id=event.get('correlationId'), organization_id=event.get('organizationId')):
             try:
-                _after(event)
+                if event['id'] not in triggered:
+                    _after(event)
             except Exception as exc:  # noqa: BLE001 - reported as a batch item failure, delivered again
                 log.warning('event %s (%s) not recorded: %s', event['id'], event['eventType'], exc)
                 failed.append(event)

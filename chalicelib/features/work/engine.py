@@ -179,11 +179,15 @@ def append(data: dict[str, Any], kind: str, text: str) -> None:
 def send(messages: list[tuple[dict[str, Any], int]], *, queue: str | None = None) -> None:
     """Send (body, delay seconds) messages (``queue``: see ``Continue.queue``); a refused send
     raises, so the message being processed is delivered again and its recovery sends them again
-    (every receiver is idempotent)."""
+    (every receiver is idempotent). They go in the message group of the organization of the work
+    at hand (annotated by whoever found it: a message's execution, family, event), so a burst of
+    one organization does not starve another (docs/operations/worker.md "Fairness between
+    organizations")."""
     if not messages:
         return
     try:
-        work_store.send_messages(messages, correlation_id=observability.correlation_id(), queue=queue)
+        work_store.send_messages(messages, correlation_id=observability.correlation_id(), queue=queue,
+                                 group=observability.current().get('organization_id'))
     except work_store.SendFailed as exc:
         raise ServiceUnavailable(f'work messages not sent: {exc}') from None
 

@@ -150,6 +150,57 @@ def _families_created(event: dict[str, Any]) -> None:
     _start_pipelines(project_id, ids)
 
 
+def trigger_first(events: list[dict[str, Any]]) -> set[str]:
+    """The parse triggers of a stream batch, sent before anything else of the batch is done
+    (features/events/outbox.py ``publish``): one ``pipeline.stages`` message per new family, the
+    batch's messages of one organization sent together (10 a request) in that organization's
+    message group. A family uploaded behind another organization's burst so waits for the
+    batch's reading, not for the publishing and recording of the burst's events ahead of it
+    (docs/operations/worker.md "Fairness between organizations"). The ids of the events
+    triggered here (``on_event`` leaves them alone); a refused send raises, and the batch is
+    delivered again (a stages message sent twice is one run: ``run_stages``)."""
+    if not STAGES_BEFORE_PIPELINES:
+        return set()
+    by_org: dict[str, list[tuple[dict[str, Any], int]]] = {}
+    correlation: dict[str, str | None] = {}
+    done: set[str] = set()
+    for event in events:
+        if event.get('eventType') != 'document-families.created' or not event.get('projectId'):
+            continue
+        ids = [str(i) for i in (event.get('resourceIds') or [event.get('resourceId')]) if i]
+        org = str(event.get('organizationId') or '')
+        correlation.setdefault(org, event.get('correlationId'))
+        by_org.setdefault(org, []).extend(
+            ({'type': STAGES, 'documentFamilyId': fid, 'trigger': CREATED}, 0) for fid in ids)
+        done.add(event['id'])
+    for org, messages in by_org.items():
+        with observability.work(correlation_id=correlation[org], organization_id=org or None):
+            _send(messages)
+        observability.count('StageTriggers', len(messages))
+    return done
+
+
+def trigger_created(families: list[dict[str, Any]]) -> None:
+    """The parse triggers of families just uploaded, sent by the upload itself (features/documents
+    service.py, through kernel/hooks.py ``after_create``) in each one's organization's group:
+    the family's parse does not wait for the table stream to read its created event behind
+    another organization's burst (docs/operations/worker.md "Fairness between organizations").
+    The stream still sends its trigger (``trigger_first``): the fallback when this send failed
+    (the upload stands; the hook logs it), and a second trigger of the same family is nothing
+    more than a duplicate start (``run_stages``: the run's id is the family's)."""
+    if not STAGES_BEFORE_PIPELINES:
+        return
+    by_org: dict[str, list[tuple[dict[str, Any], int]]] = {}
+    for family in families:
+        if family.get('id') and family.get('projectId'):
+            by_org.setdefault(str(family.get('organizationId') or ''), []).append(
+                ({'type': STAGES, 'documentFamilyId': str(family['id']), 'trigger': CREATED}, 0))
+    for org, messages in by_org.items():
+        with observability.work(organization_id=org or None):
+            _send(messages)
+        observability.count('StageTriggers', len(messages), path='upload')
+
+
 def _start_pipelines(project_id: str, ids: list[str], *, trigger: str = CREATED,
                      assistant_id: str | None = None) -> None:
     """One ``pipeline.start`` per (family, active subscribed assistant) of the project (only
@@ -235,7 +286,8 @@ def run_stages(family_id: str, trigger: str, assistant_id: str | None = None) ->
         raise engine.PoisonMessage('a pipeline stages message names an id that is not a UUID') from None
     eid = stages_id(family_id, trigger[:200])
     existing = table.get('executions', eid)
-    if existing is not None:
+    if existing is not None:   # a second trigger (the upload's and the stream's): no second run
+        observability.annotate(organization_id=existing.org)
         return _resend_first(existing)
     family = table.get('document-families', family_id)
     if family is None:

@@ -113,7 +113,8 @@ def start(plan_id: str | None, body: dict[str, Any], principal: Principal) -> di
         return existing
     try:
         work_store.send_messages([({'type': START, 'activityId': data['id']}, 0)],
-                                 correlation_id=observability.correlation_id())
+                                 correlation_id=observability.correlation_id(),
+                                 group=data.get('organizationId') or observability.current().get('organization_id'))
     except work_store.SendFailed as exc:
         log.warning('activity %s: start message not sent (%s); removing the activity', data['id'], exc)
         _withdraw(data['id'])

@@ -31,6 +31,7 @@ from chalicelib.kernel.store.table import ENTITY_SK
 SCHEDULE_PARTITION = 'SCHED#DUE'
 PUT_EVENTS_BATCH = 10
 SEND_BATCH = 10
+MAX_GROUP_ID = 128   # SQS: a MessageGroupId is at most 128 characters
 
 
 # ----------------------------------------------------------------------------- clients
@@ -71,12 +72,17 @@ class SendFailed(Exception):
 
 
 def send_messages(messages: list[tuple[dict[str, Any], int]], *, correlation_id: str | None = None,
-                  queue: str | None = None) -> None:
+                  queue: str | None = None, group: str | None = None) -> None:
     """Send (body, delay seconds) messages to the activity queue (``queue='ocr'``: the OCR
     function's, OCR_QUEUE_NAME), in batches of 10; any that SQS refuses raise ``SendFailed``
-    (after the client's own retries)."""
+    (after the client's own retries). ``group``: the organization the work is for, sent as the
+    message's ``MessageGroupId``: on AWS the standard queues are SQS fair queues, which keep one
+    group's backlog from raising the others' dwell time; `make run`'s pollers pick messages
+    round-robin across groups the same way (localdev/fair.py; docs/operations/worker.md
+    "Fairness between organizations")."""
     from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415 - lazy, with boto3
     attributes = {'correlationId': {'DataType': 'String', 'StringValue': correlation_id}} if correlation_id else {}
+    grouped = {'MessageGroupId': group[:MAX_GROUP_ID]} if group else {}
     try:
         url = queue_url(get_config().ocr_queue_name if queue == 'ocr' else None)
         for start in range(0, len(messages), SEND_BATCH):
@@ -84,11 +90,11 @@ def send_messages(messages: list[tuple[dict[str, Any], int]], *, correlation_id:
             if len(chunk) == 1:
                 body, delay = chunk[0]
                 sqs().send_message(QueueUrl=url, MessageBody=json.dumps(body), DelaySeconds=delay,
-                                   MessageAttributes=attributes)
+                                   MessageAttributes=attributes, **grouped)
                 continue
             answer = sqs().send_message_batch(QueueUrl=url, Entries=[
                 {'Id': str(n), 'MessageBody': json.dumps(body), 'DelaySeconds': delay,
-                 'MessageAttributes': attributes} for n, (body, delay) in enumerate(chunk)])
+                 'MessageAttributes': attributes, **grouped} for n, (body, delay) in enumerate(chunk)])
             if answer.get('Failed'):
                 raise SendFailed(answer['Failed'][0].get('Code', 'failed'))
     except (BotoCoreError, ClientError) as exc:

@@ -12,6 +12,10 @@ docs/api/processing.md, docs/operations/worker.md).
 | ``pipeline.step``     | the engine, as a document-processing run (pipelines.py ``PIPELINE``) |
 | ``parse.range``       | parse_stage.py ``run_range`` (one page range of a big document, features/parsing/fanout.py) |
 
+``handle_admitted`` is the door the queue handlers (front/handlers.py ``sqs_batch``, ``ocr_batch``)
+use: it takes one of the message's organization's in-flight slots first (features/work/inflight.py,
+the cap of docs/operations/worker.md "Fairness between organizations") and gives it back after.
+
 The worker spends the Lambda's time, not more: ``deadline`` is the invocation's end (a
 ``time.monotonic()`` instant, front/handlers.py); a message it cannot cover, less the engine's
 safety margin, is ``Deferred`` before anything of it is written (it goes back as a batch item
@@ -22,10 +26,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chalicelib.features.work import engine, parse_stage, pipelines, service
+from chalicelib.core import observability
+from chalicelib.core.config import get_config
+from chalicelib.features.work import engine, inflight, parse_stage, pipelines, service
+from chalicelib.features.work import store as work_store
 from chalicelib.features.work.engine import Deferred, PoisonMessage
 
-__all__ = ['Deferred', 'PoisonMessage', 'handle_message']
+__all__ = ['Deferred', 'PoisonMessage', 'handle_admitted', 'handle_message']
+
+MAX_DELAY_SECONDS = 900   # SQS: a message's DelaySeconds at most
+DEFERRALS = 'deferredOverCap'   # the body's count of times it was over the cap (removed before it is worked)
 
 
 def _strings(message: dict[str, Any], *names: str) -> bool:
@@ -73,3 +83,40 @@ def handle_message(body: str, *, deadline: float | None = None) -> str:
     if kind in pipelines.KINDS or kind in (service.START, service.ATTEMPT, parse_stage.RANGE):
         raise PoisonMessage(f'malformed {kind} message')
     raise PoisonMessage(f'unknown message type {str(kind)[:40]!r}')
+
+
+def handle_admitted(body: str, *, organization: str | None, holder: str, queue: str | None = None,
+                    deadline: float | None = None) -> str:
+    """``handle_message`` within ``organization``'s in-flight cap (``queue``: None for the
+    activity queue, ``'ocr'`` for the OCR function's; their caps are ``org_inflight_cap`` and
+    ``org_ocr_inflight_cap``). ``holder``: the message's id. A message over the cap is not worked:
+    it is sent again in its group, delayed (``org_inflight_delay_seconds``, doubled each time it
+    was, at most 900 s), and this delivery ends (deleted: its receive count, which the
+    dead-letter queue counts, starts again with the new message). A message without an
+    organization (no ``MessageGroupId``), the cap 0 or one not JSON go straight through."""
+    cfg = get_config()
+    cap = cfg.org_ocr_inflight_cap if queue == 'ocr' else cfg.org_inflight_cap
+    if not organization or cap <= 0 or engine.seconds_left(deadline) < engine.START_SECONDS:
+        return handle_message(body, deadline=deadline)
+    try:
+        message = json.loads(body)
+    except (TypeError, ValueError):
+        message = None
+    if not isinstance(message, dict):
+        return handle_message(body, deadline=deadline)
+    counted = DEFERRALS in message
+    deferrals = message.pop(DEFERRALS, 0)
+    deferrals = deferrals if isinstance(deferrals, int) and not isinstance(deferrals, bool) else 0
+    name = queue or 'activity'
+    slot = inflight.take(name, organization, holder, cap=cap,
+                         seconds=engine.seconds_left(deadline) + inflight.MARGIN_SECONDS)
+    if slot is None:
+        delay = min(MAX_DELAY_SECONDS, cfg.org_inflight_delay_seconds * 2 ** min(deferrals, 10))
+        work_store.send_messages([({**message, DEFERRALS: deferrals + 1}, delay)], queue=queue,
+                                 correlation_id=observability.correlation_id(), group=organization)
+        observability.count('WorkerMessages', outcome='over-cap')
+        return f'over the cap of {cap} in flight for its organization: sent again in {delay} s'
+    try:
+        return handle_message(json.dumps(message) if counted else body, deadline=deadline)
+    finally:
+        inflight.release(name, organization, slot, holder)
