@@ -162,10 +162,24 @@ def test_ocr_reads_the_accents_of_a_french_invoice():
 
 def test_ocr_languages_are_those_installed_english_always_first(monkeypatch):
     from chalicelib.features.parsing.readers import ocr
-    monkeypatch.setattr(ocr, 'installed_languages', lambda: frozenset({'osd', 'fra', 'deu', 'jpn'}))
-    assert ocr.languages() == 'eng+deu+fra'    # LANGUAGES' order; English even when it is not listed
+    monkeypatch.setattr(ocr, 'installed_languages', lambda: frozenset({'osd', 'fra', 'eng', 'deu', 'jpn'}))
+    assert ocr.languages() == 'eng+deu+fra'    # LANGUAGES' order, English first
     monkeypatch.setattr(ocr, 'installed_languages', lambda: frozenset())
-    assert ocr.languages() == 'eng'
+    assert ocr.languages() == 'eng'            # Tesseract could not say: English, the minimum
+
+
+def test_a_tesseract_without_the_english_model_fails_the_page_not_reads_it_with_the_others(monkeypatch):
+    """With eng.traineddata gone, Tesseract reads on with deu+fra+spa and answers words with no
+    error: the page must fail, naming the missing model (the OCR image rehearsal's broken image,
+    tests/integration/test_ocr_image.py)."""
+    from chalicelib.features.parsing.readers import ocr
+    from chalicelib.features.parsing.readers.errors import ParseFailure
+    from chalicelib.features.parsing.readers.limits import Limits
+    monkeypatch.setattr(ocr, 'installed_languages', lambda: frozenset({'osd', 'fra', 'deu', 'spa'}))
+    monkeypatch.setattr(ocr, 'ocr_available', lambda: True)
+    with pytest.raises(ParseFailure) as caught:
+        ocr.tesseract_tsv(b'not read', dpi=200, page=3, deadline=time.monotonic() + 30, limits=Limits())
+    assert caught.value.cause == 'ocr-failed' and 'English model' in str(caught.value) and caught.value.page == 3
 
 
 @pytest.mark.slow

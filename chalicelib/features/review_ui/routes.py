@@ -23,7 +23,7 @@ Lambda zip), read on first use and kept for the life of the process.
 """
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -52,15 +52,23 @@ def _asset(name: str) -> str:
     return (STATIC / name).read_text(encoding='utf-8')
 
 
-@cache
 def image_origin() -> str | None:
-    """The origin page images are served from (a presigned GET of the document bucket), or None."""
+    """The origin page images are served from (a presigned GET of the document bucket), or None.
+    Kept per bucket configuration (bucket, endpoint, region), never a failure: a bucket origin
+    that could not be made is tried again by the next request (images refused meanwhile)."""
+    from chalicelib.core.config import get_config  # noqa: PLC0415 - with the page only
+    cfg = get_config()
     try:
-        from chalicelib.features.documents import blobs  # noqa: PLC0415 - lazy: S3 client for this page only
-        parts = urlsplit(blobs.read_url('review-ui/origin-probe', 60))
+        return _origin_of(cfg.bucket_name, cfg.endpoint_url, cfg.region)
     except Exception:   # noqa: BLE001 - no bucket origin: images are refused by the policy (fail closed)
         log.exception('review page: the document bucket origin could not be made')
         return None
+
+
+@lru_cache(maxsize=8)
+def _origin_of(bucket: str, endpoint: str | None, region: str) -> str | None:
+    from chalicelib.features.documents import blobs  # noqa: PLC0415 - lazy: S3 client for this page only
+    parts = urlsplit(blobs.read_url('review-ui/origin-probe', 60))
     if parts.scheme not in ('http', 'https') or not parts.netloc:
         return None
     return f'{parts.scheme}://{parts.netloc}'

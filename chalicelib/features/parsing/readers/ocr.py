@@ -61,7 +61,8 @@ def installed_languages() -> frozenset[str]:
 
 
 def languages() -> str:
-    """Tesseract's ``-l``: ``LANGUAGES`` that are installed, English always (the OCR image's minimum)."""
+    """Tesseract's ``-l``: ``LANGUAGES`` that are installed, English always (the OCR image's minimum:
+    a Tesseract that lists its languages without English fails the page, ``tesseract_tsv``)."""
     have = installed_languages()
     return '+'.join(lang for lang in LANGUAGES if lang == 'eng' or lang in have)
 
@@ -76,6 +77,10 @@ def tesseract_tsv(image: bytes, *, dpi: int, page: int, deadline: float, limits:
     """Tesseract's TSV for one image; ParseFailure 'time-budget' / 'ocr-failed' / 'ocr-unavailable'."""
     if not ocr_available():
         raise ParseFailure('ocr-unavailable', f'page {page} needs OCR and Tesseract is not installed here', page=page)
+    have = installed_languages()
+    if have and 'eng' not in have:   # fail closed: Tesseract reads on with the others and answers wrong words
+        raise ParseFailure('ocr-failed', f'page {page} needs OCR and Tesseract here has no English model '
+                                         '(tesseract-ocr-eng, the OCR image\'s minimum)', page=page)
     timeout = deadline - time.monotonic()
     if timeout <= 0:
         raise ParseFailure('time-budget', f'no time was left to read page {page} by OCR', page=page, limit='deadline')
