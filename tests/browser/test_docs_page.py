@@ -46,18 +46,28 @@ def stack(tmp_path):
     live.stop()
 
 
-@pytest.fixture
-def browser(tmp_path):
+def chrome(profile: Path, *, window_size: str | None = None):
+    """Debian's Chromium under chromedriver, headless with CHROMIUM_FLAGS (``window_size``, e.g.
+    '1280,800', replacing theirs) and a fresh profile: the browser tests' one way to start it."""
     chromium, driver_path = _binaries()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f'--user-data-dir={tmp_path / "profile"}')
+        if not (window_size and flag.startswith('--window-size')):
+            options.add_argument(flag)
+    if window_size:
+        options.add_argument(f'--window-size={window_size}')
+    options.add_argument(f'--user-data-dir={profile}')
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
     driver.set_page_load_timeout(60)
+    return driver
+
+
+@pytest.fixture
+def browser(tmp_path):
+    driver = chrome(tmp_path / 'profile')
     yield driver
     driver.quit()
 

@@ -28,7 +28,7 @@ from urllib.parse import quote
 import pytest
 from urllib3 import encode_multipart_formdata
 
-from tests.browser.test_docs_page import CHROMIUM_FLAGS, _binaries
+from tests.browser.test_docs_page import chrome
 from tests.extraction_corpus import invoice_definition, invoice_pdf, invoice_values
 from tests.live import ROOT, LiveStack
 
@@ -102,18 +102,7 @@ def live(tmp_path_factory):
 
 @pytest.fixture
 def browser(tmp_path):
-    chromium, driver_path = _binaries()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in CHROMIUM_FLAGS:
-        if not flag.startswith('--window-size'):
-            options.add_argument(flag)
-    options.add_argument('--window-size=1280,800')
-    options.add_argument(f'--user-data-dir={tmp_path / "profile"}')
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    driver.set_page_load_timeout(60)
+    driver = chrome(tmp_path / 'profile', window_size='1280,800')
     # the viewport itself 1280x800 (the window's size includes what headless Chromium keeps for its frame)
     driver.execute_cdp_cmd('Emulation.setDeviceMetricsOverride',
                            {'width': 1280, 'height': 800, 'deviceScaleFactor': 1, 'mobile': False})

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 from urllib3 import encode_multipart_formdata
 
 from bench.extraction_scoring import extraction_of, score
-from tests.integration.test_extraction_local import _extracted
+from tests.integration.test_extraction_local import _extracted, assistant_place
 from tests.integration.test_parsing_local import _wait
 from tests.live import LiveStack
 
@@ -44,24 +43,8 @@ def live(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def place(live) -> dict:
-    org = next(o for o in live.get('/api/organizations').body['content'] if o.get('slug') == 'default')
-    tag = uuid.uuid4().hex[:6]
-    project = live.created('/api/projects', {'name': f'corpus-{tag}', 'organizationId': org['id']})
-    live.created('/api/task-statuses', {'organizationId': org['id'], 'slug': f'to-review-{tag}', 'label': 'x',
-                                        'statusType': 'OPEN'})
-    inbox = live.created('/api/document-stores', {'projectId': project['id'], 'name': 'inbox', 'slug': f'in-{tag}'})
-    store = live.created('/api/data-stores', {'projectId': project['id'], 'name': 'Invoices',
-                                              'slug': f'invoices-{tag}'})
     general = json.loads((CORPUS / 'definitions' / 'general.json').read_text(encoding='utf-8'))
-    general.update(organizationId=org['id'], slug=f'general-{tag}')
-    live.created('/api/data-definitions', general)
-    live.created('/api/assistants', {
-        'projectId': project['id'], 'name': 'Invoice extractor', 'slug': f'extractor-{tag}',
-        'subscription': f"documentStoreId == '{inbox['id']}'",
-        'options': {'pipeline': {'steps': [{'name': 'extract', 'stepType': 'EXTRACT', 'options': {
-            'dataDefinition': f'general-{tag}', 'dataStore': f'invoices-{tag}',
-            'statusSlug': f'to-review-{tag}'}}]}}})
-    return {'org': org, 'inbox': inbox, 'store': store, 'base': f"/api/stores/{org['slug']}/invoices-{tag}"}
+    return assistant_place(live, general, 'general')
 
 
 def _upload(live, place, name: str) -> dict:

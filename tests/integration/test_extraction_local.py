@@ -56,6 +56,30 @@ def place(live):
             'base': f"/api/stores/{org['slug']}/invoices-{tag}"}
 
 
+def assistant_place(live, definition: dict, prefix: str) -> dict:
+    """A project in the default organization whose assistant extracts what lands in its inbox
+    with ``definition`` (a data definition's body, its slug given here) into a data store, review
+    tasks in an OPEN status: the live tests' one set-up of an extracting project."""
+    org = next(o for o in live.get('/api/organizations').body['content'] if o.get('slug') == 'default')
+    tag = uuid.uuid4().hex[:6]
+    project = live.created('/api/projects', {'name': f'{prefix}-{tag}', 'organizationId': org['id']})
+    live.created('/api/task-statuses', {'organizationId': org['id'], 'slug': f'to-review-{tag}', 'label': 'x',
+                                        'statusType': 'OPEN'})
+    inbox = live.created('/api/document-stores', {'projectId': project['id'], 'name': 'inbox', 'slug': f'in-{tag}'})
+    store = live.created('/api/data-stores', {'projectId': project['id'], 'name': 'Invoices',
+                                              'slug': f'invoices-{tag}'})
+    created = live.created('/api/data-definitions', {'name': 'Invoice', **definition, 'organizationId': org['id'],
+                                                     'slug': f'{prefix}-{tag}'})
+    live.created('/api/assistants', {
+        'projectId': project['id'], 'name': 'Invoice extractor', 'slug': f'extractor-{tag}',
+        'subscription': f"documentStoreId == '{inbox['id']}'",
+        'options': {'pipeline': {'steps': [{'name': 'extract', 'stepType': 'EXTRACT', 'options': {
+            'dataDefinition': f'{prefix}-{tag}', 'dataStore': f'invoices-{tag}',
+            'statusSlug': f'to-review-{tag}'}}]}}})
+    return {'org': org, 'inbox': inbox, 'store': store, 'definition': created,
+            'base': f"/api/stores/{org['slug']}/invoices-{tag}"}
+
+
 def _upload(live, place, name: str, pdf: bytes) -> dict:
     body, content_type = encode_multipart_formdata({'file': (name, pdf, 'application/pdf')})
     answer = live.call('POST', f"/api/stores/{place['org']['slug']}/{place['inbox']['slug']}/fs?path={name}",

@@ -8,13 +8,12 @@ target 127.0.0.1."""
 from __future__ import annotations
 
 import copy
-import uuid
 
 import pytest
 from urllib3 import encode_multipart_formdata
 
 from tests.extraction_corpus import invoice_definition, invoice_pdf, invoice_values
-from tests.integration.test_extraction_local import _extracted, _objects
+from tests.integration.test_extraction_local import _extracted, _objects, assistant_place
 from tests.integration.test_parsing_local import _wait
 from tests.live import LiveStack
 
@@ -29,25 +28,10 @@ def live(tmp_path_factory):
 
 
 def _setup(live) -> dict:
-    org = next(o for o in live.get('/api/organizations').body['content'] if o.get('slug') == 'default')
-    tag = uuid.uuid4().hex[:6]
-    project = live.created('/api/projects', {'name': f'memory-{tag}', 'organizationId': org['id']})
-    live.created('/api/task-statuses', {'organizationId': org['id'], 'slug': f'to-review-{tag}', 'label': 'x',
-                                        'statusType': 'OPEN'})
-    inbox = live.created('/api/document-stores', {'projectId': project['id'], 'name': 'inbox', 'slug': f'in-{tag}'})
-    live.created('/api/data-stores', {'projectId': project['id'], 'name': 'Invoices', 'slug': f'invoices-{tag}'})
     taxons = copy.deepcopy(invoice_definition())
     po = next(c for c in taxons[0]['children'] if c['name'] == 'poNumber')
     po.update(required=True, label='Order Ref', rules=[{'type': 'label', 'label': 'Order Ref'}])
-    definition = live.created('/api/data-definitions', {'organizationId': org['id'], 'name': 'Invoice',
-                                                        'slug': f'invoice-{tag}', 'taxons': taxons})
-    live.created('/api/assistants', {
-        'projectId': project['id'], 'name': 'Invoice extractor', 'slug': f'extractor-{tag}',
-        'subscription': f"documentStoreId == '{inbox['id']}'",
-        'options': {'pipeline': {'steps': [{'name': 'extract', 'stepType': 'EXTRACT', 'options': {
-            'dataDefinition': f'invoice-{tag}', 'dataStore': f'invoices-{tag}',
-            'statusSlug': f'to-review-{tag}'}}]}}})
-    return {'org': org, 'inbox': inbox, 'definition': definition, 'base': f"/api/stores/{org['slug']}/invoices-{tag}"}
+    return assistant_place(live, {'taxons': taxons}, 'memory')
 
 
 def _extract_upload(live, place, name: str, values: dict) -> tuple[dict, dict]:
