@@ -175,6 +175,20 @@ def test_a_label_whose_accent_ocr_misread_is_still_the_label():
     assert labels.pattern('Total').search('Tötal') is None    # an unaccented letter of a label is only itself
 
 
+def test_a_sign_of_a_label_that_ocr_misread_is_still_the_label():
+    """A 200-dpi photo reads `Nº de factura:` as `N£ de factura:`: no label matched and the
+    invoice number was missing. A label's sign matches any one sign in its place; the letters
+    around it still have to match, and a ruling (`|`) is not a sign."""
+    nodes = _ocr_lines([('N£', [60.0, 100.0, 75.0, 110.0]), ('de', [79.0, 100.0, 91.0, 110.0]),
+                        ('factura:', [95.0, 100.0, 135.0, 110.0]), ('F2026-88807', [140.0, 100.0, 200.0, 110.0])])
+    attrs = _header(nodes, _definition(_leaf('number', 'string', 'Nº de factura')))
+    assert attrs['number']['value'] == 'F2026-88807', attrs['number']
+    pattern = labels.pattern('Nº de factura')
+    assert all(pattern.search(f'{text} de factura') for text in ('Nº', 'N°', 'N£', 'N#', 'N*'))
+    assert not any(pattern.search(f'{text} de factura') for text in ('N|', 'N', 'Nr', 'N.'))
+    assert labels.pattern('Invoice #').search('Invoice | Date') is None
+
+
 def test_a_ruling_or_an_underline_ocr_reads_between_a_label_and_its_value_is_not_the_value():
     """A photo's `IGST 18% |. +2,487.68` and `Invoice No. _TT/26-27/28616`: the `|` of a
     ruling and the `_` of an underline made the tax unreadable and the number wrong."""

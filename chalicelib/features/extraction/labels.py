@@ -68,14 +68,31 @@ def _base(ch: str) -> str:
 _ACCENTLESS = {cp: _base(chr(cp)) for cp in range(0xC0, 0x250) if _base(chr(cp)) != chr(cp)}
 
 
+def _is_sign(ch: str) -> bool:
+    """A sign that stands for a word in a label (``Nº``, ``N°``, ``№``, ``#``, ``€``): a symbol,
+    or the ordinal indicators (letters to Unicode, signs to a reader); not a ruling (``|``)."""
+    if ch in '|¦+<=>^`~':   # rulings and arithmetic as OCR reads them, not a word's sign
+        return False
+    return ch in 'ºª#*' or unicodedata.category(ch).startswith('S')
+
+
+# Latin-1, Latin Extended, the currency and letterlike blocks (``№``) and a few arrows/maths: the
+# signs a label or OCR writes. One character for one, so offsets stay.
+_SIGNS = ''.join(chr(cp) for block in ((0x21, 0x250), (0x2000, 0x2200)) for cp in range(*block) if _is_sign(chr(cp)))
+_SIGN_MARK = '\x1a'   # every sign folds to this one character (``fold``)
+_SIGN_CLASS = '[' + re.escape(_SIGNS) + ']'
+
+
 def fold(text: str) -> str:
-    """``text`` in lower case without accents, one character for one (offsets stay)."""
+    """``text`` in lower case without accents, every sign one mark (``_is_sign``), one
+    character for one (offsets stay)."""
     out = text.lower()
     if len(out) != len(text):   # a letter whose lower case is two ('İ'): keep it as it is
         out = ''.join(c.lower() if len(c.lower()) == 1 else c for c in text)
-    return out.translate(_ACCENTLESS)
+    return out.translate(_FOLD)
 
 
+_FOLD = {**_ACCENTLESS, **{ord(c): _SIGN_MARK for c in _SIGNS}}
 _VARIANTS: dict[str, str] = {}   # a base letter -> every accented letter of it (OCR reads `emisión` as `emisiön`)
 for _cp, _b in _ACCENTLESS.items():
     _VARIANTS[_b] = _VARIANTS.get(_b, '') + chr(_cp)
@@ -83,16 +100,19 @@ for _cp, _b in _ACCENTLESS.items():
 
 def _word(word: str) -> str:
     """An accented letter of a label matches the letter without an accent or with any other
-    accent (a typist drops it, OCR misreads it); an unaccented one only itself."""
-    return ''.join(f'[{re.escape(c)}{re.escape(_base(c))}{re.escape(_VARIANTS.get(_base(c), ""))}]' if _base(c) != c
-                   else re.escape(c) for c in word)
+    accent (a typist drops it, OCR misreads it); an unaccented one only itself. A sign
+    (``_is_sign``: the ``º`` of ``Nº``, ``°``, ``#``) matches any one sign: OCR reads ``Nº`` as
+    ``N£`` or ``N°``, and the rest of the label still has to match."""
+    return ''.join(_SIGN_CLASS if c in _SIGNS
+                   else f'[{re.escape(c)}{re.escape(_base(c))}{re.escape(_VARIANTS.get(_base(c), ""))}]'
+                   if _base(c) != c else re.escape(c) for c in word)
 
 
 @lru_cache(maxsize=512)
 def pattern(label: str) -> re.Pattern[str] | None:
     """``label`` as whole words, ignoring case, accents the document drops or OCR misreads
-    (``Fecha de emision``, ``Fecha de emisiön`` for ``Fecha de emisión``) and runs of spaces
-    ('Total' is not in 'Subtotal')."""
+    (``Fecha de emision``, ``Fecha de emisiön`` for ``Fecha de emisión``), a sign OCR misreads
+    (``N£ de factura`` for ``Nº de factura``) and runs of spaces ('Total' is not in 'Subtotal')."""
     words = label.split()
     if not words:
         return None
@@ -177,7 +197,7 @@ def _confidence(rule: dict[str, Any], found: Found, base: float | None = None) -
 
 
 def _candidates(scope: Scope, text: str) -> list[int]:
-    """Indexes of the units whose text holds ``text`` ignoring case and accents, in order."""
+    """Indexes of the units whose text holds ``text`` ignoring case, accents and which sign, in order."""
     folded = getattr(scope, '_accentless', None)
     if folded is None:
         folded = fold(scope.text)

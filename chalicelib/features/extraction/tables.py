@@ -39,7 +39,8 @@ MAX_TABLE_ROWS = 2_000        # rows one table rule may turn into instances
 MAX_SKEW_DEGREES = 5.0        # a larger estimate is not trusted: the page is read unrotated
 MIN_SKEW_DEGREES = 0.05       # under this a page is read as it is (text PDFs: 0)
 # a totals row ends a table (a row starting with one of these words; `stopAt` replaces them)
-DEFAULT_STOP = (r'^\s*(sub-?total|total|tax|vat|gst|hst|amount due|balance due|notes?|'
+DEFAULT_STOP = (r'^\s*(sub-?total|total|grand total|tax|taxable value|vat|gst|[cis]gst|utgst|hst|amount due|'
+                r'balance due|notes?|'
                 r'zwischensumme|summe|gesamt\w*|netto\w*|brutto\w*|mwst\.?|ust\.?|umsatzsteuer|rechnungsbetrag|'
                 r'sous-total|total ht|total ttc|montant total|tva|net [àa] payer|'
                 r'iva|importe total|importe neto|base imponible|subtotale|totale|imponibile|'
