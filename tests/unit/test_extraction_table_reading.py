@@ -177,7 +177,8 @@ def test_a_table_resumes_without_a_header_when_the_columns_line_up_and_not_other
 
 @pytest.mark.parametrize('text', ['Subtotal', 'Zwischensumme', 'Summe netto', 'Gesamtbetrag', 'MwSt. 19%',
                                   'USt 19%', 'Total HT', 'TVA 20 %', 'Sous-total', 'IVA 21%', 'Importe total',
-                                  'Base imponible', 'Totale', 'BTW 21%', 'Totaal', 'GST 18%', 'Amount due'])
+                                  'Base imponible', 'Totale', 'BTW 21%', 'Totaal', 'GST 18%', 'Amount due',
+                                  'Taxable Value', 'IGST 18%', 'CGST 9%', 'Grand Total'])
 def test_totals_words_of_several_languages_end_the_table(text):
     page = invoice(Page().page(), 2)
     page.line(252, (360, text), (480, '9.00')).item(268, 'Part 9', '1', '1.00', '1.00')
