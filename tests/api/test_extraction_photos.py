@@ -4,11 +4,12 @@ falling off down the page, dust) through the HTTP layer, read with the ONE gener
 included): parsed by the parse stage's readers (Tesseract, features/parsing/readers/ocr.py), the
 document written with ``PUT .../document``, extracted with ``POST .../extract``, scored by
 bench/extraction_scoring.py against the generator's truth (bench/README.md "Extraction on unseen
-layouts (issue 48)", "Scans: Sauvola binarisation").
+layouts (issue 48)", "Scans: a second pass with Sauvola").
 
 - tata's photo, printed in light grey: Tesseract's global threshold lost its decimal points and
-  thin digits (``1,183.65`` read ``118365``): 1 of 5 line items; every one now, no totals row
-  read as an item (``Taxable Value``, ``IGST``, ``Grand Total`` end the table);
+  thin digits (``1,183.65`` read ``118365``): 1 of 5 line items; every one now (the page, read
+  with low confidence, is read again with Sauvola's adaptive threshold), no totals row read as an
+  item (``Taxable Value``, ``IGST``, ``Grand Total`` end the table);
 - garcia-broken's photo reads ``Nº de factura`` as ``N£ de factura``: the invoice number was
   missing; the label's sign now matches the sign OCR read.
 No value is wrong without an exception on either (no silent error)."""
