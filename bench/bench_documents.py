@@ -172,7 +172,7 @@ def run(args, url: str) -> None:
             doomed = call('POST', f'{base}/upload', raw=b'y' * 1_000, ctype='application/octet-stream')
             documents.sweep_dependents = sweep if second else (lambda family, principal: None)
             try:
-                rows.append(counted(label_, lambda: call('DELETE', f"/api/document-families/{doomed['id']}")))
+                rows.append(counted(label_, lambda d=doomed: call('DELETE', f"/api/document-families/{d['id']}")))
             finally:
                 documents.sweep_dependents = sweep
         rows.append(counted('GET /api/projects/{id} (auth + rate limit only)', lambda: call(
