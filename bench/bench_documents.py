@@ -162,6 +162,19 @@ def run(args, url: str) -> None:
         rows.append(counted('batch save, 10 families (a label each)', lambda: call(
             'POST', '/api/batch-update', {'projectId': project['id'], 'documentFamilyIds': fams,
                                           'labelUpdates': {'newLabels': [label['id']]}})))
+        # a family's DELETE: its dependents read before the family's delete and, since the chaos
+        # run of 1235cd8, once more after it (documents/service.py sweep_dependents); "before"
+        # is the same request with that second read switched off, in the same run
+        from chalicelib.features.documents import service as documents
+        sweep = documents.sweep_dependents
+        for label_, second in (('DELETE family (upload): one read of dependents', False),
+                               ('DELETE family (upload): read again after', True)):
+            doomed = call('POST', f'{base}/upload', raw=b'y' * 1_000, ctype='application/octet-stream')
+            documents.sweep_dependents = sweep if second else (lambda family, principal: None)
+            try:
+                rows.append(counted(label_, lambda d=doomed: call('DELETE', f"/api/document-families/{d['id']}")))
+            finally:
+                documents.sweep_dependents = sweep
         rows.append(counted('GET /api/projects/{id} (auth + rate limit only)', lambda: call(
             'GET', f"/api/projects/{project['id']}")))
         print('\nAWS calls per request (whole request: authentication and rate limit included)')

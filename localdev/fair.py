@@ -18,11 +18,14 @@ buffer, held per message group, and takes batches from it:
   (a single-organization stack works as before: one batch at a time, in arrival order).
 
 Bounded: at most ``max_held`` messages held (``MAX_HELD``; past it the rest stay in the queue, in
-arrival order, and ``full`` says so); a message held for ``hold_seconds`` (half the queue's
-visibility timeout) is due for a visibility extension (``due``), so a held message is never
-delivered twice; a message received again (its visibility ran out meanwhile) replaces its older
-copy. Messages the worker failed are not held again: they come back from the queue after its
-visibility timeout, as on AWS.
+arrival order, and ``full`` says so). A message is received ahead hidden for the poller's
+``HOLD_SECONDS`` (300 s, not the queue's visibility timeout: each receive counts toward the
+dead-letter queue's maxReceiveCount, and a message held behind a busy group must not be received
+again and again); one held for ``hold_seconds`` (a third of that) is due for a visibility
+extension (``due``), so a held message is never delivered twice; a message received again (its
+visibility ran out meanwhile) replaces its older copy. A batch handed to a worker gets the
+queue's visibility timeout back: messages the worker failed are not held again, they come back
+from the queue after its visibility timeout, as on AWS.
 
 Written here rather than taken from a library: it is a few lines of round-robin over dicts, and
 no maintained package emulates SQS fair queues over a local queue.

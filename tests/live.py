@@ -169,3 +169,13 @@ class LiveStack:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+        self.keep_log()
+
+    def keep_log(self) -> Path:
+        """The server's whole output kept as a test artifact (``.local/artifacts/live/<state dir
+        name>.log``): what a failed run on CI leaves to read (its API key lines left out)."""
+        folder = ROOT / '.local' / 'artifacts' / 'live'
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f'{Path(self.env["LOCAL_STATE_DIR"]).name}.log'
+        path.write_text(''.join(line for line in list(self.output) if 'API key' not in line))
+        return path

@@ -105,6 +105,11 @@ class Family:
     # family's content objects, runs and extracted data: ``documentFamilyId``); the deleted family's
     # hook deletes them (``dependents_of``), the records reached through the field's value index.
     deleted_with: str | None = None
+    # Its records are written by background work that read the parent just before (a worker's
+    # run of a document family), with no condition on the parent in their write: the parent's
+    # delete reads them once more after it committed (features/documents/service.py
+    # ``sweep_dependents``). One more walk of the value index per delete, so only where needed.
+    swept_after_delete: bool = False
     # Read-only organization-slug paths /api/{family}/{orgSlug}/{slug} (kernel/org_reads.py), and
     # /{version} as well when ``versioned``.
     org_slug_paths: bool = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support import create
-from tests.unit.test_label_rules import corpus_nodes, general
+from tests.unit.test_label_rules import corpus_nodes, general, without
 
 
 @pytest.fixture
@@ -24,9 +24,10 @@ def setup(api, org_id, bucket):
     return {'project': project['id'], 'store': store, 'org': org, 'definition': r.json}
 
 
-def _extract(api, setup, name: str, **options) -> tuple[dict, dict, dict]:
+def _extract(api, setup, name: str, nodes=None, **options) -> tuple[dict, dict, dict]:
     fam = create(api, 'document-families', setup['org']['id'], projectId=setup['project'], path=f'in/{name}')
-    r = api.put(f"/api/document-families/{fam['id']}/document", {'version': 0, 'nodes': list(corpus_nodes(name))})
+    nodes = list(corpus_nodes(name)) if nodes is None else nodes
+    r = api.put(f"/api/document-families/{fam['id']}/document", {'version': 0, 'nodes': nodes})
     assert r.status == 200, r.json
     r = api.post(f"/api/document-families/{fam['id']}/extract",
                  {'dataDefinition': 'general', 'dataStore': 'invoices', **options})
@@ -68,12 +69,37 @@ def test_an_explicit_locale_still_wins_over_the_documents_conventions(api, setup
     assert attrs['subtotal'].get('typedValue') is None and 'as en-US writes one' in attrs['subtotal']['normaliseError']
 
 
-def test_a_date_the_document_does_not_settle_is_an_ambiguous_value_a_reviewer_settles(api, setup):
-    """stellar writes 08/05/2026 and 09/04/2026 and nothing that says which part is the day: no
-    value is guessed; the exceptions say why; a correction is read with the run's conventions
-    (still ambiguous when written the same way), an ISO date closes it."""
+def test_dates_are_settled_by_what_the_document_says_beyond_its_dates(api, setup):
+    """stellar-1 (08/05/2026, 09/04/2026) and garcia-1 (04/07/2026, 03/08/2026) have no date that
+    settles the order; a careful reader still knows it (docs/api/extraction.md "How the date order
+    is settled"): stellar's supplier is at "San Francisco, CA 94105" and bills in dollars (month
+    first); garcia's due date is its issue date plus the "30 días" it states under one reading
+    only (day first). Both read right, with no exception; the run says which evidence settled it."""
     fam, summary, invoice = _extract(api, setup, 'stellar-1.pdf')
+    values = _values(invoice)
+    assert values['invoiceDate'] == '2026-08-05' and values['dueDate'] == '2026-09-04', values
+    assert summary['options']['conventions'] == {'decimal': '.', 'dateOrder': 'MDY'}
+    assert summary['options']['conventionsFrom'] == {'decimal': 'numbers', 'dateOrder': 'country'}
+    assert api.get(f"/api/exceptions?documentFamilyId={fam['id']}&state=OPEN").json['content'] == []
+    fam, summary, invoice = _extract(api, setup, 'garcia-1.pdf')
+    values = _values(invoice)
+    assert values['invoiceDate'] == '2026-07-04' and values['dueDate'] == '2026-08-03', values
+    assert summary['options']['conventions'] == {'decimal': ',', 'dateOrder': 'DMY'}
+    assert summary['options']['conventionsFrom']['dateOrder'] == 'terms'
+    assert api.get(f"/api/exceptions?documentFamilyId={fam['id']}&state=OPEN").json['content'] == []
+    # the document's own unambiguous dates still win: mueller's dotted dates
+    _, summary, _ = _extract(api, setup, 'mueller-1.pdf')
+    assert summary['options']['conventionsFrom']['dateOrder'] == 'dates'
+
+
+def test_a_date_the_document_does_not_settle_is_an_ambiguous_value_a_reviewer_settles(api, setup):
+    """stellar writes 08/05/2026 and 09/04/2026; without its state and ZIP (``San Francisco``
+    alone) nothing says which part is the day: no value is guessed; the exceptions say why; a
+    correction is read with the run's conventions (still ambiguous when written the same way), an
+    ISO date closes it."""
+    fam, summary, invoice = _extract(api, setup, 'stellar-1.pdf', without(corpus_nodes('stellar-1.pdf'), ', CA 94105'))
     assert summary['options']['conventions'] == {'decimal': '.', 'dateOrder': None}
+    assert summary['options']['conventionsFrom'] == {'decimal': 'numbers'}
     open_ = api.get(f"/api/exceptions?documentFamilyId={fam['id']}&state=OPEN").json['content']
     kinds = {e['taxon']: e for e in open_}
     assert kinds['invoice/invoiceDate']['exceptionType'] == 'AMBIGUOUS_VALUE'

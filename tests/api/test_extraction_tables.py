@@ -150,3 +150,30 @@ def test_corpus_tables_over_pages_with_headings_and_skew_are_read_whole(api, lin
         typed, written = [t[1:] for t in typed], [w[1:] for w in written]
     assert typed == written
     assert [e for e in got['exceptions'] if e['taxon'].startswith('invoice/lineItems')] == []
+
+
+def test_an_ocr_confusion_in_a_line_item_is_asked_not_stored_as_sure(api, lines):
+    """The corpus's 150-dpi scan (mueller-1, 0.8 degrees): Tesseract reads ``Hydrauliköl HLP 46
+    (20 l)`` as ``(20 |)``; its columns have no threshold (a description's correct OCR is often
+    at 0.5-0.9), so it was stored as sure, a wrong value with no exception. A ``|`` in an OCR'd
+    value is a typical confusion (docs/api/extraction.md "OCR's confusions"): the value is at most
+    0.5 confident and a LOW_CONFIDENCE warning on its row; the other rows, OCR'd too, none."""
+    doc, locale = corpus_doc('scan-mueller-1-150dpi-0.8deg.pdf')
+    _definition(api, lines, 'corpus', corpus_definition(locale))
+    got = _extract(api, lines, doc, 'corpus')
+    suspect = [r for r in got['rows'] if '|' in (r['description']['value'] or '')]
+    assert [r['description']['value'] for r in suspect] == ['Hydrauliköl HLP 46 (20 |)'], got['rows']
+    attr = suspect[0]['description']
+    assert attr['confidence'] <= 0.5 and "'|'" in attr['dataFeatures']['ocrSuspect'], attr
+    on_items = [(e['exceptionType'], e['taxon'], e['dataObjectId']) for e in got['exceptions']
+                if e['taxon'].startswith('invoice/lineItems')]
+    row = next(o for o in got['objects'] if any(a['id'] == attr['id'] for a in o['attributes']))
+    assert on_items == [('LOW_CONFIDENCE', 'invoice/lineItems/description', row['id'])], on_items
+    assert "read by OCR with '|' in it" in next(e['message'] for e in got['exceptions']
+                                                 if e['dataObjectId'] == row['id'])
+    # the reviewer's value is no OCR reading: the warning closes
+    url = f"/api/stores/{lines['org']['slug']}/lines/dataObjects/{row['id']}/attributes/{attr['id']}"
+    r = api.put(url, {'value': 'Hydrauliköl HLP 46 (20 l)'})
+    assert r.status == 200 and 'ocrSuspect' not in r.json['dataFeatures'], r.json
+    still = api.get(f"/api/exceptions?dataObjectId={row['id']}&state=OPEN").json['content']
+    assert still == [], still

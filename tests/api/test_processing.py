@@ -477,14 +477,55 @@ def test_a_run_whose_family_was_deleted_after_the_delete_looked_goes_with_it(api
     assert stages.startswith('started'), stages
     from chalicelib.features.documents import service as documents
     real = documents.delete_dependents
-    monkeypatch.setattr(documents, 'delete_dependents',   # the delete's read misses the new run
-                        lambda fam, principal: None if fam.id == family['id'] else real(fam, principal))
+    monkeypatch.setattr(documents, 'delete_dependents',   # the delete's reads miss the new run
+                        lambda fam, principal, **kw: None if fam.id == family['id'] else real(fam, principal, **kw))
     assert api.delete(f"/api/document-families/{family['id']}").status == 204
     monkeypatch.setattr(documents, 'delete_dependents', real)
     [run] = [e for e in executions_of(api, family['id'], stages=True)]
     settle(work)
     assert api.get(f"/api/executions/{run['id']}").status == 404
     assert executions_of(api, family['id'], stages=True) == []
+
+
+def test_a_run_created_after_its_family_was_deleted_deletes_itself_at_once(api, prj, work, monkeypatch):
+    """The chaos run of 1235cd8: the upload's own parse trigger reached the worker while the test
+    deleted the family; the worker read the family just before its delete, created the stages run
+    just after, and the run named a deleted family until its step ran. Its creation now finds the
+    family gone (the conditional summary write) and the run goes at once, no step needed."""
+    assistant(api, prj)
+    family = upload(api, prj, 'late.pdf')
+    from chalicelib.features.work import pipelines
+    from chalicelib.kernel.store import table
+    read_before = table.get('document-families', family['id'])
+    assert api.delete(f"/api/document-families/{family['id']}").status == 204
+    real_get = pipelines.table.get
+    monkeypatch.setattr(pipelines.table, 'get', lambda path, id_, *a, **k: read_before
+                        if (path, id_) == ('document-families', family['id']) else real_get(path, id_, *a, **k))
+    outcome = pipelines.run_stages(family['id'], pipelines.CREATED)
+    assert outcome.startswith('deleted'), outcome
+    assert api.get(f"/api/executions/{pipelines.stages_id(family['id'], pipelines.CREATED)}").status == 404
+    assert executions_of(api, family['id'], stages=True) == []
+
+
+def test_a_run_created_while_its_family_is_deleted_is_swept_by_the_delete(api, prj, work, monkeypatch):
+    """A run created between the delete's read of the family's executions and the family's own
+    delete: the delete reads them once more after it committed (features/documents/service.py
+    ``sweep_dependents``), so no execution names the family when the DELETE answers."""
+    assistant(api, prj)
+    family = upload(api, prj, 'between.pdf')
+    from chalicelib.features.documents import service as documents
+    from chalicelib.features.work import pipelines
+    real = documents.delete_dependents
+    created = []
+
+    def then_a_run_starts(fam, principal, **kw):
+        real(fam, principal, **kw)
+        if fam.id == family['id'] and not created:   # the worker's run lands right after the read
+            created.append(pipelines.run_stages(family['id'], pipelines.CREATED))
+    monkeypatch.setattr(documents, 'delete_dependents', then_a_run_starts)
+    assert api.delete(f"/api/document-families/{family['id']}").status == 204
+    assert created and created[0].startswith('started'), created
+    assert api.get(f"/api/executions/{pipelines.stages_id(family['id'], pipelines.CREATED)}").status == 404
 
 
 def test_a_run_changed_while_its_family_is_deleted_is_deleted_not_skipped(api, prj, work, upstream, monkeypatch):

@@ -175,6 +175,7 @@ class DocumentFamilyHook(Hook):
 
     def after_delete(self, family, principal, stored):
         from chalicelib.features.documents import service as documents  # noqa: PLC0415 - documents imports hooks
+        documents.sweep_dependents(stored, principal)
         documents.delete_files(stored)
 
 

@@ -16,6 +16,7 @@ condition holds (docs/api/extraction.md "Exceptions").
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,7 @@ from chalicelib.core import budget
 from chalicelib.core.errors import ApiError
 from chalicelib.core.expressions import ExpressionError, evaluate
 from chalicelib.features.documents.validation import run_formula
-from chalicelib.features.extraction import labels, rules
+from chalicelib.features.extraction import date_order, labels, rules
 from chalicelib.features.extraction.document import Document, Found
 from chalicelib.features.extraction.normalise import (
     AUTO,
@@ -62,6 +63,27 @@ class Result:
     memory: dict[str, Any] | None = None   # the layout memory's report: memoryIds, applied, fellBack
 
 
+# A character OCR typically puts where the page has another (docs/api/extraction.md "OCR's confusions"):
+# ``|`` or ``¦`` in a value (``l``, ``I``, ``1`` or a table's ruling: ``(20 l)`` read ``(20 |)``), a
+# letter O, o, I or l between two digits (``2O26``, ``1l5``). A value whose OCR'd words hold one is
+# read at no more than OCR_SUSPECT_CONFIDENCE and is a LOW_CONFIDENCE exception whatever its
+# taxon's threshold: a value the engine may have misread is asked, never stored as sure.
+_OCR_CONFUSION = re.compile(r'[|¦]|(?<=\d)[OoIl](?=\d)')
+OCR_SUSPECT_CONFIDENCE = 0.5
+
+
+def ocr_suspect(found: Found) -> str | None:
+    """Why a value read by OCR may be misread (a typical confusion in its text), or None."""
+    if not any(w.confidence is not None for w in found.words):
+        return None   # a text layer's or an office file's characters are the document's own
+    m = _OCR_CONFUSION.search(found.text)
+    if m is None:
+        return None
+    if m.group(0) in '|¦':
+        return f"'{m.group(0)}' in it, a character OCR reads for l, I, 1 or a table's ruling"
+    return f"'{m.group(0)}' between digits, a letter OCR reads for 0 or 1"
+
+
 def _label(taxon: dict[str, Any]) -> str:
     return str(taxon.get('label') or taxon.get('name'))
 
@@ -76,6 +98,10 @@ def attribute(taxon: dict[str, Any], path: str, found: Found | None, locale: Loc
     attr['value'] = found.text
     attr['confidence'] = found.confidence
     attr['dataFeatures'] = found.provenance()
+    suspect = ocr_suspect(found)
+    if suspect is not None:
+        attr['confidence'] = min(found.confidence, OCR_SUSPECT_CONFIDENCE)
+        attr['dataFeatures']['ocrSuspect'] = suspect
     return renormalise(attr, taxon, locale)
 
 
@@ -116,15 +142,16 @@ class _Run:
         self.doc = doc
         self.recalled = recall(doc) if recall is not None else None   # the layout memory's places
         self.whole = Scope.of_document(doc)
-        # "auto": the document's own conventions, detected once (normalise.detect); what the document
-        # does not settle, from the conventions a reviewer taught for its kind (docs/api/extraction.md
-        # "Layout memory"): the document's own evidence wins
-        self.locale: Locale = detect(doc.text) if locale == AUTO else locale
-        if isinstance(self.locale, Conventions) and self.recalled is not None and self.recalled.conventions:
-            taught = Conventions.of(self.recalled.conventions)
-            filled = Conventions(self.locale.decimal or taught.decimal, self.locale.order or taught.order)
-            self.recalled.conventions_used = filled != self.locale
-            self.locale = filled
+        # "auto": the document's own conventions, detected once (normalise.detect); the date order its
+        # dates leave open settled by weaker evidence, a reviewer's taught conventions among it
+        # (date_order.py; docs/api/extraction.md "How the date order is settled", "Layout memory")
+        self.locale: Locale = locale
+        if locale == AUTO:
+            taught = Conventions.of(self.recalled.conventions) \
+                if self.recalled is not None and self.recalled.conventions else None
+            self.locale = date_order.settle(doc.text, detect(doc.text), taught)
+            if taught is not None:
+                self.recalled.conventions_used = 'taught' in self.locale.evidence().values()
         self.objects: list[Obj] = []
         self.known = labels.Known.of(taxons)
         self._input: dict[str, Any] | None = None
@@ -336,7 +363,12 @@ def assess(objects: list[dict[str, Any]], taxon_of: dict[str, dict[str, Any]]) -
                 continue
             threshold = taxon.get('threshold')
             conf = attr.get('confidence')
-            if threshold is not None and conf is not None and conf < threshold and not attr.get('confirmed'):
+            suspect = (attr.get('dataFeatures') or {}).get('ocrSuspect')
+            if suspect and not attr.get('confirmed'):   # OCR's typical confusion (ocr_suspect), whatever the threshold
+                add(o, LOW_CONFIDENCE, path, f"{label} ({path}): '{attr['value']}' was read by OCR with {suspect}: "
+                                             'check it against the document and confirm or correct it', attr=attr,
+                    severity='WARNING')
+            elif threshold is not None and conf is not None and conf < threshold and not attr.get('confirmed'):
                 add(o, LOW_CONFIDENCE, path, f"{label} ({path}): '{attr['value']}' was read with confidence "
                                              f'{conf:.2f}, '
                                              f'under its threshold {threshold:.2f}: check it against the document and '

@@ -45,8 +45,9 @@ read as under exactly one date order (``08/05/2026`` and 2026-08-05: month first
 decimal separator (``1,234`` and 1234: a decimal point), while the run's own conventions (locale
 "auto", normalise.detect) leave the words ambiguous, teaches that convention; the memory keeps
 at most one date order and one decimal separator. A run with locale "auto" fills what its
-document does not settle from the recalled memory's conventions (engine.py): the document's own
-evidence and an explicit locale still win. A correction whose words no convention reads as its
+document does not settle from the recalled memory's conventions (engine.py, date_order.py "taught"):
+the document's own dates and payment terms and an explicit locale still win; the taught order wins
+over the issuer's country and the document's language. A correction whose words no convention reads as its
 value, or two conventions read alike, teaches none.
 """
 from __future__ import annotations

@@ -15,14 +15,16 @@ them. ``detect`` scans the document's text once for evidence (an amount whose la
 followed by 1-2 digits or whose separators are both present, a number grouped twice by the same
 separator, a numeric date whose first or second part is over 12, a dotted numeric date, a month
 name before or after the day) and settles the decimal separator and the date order only when all
-the evidence agrees. A value the document does not settle (``1,234`` without decimals evidence,
+the evidence agrees; where its dates leave the order open, date_order.py asks weaker evidence
+(payment terms, a taught order, the issuer's country, the document's language). A value the
+document does not settle (``1,234`` without decimals evidence,
 ``01/02/2026`` without date evidence) is ``Ambiguous`` (an ``AMBIGUOUS_VALUE`` exception), never
 a guess; a value that settles itself (``1.234,56``, ``12,50``, ``14/03/2026``) is read as written.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
@@ -78,12 +80,20 @@ class Ambiguous(NotNormalised):
 @dataclass(frozen=True)
 class Conventions:
     """How one document writes numbers and dates (``detect``): its decimal separator ('.' or ',')
-    and its numeric date order ('DMY' or 'MDY'), None where the document does not settle it."""
+    and its numeric date order ('DMY' or 'MDY'), None where the document does not settle it; which
+    evidence settled each (date_order.py: 'numbers' or 'taught'; 'dates', 'terms', 'taught',
+    'country' or 'language'), not part of what a value reads as."""
     decimal: str | None = None
     order: str | None = None
+    decimal_from: str | None = field(default=None, compare=False)
+    order_from: str | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {'decimal': self.decimal, 'dateOrder': self.order}
+
+    def evidence(self) -> dict[str, str]:
+        """Which evidence settled what (docs/api/extraction.md "How the date order is settled")."""
+        return {k: v for k, v in (('decimal', self.decimal_from), ('dateOrder', self.order_from)) if v}
 
     @classmethod
     def of(cls, value: Any) -> Conventions:
@@ -141,9 +151,27 @@ def detect(text: str) -> Conventions:
         vote = _decimal_vote(m.group(1))
         if vote:
             decimals.add(vote)
+    orders = date_votes(text)
+    return Conventions(decimal=decimals.pop() if len(decimals) == 1 else None,
+                       order=orders.pop() if len(orders) == 1 else None)
+
+
+def numeric_dates(text: str) -> list[tuple[int, int, int, str]]:
+    """The document's numeric dates in the order it prints them: (first part, second part, year, separator)."""
+    out = []
+    for m in _NUMERIC_DATE.finditer(text[:MAX_DETECT_CHARACTERS]):
+        year = int(m.group(4))
+        year = year if len(m.group(4)) == 4 else 2000 + year if year < 70 else 1900 + year
+        out.append((int(m.group(1)), int(m.group(3)), year, m.group(2)))
+    return out
+
+
+def date_votes(text: str) -> set[str]:
+    """The date orders the document's own dates show: 'DMY' for a first part over 12, a dotted
+    date or a day before a month name; 'MDY' for a second part over 12 or a month name first."""
+    text = text[:MAX_DETECT_CHARACTERS]
     orders: set[str] = set()
-    for m in _NUMERIC_DATE.finditer(text):
-        a, sep, b = int(m.group(1)), m.group(2), int(m.group(3))
+    for a, b, _, sep in numeric_dates(text):
         if a > 12 >= b >= 1 or (sep == '.' and a <= 31 and 1 <= b <= 12):
             orders.add('DMY')
         elif b > 12 >= a >= 1:
@@ -153,8 +181,7 @@ def detect(text: str) -> Conventions:
             orders.add('DMY')
         elif m.group(3) and m.group(3).lower() in MONTHS:
             orders.add('MDY')
-    return Conventions(decimal=decimals.pop() if len(decimals) == 1 else None,
-                       order=orders.pop() if len(orders) == 1 else None)
+    return orders
 
 
 _SPACE_GROUPED = re.compile(r'\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d+)?')

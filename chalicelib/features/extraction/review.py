@@ -122,6 +122,7 @@ def update_attribute(obj, attribute_id: str, body: dict[str, Any],
         else:
             features = dict(attr.get('dataFeatures') or {})
             features['rule'] = 'reviewer'
+            features.pop('ocrSuspect', None)   # the reviewer's value, not OCR's (engine.ocr_suspect)
         attr['dataFeatures'] = features
         run_locale = _run_locale(obj, definition)
         engine.renormalise(attr, taxon, run_locale)

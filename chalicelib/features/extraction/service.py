@@ -125,6 +125,8 @@ def _effective_options(options: dict[str, Any], locale: str | None, conventions=
     kept = {k: options[k] for k in shapes.REVIEW_OPTION_KEYS if options.get(k) is not None}
     if conventions is not None:
         kept['conventions'] = conventions.as_dict()
+        if conventions.evidence():   # which evidence settled each (docs/api/extraction.md "How the date order ...")
+            kept['conventionsFrom'] = conventions.evidence()
     return {**kept, 'locale': locale} if locale else kept
 
 

@@ -50,7 +50,9 @@ FAMILIES = (
         # an assistant's pipeline over a document family (features/work/pipelines.py)
         'documentFamilyId>document-families?',
         id_param='executionId', hook='executions',
-        indexed={'activityId': 1, 'status': 2, 'documentFamilyId': 3}, deleted_with='documentFamilyId'),
+        indexed={'activityId': 1, 'status': 2, 'documentFamilyId': 3}, deleted_with='documentFamilyId',
+        # a worker creates a family's runs after reading the family (features/work/pipelines.py)
+        swept_after_delete=True),
     declare('activities', 'Activity', 'project',
         f'{TEXT_FIELDS} status=PENDING@ActivityStatus activityPlanId>activity-plans? startedOn:datetime? '
         'completedOn:datetime? metadata:object inputs:object requestId', unique=('requestId',),

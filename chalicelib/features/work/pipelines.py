@@ -329,7 +329,9 @@ def _create_run(eid: str, family, steps: list[dict[str, Any]], trigger: str, pro
         if exc.code == 'TransactionConflict':
             raise
         return 'duplicate (created by another delivery)'
-    _summarise(data)
+    if not _summarise(data):   # the family was deleted since it was read: the run goes with it
+        created = table.get(fam.path, eid)
+        return PIPELINE.vanished(created, FAMILY_GONE) if created is not None else 'gone'
     if problem is not None:
         return f'failed: {problem}'
     _send([_step_message(eid, 0, 1)])
@@ -449,7 +451,11 @@ class PipelineKind(engine.Kind):
             if not meta.get('stepIndex') and data.get('attempts') == 1 and not meta.get('continuations'):
                 _summarise(data)   # the run's first step started
             return
-        _summarise(data)
+        if not _summarise(data) and event == 'ended':
+            stored = table.get(family_of('executions').path, str(data.get('id')))
+            if stored is not None:   # the family went while the run ran: the run goes with it
+                self.vanished(stored, FAMILY_GONE)
+            return
         if event == 'ended':
             observability.count('PipelinesEnded', status=data.get('status'))
             if (data.get('metadata') or {}).get('stages') and data.get('status') == SUCCEEDED:
@@ -625,18 +631,21 @@ def _script_result(execution: dict[str, Any], family: dict[str, Any], result: An
 
 # ----------------------------------------------------------------------------- the family's summary
 
-def _summarise(execution: dict[str, Any]) -> None:
-    """The family's ``processing`` field: its latest run, as docs/api/processing.md shows it."""
+def _summarise(execution: dict[str, Any]) -> bool:
+    """The family's ``processing`` field: its latest run, as docs/api/processing.md shows it.
+    False when the family is gone (the write is conditional on it): a run created or ended
+    after its family's delete read the family's executions deletes itself (``_create_run``,
+    ``PipelineKind.after_write``; docs/api/processing.md "The parse stage")."""
     family_id = execution.get('documentFamilyId')
     if not family_id:
-        return
+        return True
     meta = execution.get('metadata') or {}
     summary = {'assistantId': execution.get('assistantId'), 'assistantName': execution.get('name'),
                'executionId': execution.get('id'), 'status': execution.get('status'),
                'step': (execution.get('step') or {}).get('name'), 'trigger': meta.get('trigger'),
                'updatedOn': execution.get('updatedOn')}
-    repo.set_side_field('document-families', str(family_id), 'processing',
-                        {k: v for k, v in summary.items() if v is not None})
+    return repo.set_side_field('document-families', str(family_id), 'processing',
+                               {k: v for k, v in summary.items() if v is not None})
 
 
 def execution_changed(execution: dict[str, Any]) -> None:
