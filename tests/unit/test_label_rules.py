@@ -424,3 +424,34 @@ def test_the_general_definition_is_a_valid_definition_with_lists_of_up_to_twenty
     lists = [r['label'] for _, t in taxons.walk(general()['taxons']) for r in t.get('rules') or []
              if r.get('type') == 'label']
     assert lists and all(1 <= len(x) <= 20 for x in lists) and max(len(x) for x in lists) > 10
+
+
+def test_an_amount_behind_a_sign_ocr_could_not_read_is_read_and_asked_never_sure():
+    """A photo's `₹ 16,308.12` read `® 16,308.12`: not an amount (INVALID_VALUE, the total lost).
+    The amount behind a lone unknown sign is read, its currency not taken from the sign, and a
+    value read by OCR so is a LOW_CONFIDENCE warning whatever its threshold (engine.ocr_suspect);
+    a known currency sign, a sign glued to the figure and a string's `#` are as before."""
+    from chalicelib.features.extraction import normalise
+    from chalicelib.features.extraction.document import Found, Word
+    assert normalise.normalise('® 16,308.12', {'type': 'currency'}, 'en-GB') == (16308.12, {})
+    assert normalise.normalise('€ 1.234,56', {'type': 'currency'}, 'de-DE') == (1234.56, {'currency': 'EUR'})
+    with pytest.raises(normalise.NotNormalised):
+        normalise.normalise('®16,308.12', {'type': 'currency'}, 'en-GB')
+    assert [normalise.stray_sign(t) for t in ('® 16.00', '* 16.00', '£ 16.00', '- 16.00', '(1) 16.00', 'x 16.00')] \
+        == ['®', '*', None, None, None, None]
+
+    def found(text, confidence=0.95):
+        words = [Word(f'w{i}', t, 1, (0.0, 0.0, 1.0, 1.0), confidence, 0, 0) for i, t in enumerate(text.split())]
+        return Found(text=text, words=words, confidence=0.9 * (confidence or 1.0))
+    total = {'name': 'total', 'type': 'currency', 'threshold': 0.4}
+    attr = engine.attribute(total, 'invoice/total', found('® 16,308.12'), 'en-GB')
+    assert attr['typedValue'] == 16308.12 and attr['confidence'] == engine.OCR_SUSPECT_CONFIDENCE
+    assert "'®' before the amount" in attr['dataFeatures']['ocrSuspect']
+    group = {'name': 'invoice', 'group': True, 'children': [total]}
+    tree = [{'id': 'o1', 'path': 'invoice', 'attributes': [{**attr, 'id': 'a1'}]}]
+    assert [e['exceptionType'] for e in engine.assess(tree, {'invoice': group, 'invoice/total': total}).values()] \
+        == ['LOW_CONFIDENCE']
+    assert 'ocrSuspect' not in engine.attribute(total, 'invoice/total', found('® 16,308.12', None), 'en-GB')[
+        'dataFeatures']   # a text layer's characters are the document's own
+    number = {'name': 'number', 'type': 'string'}
+    assert 'ocrSuspect' not in engine.attribute(number, 'invoice/number', found('# 12345'), 'en-GB')['dataFeatures']

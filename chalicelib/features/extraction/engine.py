@@ -34,6 +34,7 @@ from chalicelib.features.extraction.normalise import (
     NotNormalised,
     detect,
     normalise,
+    stray_sign,
     typed_fields,
 )
 from chalicelib.features.extraction.rules import ExtractionLimit, Scope
@@ -72,10 +73,14 @@ _OCR_CONFUSION = re.compile(r'[|¦]|(?<=\d)[OoIl](?=\d)')
 OCR_SUSPECT_CONFIDENCE = 0.5
 
 
-def ocr_suspect(found: Found) -> str | None:
-    """Why a value read by OCR may be misread (a typical confusion in its text), or None."""
+def ocr_suspect(found: Found, kind: str = 'string') -> str | None:
+    """Why a value read by OCR may be misread (a typical confusion in its text; for an amount
+    (``kind`` decimal or currency) also an unknown sign before it), or None."""
     if not any(w.confidence is not None for w in found.words):
         return None   # a text layer's or an office file's characters are the document's own
+    sign = stray_sign(found.text) if kind in ('decimal', 'currency') else None
+    if sign is not None:
+        return f"'{sign}' before the amount, a currency sign OCR could not read"
     m = _OCR_CONFUSION.search(found.text)
     if m is None:
         return None
@@ -98,7 +103,7 @@ def attribute(taxon: dict[str, Any], path: str, found: Found | None, locale: Loc
     attr['value'] = found.text
     attr['confidence'] = found.confidence
     attr['dataFeatures'] = found.provenance()
-    suspect = ocr_suspect(found)
+    suspect = ocr_suspect(found, kind)
     if suspect is not None:
         attr['confidence'] = min(found.confidence, OCR_SUSPECT_CONFIDENCE)
         attr['dataFeatures']['ocrSuspect'] = suspect

@@ -278,8 +278,22 @@ def _number(text: str, locale: Locale) -> tuple[Any, dict[str, Any]]:
     return int(value), {}
 
 
+# a lone sign standing apart before an amount that is no currency sign this module knows: OCR's
+# reading of one it could not read (``₹ 16,308.12`` read ``® 16,308.12``); the amount is read, the
+# currency is not taken from it, and a value read by OCR so is asked (engine.py ``ocr_suspect``)
+STRAY_SIGN = re.compile(r'^\s*([^\w\s.,:;()\[\]{}\'"+\-\u2212%/\\])\s+(?=\d)')
+
+
+def stray_sign(text: str) -> str | None:
+    """The unknown sign ``text`` opens with, standing apart before a figure, or None."""
+    m = STRAY_SIGN.match(text)
+    return m.group(1) if m and m.group(1) not in CURRENCY_SYMBOLS else None
+
+
 def _money(text: str, locale: Locale, taxon: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     s = text.strip()
+    if stray_sign(s):
+        s = s[STRAY_SIGN.match(s).end():]
     currency = None
     symbols = {CURRENCY_SYMBOLS[m.group(0)] for m in _SYMBOL.finditer(s)}
     if len(symbols) > 1:
