@@ -437,8 +437,9 @@ def test_an_amount_behind_a_sign_ocr_could_not_read_is_read_and_asked_never_sure
     assert normalise.normalise('€ 1.234,56', {'type': 'currency'}, 'de-DE') == (1234.56, {'currency': 'EUR'})
     with pytest.raises(normalise.NotNormalised):
         normalise.normalise('®16,308.12', {'type': 'currency'}, 'en-GB')
-    assert [normalise.stray_sign(t) for t in ('® 16.00', '* 16.00', '£ 16.00', '- 16.00', '(1) 16.00', 'x 16.00')] \
-        == ['®', '*', None, None, None, None]
+    assert [normalise.stray_sign(t) for t in ('® 16.00', '* 16.00', '£ 16.00', '- 16.00', '(1) 16.00', 'x 16.00',
+                                              '> 16.00', '~ 16.00', '± 16.00')] \
+        == ['®', '*', None, None, None, None, None, None, None]   # a maths sign says something of the amount
 
     def found(text, confidence=0.95):
         words = [Word(f'w{i}', t, 1, (0.0, 0.0, 1.0, 1.0), confidence, 0, 0) for i, t in enumerate(text.split())]

@@ -24,6 +24,7 @@ a guess; a value that settles itself (``1.234,56``, ``12,50``, ``14/03/2026``) i
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal, InvalidOperation
@@ -280,14 +281,19 @@ def _number(text: str, locale: Locale) -> tuple[Any, dict[str, Any]]:
 
 # a lone sign standing apart before an amount that is no currency sign this module knows: OCR's
 # reading of one it could not read (``₹ 16,308.12`` read ``® 16,308.12``); the amount is read, the
-# currency is not taken from it, and a value read by OCR so is asked (engine.py ``ocr_suspect``)
-STRAY_SIGN = re.compile(r'^\s*([^\w\s.,:;()\[\]{}\'"+\-\u2212%/\\])\s+(?=\d)')
+# currency is not taken from it, and a value read by OCR so is asked (engine.py ``ocr_suspect``).
+# A symbol (``®``, ``©``, ``°``, an unknown currency sign) or ``*``; never a maths sign
+# (``> 1,000.00``, ``~ 16.00``, ``± 5.00`` say something about the amount) nor punctuation.
+STRAY_SIGN = re.compile(r'^\s*(\S)\s+(?=\d)')
 
 
 def stray_sign(text: str) -> str | None:
     """The unknown sign ``text`` opens with, standing apart before a figure, or None."""
     m = STRAY_SIGN.match(text)
-    return m.group(1) if m and m.group(1) not in CURRENCY_SYMBOLS else None
+    if m is None or m.group(1) in CURRENCY_SYMBOLS:
+        return None
+    sign = m.group(1)
+    return sign if sign == '*' or unicodedata.category(sign) in ('So', 'Sc', 'Sk') else None
 
 
 def _money(text: str, locale: Locale, taxon: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
