@@ -293,7 +293,7 @@ def main() -> None:
             # every thread's stack goes to stderr (the cause, for the next reader) and the process
             # exits
             faulthandler.dump_traceback_later(SHUTDOWN_SECONDS, exit=True)
-            if work is not None:   # its loops stop (a batch being worked finishes) before moto saves
+            if work is not None:   # its loops and its pool stop before moto saves (localdev/work.py)
                 work.terminate()
                 try:
                     work.wait(timeout=SHUTDOWN_SECONDS - 5)

@@ -21,11 +21,12 @@ crashed Lambda's do) and a new pool is forked. Taken from the standard library
 
 The process talks to the same moto server (``AWS_ENDPOINT_URL``, inherited), dies with its parent
 (PR_SET_PDEATHSIG, as the moto server and the worker processes do), stops its loops on SIGTERM
-(``Pollers.stop``: a batch being worked finishes, the extra worker processes are stopped), and
+(``Pollers.stop``, the extra worker processes stopped; a batch still running in the pool is not
+waited for: its messages come back after their visibility timeout, as the daemon threads' did), and
 says it is ready on the descriptor named by ``WORK_READY_FD`` (one line: what it runs), so that
 `make run` prints "platform API on" only once its work is polling.
 
-    python -m localdev.work   # the environment of `make run` (run.py ``start_work``)
+    python -m localdev.work   # with the environment of `make run`, which starts it (``spawn``)
 """
 from __future__ import annotations
 
