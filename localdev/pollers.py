@@ -312,7 +312,8 @@ class Pollers:
 
     def __init__(self, app, *, region: str, endpoint_url: str | None, queue_name: str, table_name: str,
                  tick_seconds: float, drain_seconds: float = 0.5, stream_batch_size: int = 100,
-                 stream_window_seconds: float = 0.0, ocr_queue_name: str | None = None, workers: int = 1) -> None:
+                 stream_window_seconds: float = 0.0, ocr_queue_name: str | None = None, workers: int = 1,
+                 ocr_handler: Callable | None = None) -> None:
         # workers - 1 more queue workers, each a process of its own (workers.py): pdfium reads one
         # PDF at a time per process, so parallel page ranges need processes, not threads
         self.workers = max(1, workers)
@@ -323,8 +324,10 @@ class Pollers:
                                  fair=True)
         # the OCR function's queue, through its handler (front/handlers.py ocr_batch), as its
         # container-image Lambda runs it on AWS
-        from chalicelib.front import handlers
-        self.ocr = QueuePoller(handlers.ocr_batch, ocr_queue_name, region=region,
+        if ocr_handler is None:
+            from chalicelib.front import handlers
+            ocr_handler = handlers.ocr_batch
+        self.ocr = QueuePoller(ocr_handler, ocr_queue_name, region=region,
                                endpoint_url=endpoint_url, fair=True) if ocr_queue_name else None
         self.stream = StreamReader(app.outbox_publisher, table_name, region=region, endpoint_url=endpoint_url,
                                    batch_size=stream_batch_size, window_seconds=stream_window_seconds)

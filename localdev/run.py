@@ -217,9 +217,10 @@ def create_resources() -> None:
 
 
 def local_workers() -> int:
-    """``LOCAL_WORKERS``: ``off`` (none: starts stay PENDING), ``on`` (the default: 1, the in-process
-    pollers), or a number N of queue workers (N - 1 processes besides them, localdev/workers.py:
-    a big document's page ranges read in parallel; docs/operations/worker.md "Local workers")."""
+    """``LOCAL_WORKERS``: ``off`` (none: starts stay PENDING), ``on`` (the default: 1, the pollers of
+    the work process, localdev/work.py), or a number N of queue workers (N - 1 processes besides
+    them, localdev/workers.py: a big document's page ranges read in parallel;
+    docs/operations/worker.md "Local workers")."""
     raw = os.environ.get('LOCAL_WORKERS', 'on').strip().lower()
     if raw.isdigit() and int(raw) > 0:
         return min(int(raw), 32)
@@ -256,34 +257,22 @@ def main() -> None:
                   'with a new one', flush=True)
         from app import app
         from chalicelib.core.config import get_config
-        from localdev.pollers import Pollers
         from localdev.server import serve
         port = int(os.environ.get('PORT') or 8000)
         server = serve(app, '127.0.0.1', port)
         cfg = get_config()
-        # the worker, the scheduler and the outbox publisher, as Lambda would run them (pollers.py)
-        import app as handlers  # the module: its event handlers are module-level functions
-        stream = next(s for s in app.event_sources if s.name == 'outbox_publisher')   # its batch settings
+        # the worker, the scheduler and the outbox publisher, as Lambda would run them (pollers.py),
+        # in a process of their own (localdev/work.py: on AWS none shares the API's CPU).
         # LOCAL_OCR_WORKER=off: the OCR queue's messages wait for another consumer (the OCR image's
         # rehearsal, tests/integration/test_ocr_image.py, hands them to the image as Lambda would)
         ocr_off = os.environ.get('LOCAL_OCR_WORKER', 'on').lower() in ('0', 'off', 'false', 'no')
-        ocr_queue_name = None if ocr_off else cfg.ocr_queue_name or None
-        pollers = Pollers(handlers, region=cfg.region, endpoint_url=cfg.endpoint_url,
-                          queue_name=cfg.activity_queue_name, table_name=cfg.table_name,
-                          tick_seconds=float(os.environ.get('SCHEDULER_TICK_SECONDS') or 60),
-                          stream_batch_size=stream.batch_size,
-                          stream_window_seconds=stream.maximum_batching_window_in_seconds,
-                          ocr_queue_name=ocr_queue_name, workers=local_workers())
+        work = None
         if os.environ.get('LOCAL_WORKERS', 'on').lower() in ('0', 'off', 'false', 'no'):
-            pollers.threads = []   # LOCAL_WORKERS=off: starts stay PENDING (the fuzz run uses it)
-        pollers.start()
-        state = 'on' if pollers.threads else 'off'
-        print(f'work ({state}): queue poller on {cfg.activity_queue_name}'
-              + (f' and {pollers.workers - 1} more worker process(es) (LOCAL_WORKERS={pollers.workers})'
-                 if pollers.workers > 1 and pollers.threads else '')
-              + (f' and {cfg.ocr_queue_name} (OCR)' if pollers.ocr else '') + ', '
-              f'scheduler every {pollers.tick_seconds:g} s '
-              '(SCHEDULER_TICK_SECONDS), outbox drained from the table stream', flush=True)
+            print('work (off): starts stay PENDING (LOCAL_WORKERS=off)', flush=True)   # the fuzz run uses it
+        else:
+            from localdev import work as work_process
+            work, line = work_process.spawn(local_workers(), None if ocr_off else cfg.ocr_queue_name or None)
+            print(line, flush=True)
         if rate and moto is not None:
             print(switch_on_chaos(os.environ['AWS_ENDPOINT_URL'], rate), flush=True)
         elif rate:
@@ -304,7 +293,12 @@ def main() -> None:
             # every thread's stack goes to stderr (the cause, for the next reader) and the process
             # exits
             faulthandler.dump_traceback_later(SHUTDOWN_SECONDS, exit=True)
-            pollers.stop()
+            if work is not None:   # its loops and its pool stop before moto saves (localdev/work.py)
+                work.terminate()
+                try:
+                    work.wait(timeout=SHUTDOWN_SECONDS - 5)
+                except subprocess.TimeoutExpired:
+                    work.kill()
             server.server_close()
     finally:
         if moto is not None:

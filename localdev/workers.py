@@ -1,5 +1,5 @@
 """`make run`'s extra queue workers (``LOCAL_WORKERS=N``, docs/operations/worker.md "Local
-workers"): N - 1 processes besides the in-process pollers (pollers.py), each receiving ONE message
+workers"): N - 1 processes besides the work process's pollers (pollers.py, work.py), each receiving ONE message
 at a time from the activity queue and the OCR queue in turn and handing it to the same handlers
 Lambda runs (``activity_start_worker``, front/handlers.py ``ocr_batch``), so a big document's page
 ranges (features/parsing/fanout.py) are read in parallel as on AWS, where each range is an
