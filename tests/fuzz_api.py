@@ -7,8 +7,8 @@ and stops the server it started. Exit status: schemathesis's (0 = no finding), 1
 run overran its budget.
 
 Bounded by case counts, not by time: the coverage phase (every documented boundary and
-violation once), FUZZ_MAX_EXAMPLES random cases per operation (default 15) and stateful runs
-along the document's links (create -> get/update/delete); the seed is fixed (FUZZ_SEED) so a
+violation once), FUZZ_MAX_EXAMPLES random cases per operation (default 15), FUZZ_STATEFUL_EXAMPLES
+stateful runs (default 80) along the document's links (create -> get/update/delete); the seed is fixed (FUZZ_SEED) so a
 CI failure reproduces. FUZZ_TIMEOUT (default 600 s) stops a run that overruns. Loopback only.
 Operations that call out (the service bridge proxy and agent tool call) are excluded: generated
 bridges would name hosts beyond this machine. Extra arguments go to `schemathesis run`, e.g.
@@ -65,8 +65,11 @@ unexpected-methods = []
 max-steps = 12
 
 [phases.stateful.generation]
-max-examples = 80
+max-examples = {stateful_examples}
 """
+# the stateful phase's scenarios (``FUZZ_STATEFUL_EXAMPLES``): 80 in `make fuzz`; the run inside
+# `make test` takes fewer (tests/integration/test_fuzz_run.py)
+STATEFUL_EXAMPLES = 80
 
 
 def _free_port() -> int:
@@ -213,7 +216,8 @@ def main(argv: list[str]) -> int:
     try:
         _wait_for(f'{base}/v3/api-docs', server, timeout=120 if chaos_rate else 60)
         config = work / 'schemathesis.toml'
-        config.write_text(CONFIG)
+        config.write_text(CONFIG.format(stateful_examples=int(os.environ.get('FUZZ_STATEFUL_EXAMPLES',
+                                                                         STATEFUL_EXAMPLES))))
         rotate = int(os.environ.get('FUZZ_ROTATE_KEYS', '40'))
         keys = _retrying(lambda: _make_keys(base, key, rotate)) if rotate else []
         auth = [] if keys else ['-H', f'x-api-key: {key}']   # rotated by the hooks otherwise
