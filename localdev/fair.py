@@ -25,7 +25,9 @@ again and again); one held for ``hold_seconds`` (a third of that) is due for a v
 extension (``due``), so a held message is never delivered twice; a message received again (its
 visibility ran out meanwhile) replaces its older copy. A batch handed to a worker gets the
 queue's visibility timeout back: messages the worker failed are not held again, they come back
-from the queue after its visibility timeout, as on AWS.
+from the queue after its visibility timeout, as on AWS. A poller that stops gives what it holds
+back to the queue at once (``QueuePoller.give_back``), so the next `make run` need not wait out
+the hold.
 
 Written here rather than taken from a library: it is a few lines of round-robin over dicts, and
 no maintained package emulates SQS fair queues over a local queue.

@@ -141,6 +141,20 @@ class QueuePoller:
             lost |= {chunk[int(f['Id'])]['MessageId'] for f in answer.get('Failed') or []}
         return lost
 
+    def give_back(self) -> int:
+        """On stop: the messages held ahead made visible again at once (not after ``HOLD_SECONDS``:
+        the next `make run` works them without waiting); how many. Best effort: a message whose
+        visibility cannot be changed comes back when its hold ends."""
+        if self.buffer is None:
+            return 0
+        with self.lock:
+            held = [message for group in self.buffer.groups.values() for message, _ in group.values()]
+            self.buffer.forget({m['MessageId'] for m in held})
+        try:
+            return len(held) - len(self._visibility(held, 0))
+        except Exception:  # noqa: BLE001 - stopping: they come back after their hold
+            return 0
+
     def _fair_batch(self, wait_seconds: int) -> list[dict[str, Any]]:
         """Receive ahead (until the queue answers empty, the buffer is full or the poll's receives
         are spent), extend the visibility of messages held long, then the buffer's next batch."""
@@ -386,6 +400,13 @@ class Pollers:
         for process in self.processes:
             process.terminate()
         for thread in self.threads:
+            thread.join(timeout=3)
+        # the messages held ahead, back to the queue (bounded: a stop never waits on it over 3 s)
+        giving = [threading.Thread(target=poller.give_back, name='give-back', daemon=True)
+                  for poller in (self.queue, self.ocr) if poller is not None]
+        for thread in giving:
+            thread.start()
+        for thread in giving:
             thread.join(timeout=3)
         for process in self.processes:
             try:

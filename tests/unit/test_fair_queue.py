@@ -246,3 +246,16 @@ def test_a_message_held_behind_a_busy_group_is_received_once():
         held = {mid for group in poller.buffer.groups.values() for mid in group}
         assert came_back >= {m['MessageId'] for m in taken + held_b}   # handed out: the queue's 1 s
         assert not came_back & held, 'a held message came back to the queue and counts a receive more'
+
+
+def test_a_stopping_poller_gives_its_held_messages_back_at_once(queue):
+    """Held for the poller's 300 s hold, a message would wait that long after `make run` stopped;
+    stopping gives them back to the queue at once (``give_back``)."""
+    sqs, url = queue
+    _send(sqs, url, 'org-a', 15)
+    poller = _poller(lambda event, context: {}, fair=True)
+    with poller.lock:
+        assert len(poller._fair_batch(0)) == 10   # taken by a worker; 5 held
+    assert poller.give_back() == 5 and len(poller.buffer) == 0
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get('Messages') or []
+    assert len(again) == 5
