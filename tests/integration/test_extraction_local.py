@@ -56,11 +56,12 @@ def place(live):
             'base': f"/api/stores/{org['slug']}/invoices-{tag}"}
 
 
-def assistant_place(live, definition: dict, prefix: str) -> dict:
-    """A project in the default organization whose assistant extracts what lands in its inbox
-    with ``definition`` (a data definition's body, its slug given here) into a data store, review
-    tasks in an OPEN status: the live tests' one set-up of an extracting project."""
-    org = next(o for o in live.get('/api/organizations').body['content'] if o.get('slug') == 'default')
+def assistant_place(live, definition: dict, prefix: str, *, org: dict | None = None) -> dict:
+    """A project in ``org`` (the default organization when None) whose assistant extracts what
+    lands in its inbox with ``definition`` (a data definition's body, its slug given here) into a
+    data store, review tasks in an OPEN status: the live tests' one set-up of an extracting project."""
+    if org is None:
+        org = next(o for o in live.get('/api/organizations').body['content'] if o.get('slug') == 'default')
     tag = uuid.uuid4().hex[:6]
     project = live.created('/api/projects', {'name': f'{prefix}-{tag}', 'organizationId': org['id']})
     live.created('/api/task-statuses', {'organizationId': org['id'], 'slug': f'to-review-{tag}', 'label': 'x',
@@ -76,7 +77,7 @@ def assistant_place(live, definition: dict, prefix: str) -> dict:
         'options': {'pipeline': {'steps': [{'name': 'extract', 'stepType': 'EXTRACT', 'options': {
             'dataDefinition': f'{prefix}-{tag}', 'dataStore': f'invoices-{tag}',
             'statusSlug': f'to-review-{tag}'}}]}}})
-    return {'org': org, 'inbox': inbox, 'store': store, 'definition': created,
+    return {'org': org, 'project': project, 'inbox': inbox, 'store': store, 'definition': created,
             'base': f"/api/stores/{org['slug']}/invoices-{tag}"}
 
 

@@ -29,6 +29,7 @@ import pytest
 from urllib3 import encode_multipart_formdata
 
 from tests import extraction_corpus
+from tests.integration.test_extraction_local import assistant_place
 from tests.live import LiveStack
 
 BURST = int(os.environ.get('FAIRNESS_BURST') or 35)
@@ -56,22 +57,11 @@ def place(live: LiveStack, slug: str | None) -> dict:
 
 def extracting_place(live: LiveStack, slug: str) -> dict:
     """A new organization whose project's assistant extracts what lands in its inbox with the
-    invoice definition into a data store (as tests/integration/test_extraction_local.py's
+    invoice definition into a data store (tests/integration/test_extraction_local.py's
     ``assistant_place``, in an organization of its own): B's."""
-    where = place(live, slug)
-    org, project, tag = where['org'], where['project'], uuid.uuid4().hex[:6]
-    live.created('/api/task-statuses', {'organizationId': org['id'], 'slug': f'to-review-{tag}', 'label': 'x',
-                                        'statusType': 'OPEN'})
-    live.created('/api/data-stores', {'projectId': project['id'], 'name': 'Invoices', 'slug': f'invoices-{tag}'})
-    live.created('/api/data-definitions', {'name': 'Invoice', 'taxons': extraction_corpus.invoice_definition(),
-                                           'organizationId': org['id'], 'slug': f'invoice-{tag}'})
-    live.created('/api/assistants', {
-        'projectId': project['id'], 'name': 'Invoice extractor', 'slug': f'extractor-{tag}',
-        'subscription': f"documentStoreId == '{where['inbox']['id']}'",
-        'options': {'pipeline': {'steps': [{'name': 'extract', 'stepType': 'EXTRACT', 'options': {
-            'dataDefinition': f'invoice-{tag}', 'dataStore': f'invoices-{tag}',
-            'statusSlug': f'to-review-{tag}'}}]}}})
-    return {**where, 'data': f"/api/stores/{org['slug']}/invoices-{tag}"}
+    org = live.created('/api/organizations', {'name': slug, 'slug': slug})
+    made = assistant_place(live, {'taxons': extraction_corpus.invoice_definition()}, 'invoice', org=org)
+    return {'org': org, 'project': made['project'], 'inbox': made['inbox'], 'data': made['base']}
 
 
 def upload(live: LiveStack, where: dict, name: str, data: bytes, media_type: str) -> dict:
