@@ -389,6 +389,49 @@ def test_the_stages_before_the_pipelines_run_first_and_the_pipelines_see_their_o
     assert 'internal error (RuntimeError)' in stage['statusMessages'][-1]['message']
 
 
+def test_the_second_trigger_of_a_continuing_stage_sends_no_second_step_message(api, prj, work, probe, monkeypatch):
+    """CI's OCR image rehearsal: the stream's trigger (the second of every family, the upload's
+    being the first) came while the parse stage waited on the OCR queue (PENDING, no attempt
+    counted), and sent the step's message again: the page went to the OCR queue twice and the
+    image's delivery found its claim taken. A duplicate start resends the first step only when
+    it was never claimed (engine.step_unclaimed), and a step's message names its slice: an
+    earlier slice's copy is a duplicate (docs/operations/worker.md "Resumable steps")."""
+    from chalicelib.core.resumable import Continue
+    from chalicelib.features.work import pipelines
+    monkeypatch.setattr(pipelines, 'STAGES_BEFORE_PIPELINES', [{'name': 'parse', 'stepType': 'PROBE'}])
+    probe['script'].append(Continue({'page': 1}, message='page 1 needs OCR', delay_seconds=600))
+    family = upload(api, prj, 'handed-over.pdf')   # the upload's own trigger
+    for _ in range(3):                              # the run created, its step claimed and continued
+        work.queue.poll_once(wait_seconds=0)
+    [stage] = executions_of(api, family['id'], stages=True)
+    assert stage['status'] == 'PENDING' and stage['metadata']['continuations'] == 1, stage['statusMessages']
+    assert len(probe['calls']) == 1
+    work.publish_outbox()                           # the stream's trigger: a duplicate start
+    for _ in range(3):
+        work.queue.poll_once(wait_seconds=0)
+    assert len(probe['calls']) == 1, 'the continuing step ran again on a duplicate start'
+    # a copy of the first slice's own message (SQS delivers at least once): a duplicate too
+    work.send({'type': 'pipeline.step', 'executionId': stage['id'], 'step': 0, 'attempt': 1, 'continuation': 0})
+    work.queue.poll_once(wait_seconds=0)
+    assert len(probe['calls']) == 1, 'an earlier slice\'s message ran the step again'
+    [stage] = executions_of(api, family['id'], stages=True)
+    assert stage['metadata']['continuations'] == 1 and stage['changeSequence'] == 3, stage['statusMessages']
+    # the slice's own message (as the continuation sent it) runs it
+    probe['script'].append({'pages': 2})
+    work.send({'type': 'pipeline.step', 'executionId': stage['id'], 'step': 0, 'attempt': 1, 'continuation': 1})
+    work.queue.poll_once(wait_seconds=0)
+    assert len(probe['calls']) == 2 and probe['calls'][1]['progress'] == {'page': 1}
+    # before any claim, a duplicate start still sends the first step again (a crash after the write)
+    probe['script'].append({'pages': 1})
+    other = upload(api, prj, 'crashed.pdf')
+    work.queue.poll_once(wait_seconds=0)           # the run created and its step message sent ...
+    work.queue.sqs.purge_queue(QueueUrl=work.queue.url)   # ... and lost
+    work.publish_outbox()
+    settle(work)
+    [stage] = executions_of(api, other['id'], stages=True)
+    assert stage['status'] == 'SUCCEEDED', stage['statusMessages']
+
+
 # ----------------------------------------------------------------------------- labels and locked (issue 40)
 
 def test_a_script_names_labels_by_name_or_id_and_the_family_holds_ids(api, prj, org_id, work):

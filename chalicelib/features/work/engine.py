@@ -6,15 +6,18 @@ An execution is a list of steps run one after the other, each under its Executio
 ``Kind`` (below):
 
 * an activity's execution (features/work/service.py ``ACTIVITY``): ONE step, its message
-  ``{"type": "execution.attempt", "executionId", "attempt": n}``;
+  ``{"type": "execution.attempt", "executionId", "attempt": n, "continuation": k}``;
 * a document-processing run (features/work/pipelines.py ``PIPELINE``): an assistant's pipeline
   (or the stages before the pipelines), its message
-  ``{"type": "pipeline.step", "executionId", "step": i, "attempt": n}``.
+  ``{"type": "pipeline.step", "executionId", "step": i, "attempt": n, "continuation": k}``.
+
+``continuation`` numbers the slice of a step that continues across messages (``Continue``): a
+copy of an earlier slice's message is a duplicate (docs/operations/worker.md "Resumable steps").
 
 ``run(kind, execution_id, index, attempt, deadline=...)`` is the whole loop of one message:
 
-1. **Redelivery** (the one rule, docs/api/work.md): an ended execution, an earlier step or an
-   attempt already made is a duplicate and changes nothing (an earlier step's message re-sends
+1. **Redelivery** (the one rule, docs/api/work.md): an ended execution, an earlier step, an
+   earlier slice or an attempt already made is a duplicate and changes nothing (an earlier step's message re-sends
    the current step's first message when that may have been lost; a retry's message is sent
    again when the retry was recorded). A message whose attempt is found ``RUNNING`` (and not
    waiting for an agent) is never consumed silently: within the attempt's ``timeoutSeconds`` +
@@ -192,6 +195,17 @@ def send(messages: list[tuple[dict[str, Any], int]], *, queue: str | None = None
         raise ServiceUnavailable(f'work messages not sent: {exc}') from None
 
 
+def step_unclaimed(data: dict[str, Any]) -> bool:
+    """The current step's first attempt has never been claimed: the one state in which a
+    duplicate trigger (a start, or the previous step's message, sent again) may send the step's
+    message again (the recovery of a crash between a write and its send). A step that continues
+    across messages is PENDING with no attempt counted too, but its next message is on its way
+    (``_continue``: written, then sent): a copy sent then would run a slice twice (or hand a page
+    to the OCR queue twice), so ``metadata.continuations`` says it was claimed."""
+    return data.get('status') == PENDING and not data.get('attempts') and \
+        not (data.get('metadata') or {}).get('continuations')
+
+
 def find(family: str, project_id: str, ref: str):
     """A record of ``family`` in the project named by id or slug, or None."""
     stored = table.get_by_ref(family, scope=project_id, ref=ref)
@@ -226,8 +240,9 @@ class Kind(ABC):
         return None   # a hook a kind may fill; nothing by default
 
     @abstractmethod
-    def message(self, execution_id: str, index: int, attempt: int) -> dict[str, Any]:
-        """Implemented by each kind."""
+    def message(self, execution_id: str, index: int, attempt: int, continuation: int | None = None) -> dict[str, Any]:
+        """Implemented by each kind: the body runs attempt ``attempt`` of step ``index``; with
+        ``continuation``, only that slice of it (``run``: an earlier slice's copy is a duplicate)."""
 
     @abstractmethod
     def context(self, data: dict[str, Any]) -> Context:
@@ -372,9 +387,16 @@ def attempt_seconds(step: dict[str, Any], policy: dict[str, Any]) -> float:
 
 # ----------------------------------------------------------------------------- the attempt loop
 
-def run(kind: Kind, execution_id: str, index: int, attempt: int, *, deadline: float | None = None) -> str:
-    """Process one step message of ``kind``: attempt ``attempt`` of step ``index``; what
-    happened (for the log line). ``Deferred`` when the invocation has no time for it."""
+def continuations_of(data: dict[str, Any]) -> int:
+    """How many times the current step continued in a new message (0 before its first)."""
+    return int((data.get('metadata') or {}).get('continuations') or 0)
+
+
+def run(kind: Kind, execution_id: str, index: int, attempt: int, *, continuation: int | None = None,
+        deadline: float | None = None) -> str:
+    """Process one step message of ``kind``: attempt ``attempt`` of step ``index`` (``continuation``:
+    the slice the message was sent for, None for a message that runs whichever slice is next);
+    what happened (for the log line). ``Deferred`` when the invocation has no time for it."""
     stored = table.get('executions', execution_id)
     if stored is None:
         return 'gone'
@@ -385,17 +407,22 @@ def run(kind: Kind, execution_id: str, index: int, attempt: int, *, deadline: fl
     if status in TERMINAL:
         return f'already {status}'
     if index < current:
-        if status == PENDING and made == 0:   # the step before was recorded, its message maybe not sent
-            send([(kind.message(stored.id, current, 1), 0)])
+        if step_unclaimed(data):   # the step before was recorded, its message maybe not sent
+            send([(kind.message(stored.id, current, 1, 0), 0)])
             return 'next step sent again'
         return 'duplicate (an earlier step)'
     if index > current or index >= len(steps):
         return 'duplicate'
+    if continuation is not None and continuation < continuations_of(data):
+        # a copy of a slice's message that ran already (SQS's at-least-once, a trigger sent twice):
+        # the slice after it has its own message; claiming this one would run a slice twice
+        return f'duplicate (slice {continuation}; the step is at slice {continuations_of(data)})'
     step = steps[index]
     policy = step_shapes.policy_of(step)
     if attempt == made and status == PENDING and data.get('nextAttemptAt'):
         delay = max(0, int((clock.parse_instant(data['nextAttemptAt']) - clock.now()).total_seconds()))
-        send([(kind.message(stored.id, index, attempt + 1), min(delay, step_shapes.MAX_DELAY_SECONDS))])
+        send([(kind.message(stored.id, index, attempt + 1, continuations_of(data)),
+               min(delay, step_shapes.MAX_DELAY_SECONDS))])
         return 'retry message sent again'
     if attempt == made and status == RUNNING and not (data.get('metadata') or {}).get('waitingFor'):
         # The same message again: a duplicate while the attempt runs, or the attempt's worker died
@@ -407,7 +434,7 @@ def run(kind: Kind, execution_id: str, index: int, attempt: int, *, deadline: fl
         left = policy['timeoutSeconds'] + INTERRUPTED_AFTER_SECONDS - idle
         if left > 0:
             wait = min(int(left) + 1, step_shapes.MAX_DELAY_SECONDS)
-            send([(kind.message(stored.id, index, attempt), wait)])
+            send([(kind.message(stored.id, index, attempt, continuation), wait)])
             return f'attempt in progress: checked again in {wait} s'
         return _after_failure(kind, stored, index, attempt, policy, AttemptFailed('the attempt was interrupted'))
     if attempt != made + 1 or status not in (PENDING, RUNNING):
@@ -418,7 +445,7 @@ def run(kind: Kind, execution_id: str, index: int, attempt: int, *, deadline: fl
     if left < box:   # before the claim: a deferred attempt is not an attempt made
         raise Deferred(f"step '{step.get('name')}' attempt {attempt} needs {box:g} s, "
                        f'{max(0.0, left):.1f} s left of the invocation')
-    continuations = int((data.get('metadata') or {}).get('continuations') or 0)
+    continuations = continuations_of(data)
 
     def claim(new: dict[str, Any]) -> None:
         new.update(status=RUNNING, attempts=attempt, step=step)
@@ -545,7 +572,7 @@ def _advance(kind: Kind, stored, index: int, output: Any, line: str, text: str) 
     if written is None:
         return 'changed meanwhile'
     if following < len(steps):
-        send([(kind.message(stored.id, following, 1), 0)])
+        send([(kind.message(stored.id, following, 1, 0), 0)])
         return f'{text}; next step queued'
     kind.after_write(written.data, 'ended')
     return text
@@ -563,7 +590,7 @@ def _after_failure(kind: Kind, stored, index: int, attempt: int, policy: dict[st
         written = _end(kind, stored, PENDING, 'WARNING', text, next_attempt_at=at)
         if written.startswith('changed'):
             return written
-        send([(kind.message(stored.id, index, attempt + 1), delay)])
+        send([(kind.message(stored.id, index, attempt + 1, continuations_of(stored.data)), delay)])
         return text
     made = f'{attempt} of {policy["maxAttempts"]} attempts made'
     if attempt < policy['maxAttempts']:
@@ -578,8 +605,7 @@ def _after_failure(kind: Kind, stored, index: int, attempt: int, policy: dict[st
 
 def _continue(kind: Kind, stored, index: int, attempt: int, policy: dict[str, Any], more: Continue) -> str:
     """The step is not finished: keep its progress and queue the same attempt again, uncounted."""
-    meta = stored.data.get('metadata') or {}
-    count = int(meta.get('continuations') or 0) + 1
+    count = continuations_of(stored.data) + 1
     if count > MAX_CONTINUATIONS:
         return _after_failure(kind, stored, index, attempt, policy, AttemptFailed(
             f'not finished after {MAX_CONTINUATIONS} continuations', final=True))
@@ -602,5 +628,5 @@ def _continue(kind: Kind, stored, index: int, attempt: int, policy: dict[str, An
     written = write(stored, mutate)
     if written is None:
         return 'changed meanwhile'
-    send([(kind.message(stored.id, index, attempt), delay)], queue=more.queue)
+    send([(kind.message(stored.id, index, attempt, count), delay)], queue=more.queue)
     return text

@@ -41,9 +41,10 @@ def run(attempt: engine.StepRun) -> Any:
     from chalicelib.features.parsing import stage as parsing  # noqa: PLC0415 - lazy: the readers load in the worker only
     execution = attempt.execution
     state = (execution.get('metadata') or {}).get('progress') or parsing.new_state(str(execution['id']))
-    # the message that runs this attempt again: a fanned-out run's last range sends it (fanout.py)
+    # the message that runs this attempt again: a fanned-out run's last range sends it (fanout.py);
+    # no slice number: it wakes whichever slice the stage is at (a look at the ranges is idempotent)
     wake = attempt.kind.message(str(execution['id']), attempt.kind.index(execution),
-                                int(execution.get('attempts') or 1))
+                                int(execution.get('attempts') or 1), None)
     done = parsing.run_slice(str(execution.get('documentFamilyId')), state, principal=attempt.principal,
                              deadline=time.monotonic() + attempt.seconds, wake=wake)
     if done.kind == 'continue':

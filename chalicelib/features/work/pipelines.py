@@ -85,8 +85,12 @@ def _send(messages: list[tuple[dict[str, Any], int]]) -> None:
     engine.send(messages)
 
 
-def _step_message(execution_id: str, index: int, attempt: int, delay: int = 0) -> tuple[dict[str, Any], int]:
-    return {'type': STEP, 'executionId': execution_id, 'step': index, 'attempt': attempt}, delay
+def _step_message(execution_id: str, index: int, attempt: int, delay: int = 0,
+                  continuation: int | None = 0) -> tuple[dict[str, Any], int]:
+    body = {'type': STEP, 'executionId': execution_id, 'step': index, 'attempt': attempt}
+    if continuation is not None:
+        body['continuation'] = continuation
+    return body, delay
 
 
 def execution_id(assistant_id: str, family_id: str, trigger: str) -> str:
@@ -395,8 +399,7 @@ def _check_runner_step(step: dict[str, Any]) -> None:
 
 def _resend_first(existing) -> str:
     data = existing.data
-    if data.get('status') == PENDING and not data.get('attempts') and \
-            not (data.get('metadata') or {}).get('stepIndex'):
+    if engine.step_unclaimed(data) and not (data.get('metadata') or {}).get('stepIndex'):
         _send([_step_message(existing.id, 0, 1)])
         return 'duplicate start; first step sent again'
     return 'duplicate start'
@@ -420,8 +423,8 @@ class PipelineKind(engine.Kind):
     def set_index(self, new: dict[str, Any], index: int) -> None:
         new['metadata'] = {**(new.get('metadata') or {}), 'stepIndex': index}
 
-    def message(self, execution_id: str, index: int, attempt: int) -> dict[str, Any]:
-        return _step_message(execution_id, index, attempt)[0]
+    def message(self, execution_id: str, index: int, attempt: int, continuation: int | None = None) -> dict[str, Any]:
+        return _step_message(execution_id, index, attempt, continuation=continuation)[0]
 
     def context(self, data: dict[str, Any]) -> engine.Context:
         value, assistant, reason = _input(data)
@@ -493,9 +496,10 @@ class PipelineKind(engine.Kind):
 PIPELINE = PipelineKind()
 
 
-def run_step(execution_id_: str, index: int, attempt: int, *, deadline: float | None = None) -> str:
+def run_step(execution_id_: str, index: int, attempt: int, *, continuation: int | None = None,
+             deadline: float | None = None) -> str:
     """A ``pipeline.step`` message: the engine's loop over the run."""
-    return engine.run(PIPELINE, execution_id_, index, attempt, deadline=deadline)
+    return engine.run(PIPELINE, execution_id_, index, attempt, continuation=continuation, deadline=deadline)
 
 
 def _bounded(output: Any) -> Any:

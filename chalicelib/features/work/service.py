@@ -245,7 +245,7 @@ def _fail_activity(stored, reason: str) -> str:
 def _send_attempts(attempts: list[tuple[str, int, int]]) -> None:
     """(execution id, attempt, delay seconds) messages; a failed send raises, so the message
     being processed is delivered again and its recovery sends them."""
-    engine.send([(ACTIVITY.message(eid, 0, n), delay) for eid, n, delay in attempts])
+    engine.send([(ACTIVITY.message(eid, 0, n, 0), delay) for eid, n, delay in attempts])
 
 
 def _execution_ids(activity_id: str) -> list[str]:
@@ -262,7 +262,7 @@ def _resend_first_attempts(activity_id: str) -> str:
     pending = []
     for eid in _execution_ids(activity_id):
         execution = table.get('executions', eid)
-        if execution is not None and execution.data.get('status') == PENDING and not execution.data.get('attempts'):
+        if execution is not None and engine.step_unclaimed(execution.data):
             pending.append((eid, 1, 0))
     _send_attempts(pending)
     return f'already RUNNING; {len(pending)} first attempts sent again'
@@ -279,8 +279,11 @@ class ActivityKind(engine.Kind):
     def steps(self, data: dict[str, Any]) -> list[dict[str, Any]]:
         return [data.get('step') or {}]
 
-    def message(self, execution_id: str, index: int, attempt: int) -> dict[str, Any]:
-        return {'type': ATTEMPT, 'executionId': execution_id, 'attempt': attempt}
+    def message(self, execution_id: str, index: int, attempt: int, continuation: int | None = None) -> dict[str, Any]:
+        body = {'type': ATTEMPT, 'executionId': execution_id, 'attempt': attempt}
+        if continuation is not None:
+            body['continuation'] = continuation
+        return body
 
     def context(self, data: dict[str, Any]) -> engine.Context:
         inputs = data.get('inputs') or {}
@@ -307,9 +310,10 @@ class ActivityKind(engine.Kind):
 ACTIVITY = ActivityKind()
 
 
-def run_attempt(execution_id: str, attempt: int, *, deadline: float | None = None) -> str:
+def run_attempt(execution_id: str, attempt: int, *, continuation: int | None = None,
+                deadline: float | None = None) -> str:
     """An ``execution.attempt`` message: the engine's loop over the activity's execution."""
-    return engine.run(ACTIVITY, execution_id, 0, attempt, deadline=deadline)
+    return engine.run(ACTIVITY, execution_id, 0, attempt, continuation=continuation, deadline=deadline)
 
 
 def finish_activity(activity_id: str) -> str | None:

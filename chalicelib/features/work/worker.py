@@ -59,13 +59,17 @@ def handle_message(body: str, *, deadline: float | None = None) -> str:
     if not isinstance(message, dict):
         raise PoisonMessage('the message is not a JSON object')
     kind = message.get('type')
+    continuation = message.get('continuation')   # absent: a message sent before slices were numbered
+    if continuation is not None and not _ints(message, 'continuation'):
+        raise PoisonMessage('a step message names a continuation that is not an integer')
     if kind == service.START and _strings(message, 'activityId'):
         return service.run_start(message['activityId'])
     if kind == service.ATTEMPT and _strings(message, 'executionId') and _ints(message, 'attempt'):
-        return service.run_attempt(message['executionId'], message['attempt'], deadline=deadline)
+        return service.run_attempt(message['executionId'], message['attempt'], continuation=continuation,
+                                   deadline=deadline)
     if kind == pipelines.STEP and _strings(message, 'executionId') and _ints(message, 'step', 'attempt'):
-        return engine.run(pipelines.PIPELINE, message['executionId'], message['step'], message['attempt'],
-                          deadline=deadline)
+        return pipelines.run_step(message['executionId'], message['step'], message['attempt'],
+                                  continuation=continuation, deadline=deadline)
     if kind == pipelines.START and _strings(message, 'assistantId', 'documentFamilyId', 'trigger'):
         return pipelines.run_start(message['assistantId'], message['documentFamilyId'], message['trigger'])
     if kind == pipelines.STAGES and _strings(message, 'documentFamilyId', 'trigger'):
