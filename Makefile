@@ -69,6 +69,7 @@ run: $(STAMP) ocr-tools
 # The live group's marker expression names `browser` so tests/conftest.py keeps the browser tests
 # (it is `not quarantine` all the same).
 # Fails if either fails, or collects nothing (pytest's exit 5). docs/architecture.md "The test loop".
+# Each group ends with its slowest tests (--durations): where a slow CI run spent its time.
 # The OCR image (below) is built in the background meanwhile, when its tag is missing;
 # tests/integration/test_ocr_image.py waits for it (OCR_IMAGE_BUILD_EXIT) and runs it as Lambda
 # does. A Docker daemon is started when none answers and stopped at the end, whatever the outcome.
@@ -83,9 +84,9 @@ test: $(STAMP) $(SDK_STAMP) ocr-tools docker-tools browser-tools
 	$(OCR) daemon-start || exit 1; trap '$(OCR) daemon-stop' EXIT; trap 'exit 130' INT TERM; \
 	{ $(OCR) build > $(OCR_BUILD).log 2>&1; echo $$? > $(OCR_BUILD).exit; } & build=$$!; \
 	PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider -m "not quarantine" -n 2 --dist loadfile \
-		$(TEST_IN_PROCESS) > $(TEST_LOG) 2>&1 & inproc=$$!; \
+		--durations=10 $(TEST_IN_PROCESS) > $(TEST_LOG) 2>&1 & inproc=$$!; \
 	OCR_IMAGE_BUILD_EXIT=$(OCR_BUILD).exit PYTHONPATH=. $(PY) -m pytest -q -p no:cacheprovider \
-		-m "$(LIVE_MARKERS)" $(TEST_LIVE) || status=$$?; \
+		--durations=15 -m "$(LIVE_MARKERS)" $(TEST_LIVE) || status=$$?; \
 	wait $$inproc; inproc_status=$$?; \
 	kill $$build 2>/dev/null; wait $$build 2>/dev/null; \
 	echo "---------------- OCR image: $$(tail -1 $(OCR_BUILD).log 2>/dev/null)"; \
