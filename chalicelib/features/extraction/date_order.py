@@ -148,8 +148,8 @@ def settle(text: str, own: Conventions, taught: Conventions | None = None) -> Co
         decimal, decimal_from = taught.decimal, 'taught'
     order = order_from = None
     for tier in TIERS:
-        if tier == 'dates':
-            votes = date_votes(text)
+        if tier == 'dates':   # detect counted them already: read again only when they did not settle it
+            votes = {own.order} if own.order else date_votes(text)
         elif tier == 'taught':
             votes = {taught.order} if taught is not None and taught.order else set()
         else:

@@ -93,16 +93,22 @@ def _limit_memory(limit: int):
     return apply
 
 
-def mean_confidence(tsv: str) -> float | None:
-    """The mean confidence (0..100) of the words of Tesseract's TSV; None when it read none."""
-    values = []
+def _word_rows(tsv: str):
+    """The fields of each row of Tesseract's TSV that is a word with text (level 5)."""
     for row in tsv.splitlines()[1:]:
         fields = row.split('\t')
         if len(fields) >= 12 and fields[0] == '5' and fields[11].strip():
-            try:
-                values.append(max(0.0, float(fields[10])))
-            except ValueError:
-                continue
+            yield fields
+
+
+def mean_confidence(tsv: str) -> float | None:
+    """The mean confidence (0..100) of the words of Tesseract's TSV; None when it read none."""
+    values = []
+    for fields in _word_rows(tsv):
+        try:
+            values.append(max(0.0, float(fields[10])))
+        except ValueError:
+            continue
     return sum(values) / len(values) if values else None
 
 
@@ -183,13 +189,8 @@ def page_nodes(tsv: str, *, page: int, points_per_pixel: float, width: float, he
     out = [node(page_id, ROOT, 'page', None, index, {'page': page, 'width': round(width, 2),
                                                      'height': round(height, 2)})]
     lines: dict[tuple[str, str, str], list[tuple[str, list[float], float]]] = {}
-    for row in tsv.splitlines()[1:]:
-        fields = row.split('\t')
-        if len(fields) < 12 or fields[0] != '5':
-            continue
+    for fields in _word_rows(tsv):
         text = fields[11].strip()
-        if not text:
-            continue
         left, top, w, h = (int(value) for value in fields[6:10])
         box = [round(left * points_per_pixel, 2), round(top * points_per_pixel, 2),
                round((left + w) * points_per_pixel, 2), round((top + h) * points_per_pixel, 2)]
